@@ -1,0 +1,1 @@
+# doc/local.mk: man pages not listed by a layer.

@@ -1,0 +1,91 @@
+/* easyrdma.h: the one public header of easyrdma (RDMA connections in one call). */
+#ifndef EASYRDMA_H
+#define EASYRDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Conventions: functions return 0 or a negative errno. The message of the
+ * last failure in the calling thread (naming the verb that failed and the
+ * attribute or value at fault) is ez_errmsg(); objects that live longer keep
+ * their own (ez_conn_errmsg()).
+ */
+
+/* ------------------------------------------------------------------ */
+/* Library-wide: version, errors, logging                              */
+/* ------------------------------------------------------------------ */
+
+const char *ez_version(void);
+
+/* strerror() for a negative (or positive) errno value; never NULL. */
+const char *ez_strerror(int err);
+
+/* The message of the last failed easyrdma call in this thread ("" if none). */
+const char *ez_errmsg(void);
+
+enum ez_log_level {
+	EZ_LOG_ERR = 0,
+	EZ_LOG_WARN = 1,
+	EZ_LOG_INFO = 2,
+	EZ_LOG_DEBUG = 3,
+};
+
+typedef void (*ez_log_fn)(enum ez_log_level level, const char *msg, void *arg);
+
+/* Route the library's log lines to fn (NULL: stderr) up to max_level. */
+void ez_set_log(ez_log_fn fn, void *arg, enum ez_log_level max_level);
+
+/* ------------------------------------------------------------------ */
+/* qpfsm: the QP state machine (lib/qpfsm)                             */
+/* ------------------------------------------------------------------ */
+
+/* Validate (type, current state, mask, values) against the verbs transition
+ * rules and the device/port limits, then call ibv_modify_qp(). On -EINVAL
+ * nothing was modified; ez_errmsg() names the transition and the attribute,
+ * e.g. "RC INIT->RTR: IBV_QP_AV required". */
+int ez_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+
+/* Walk qp from its current state to target (normally IBV_QPS_RTS) with the
+ * attributes given in attr/attr_mask, filling defaults for the ones left out
+ * (timeouts, retry counts, PSNs, rd_atomic from the device caps). */
+int ez_qp_ladder(struct ibv_qp *qp, enum ibv_qp_state target,
+		 const struct ibv_qp_attr *attr, int attr_mask);
+
+/* ibv_query_qp() that re-reads the volatile attributes and clears the ones
+ * not valid in the current state. */
+int ez_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ibv_qp_init_attr *init_attr);
+
+const char *ez_qp_state_str(enum ibv_qp_state state);
+const char *ez_qp_type_str(enum ibv_qp_type type);
+const char *ez_qp_attr_mask_str(int one_mask_bit);
+
+/* RoCEv2 UDP source port <-> GRH flow label (as ibv_flow_label_to_udp_sport). */
+uint16_t ez_flow_label_to_udp_sport(uint32_t flow_label);
+uint32_t ez_udp_sport_to_flow_label(uint16_t sport);
+
+/* ------------------------------------------------------------------ */
+/* Objects of the connection layer                                      */
+/* ------------------------------------------------------------------ */
+
+struct ev_loop;
+struct ez_ctx;
+struct ez_listener;
+struct ez_conn;
+struct ez_conn_req;
+struct ez_mr;
+struct ez_srqpool;
+struct ez_buf;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EASYRDMA_H */

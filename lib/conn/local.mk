@@ -1,0 +1,1 @@
+# lib/conn/local.mk: the conn layer's sources, tests and man pages.

@@ -1,0 +1,61 @@
+/* error.c: error strings and the per-thread last-error message. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "easyrdma.h"
+#include "error.h"
+
+static __thread char last_error[EZ_ERRMSG_MAX];
+
+const char *ez_strerror(int err)
+{
+	static __thread char buf[64];
+
+	if (err < 0)
+		err = -err;
+	if (err == 0)
+		return "Success";
+	/* strerror_r (GNU) may return a static string instead of filling buf. */
+	return strerror_r(err, buf, sizeof(buf));
+}
+
+const char *ez_errmsg(void)
+{
+	return last_error;
+}
+
+void ez_clear_error(void)
+{
+	last_error[0] = '\0';
+}
+
+static void format_into(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	vsnprintf(buf, len, fmt, ap);
+}
+
+int ez_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	format_into(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int ez_fail_into(char *buf, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	format_into(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	if (buf && len)
+		snprintf(buf, len, "%s", last_error);
+	return err;
+}

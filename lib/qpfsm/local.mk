@@ -1,0 +1,1 @@
+# lib/qpfsm/local.mk: the qpfsm layer's sources, tests and man pages.

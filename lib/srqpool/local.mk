@@ -1,0 +1,1 @@
+# lib/srqpool/local.mk: the srqpool layer's sources, tests and man pages.

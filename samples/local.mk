@@ -1,0 +1,1 @@
+# samples/local.mk: sample programs (public header only).

@@ -1,0 +1,28 @@
+# tests/local.mk: the two tiers. `make check` runs the unit tier and a probe
+# that says whether a device is there; `make check-integration` runs the
+# integration tier and fails when there is no RDMA device.
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test_error
+tests_unit_test_error_SOURCES = tests/unit/test_error.c
+tests_unit_test_error_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_error_LDADD = $(TEST_LDADD)
+
+INTEGRATION_TESTS += tests/integration/test_verbs_pingpong
+tests_integration_test_verbs_pingpong_SOURCES = tests/integration/test_verbs_pingpong.c \
+	tests/integration/testdev.c tests/integration/testdev.h
+tests_integration_test_verbs_pingpong_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_verbs_pingpong_LDADD = $(TEST_LDADD)
+endif
+
+check_PROGRAMS += $(UNIT_TESTS) $(INTEGRATION_TESTS)
+TESTS += $(UNIT_TESTS) tests/integration/device-probe.sh
+dist_noinst_SCRIPTS += tests/integration/device-probe.sh
+EXTRA_DIST += tests/testbed
+
+# The integration tier: every test must run; no device is a failure here.
+check-integration: $(INTEGRATION_TESTS)
+	@EZ_REQUIRE_DEVICE=1 $(srcdir)/tests/integration/device-probe.sh
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(INTEGRATION_TESTS)'
+
+.PHONY: check-integration

@@ -1,0 +1,72 @@
+/* test_error.c: error strings and the per-thread last-error message. */
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "easyrdma.h"
+#include "error.h"
+
+START_TEST(strerror_takes_both_signs)
+{
+	ck_assert_str_eq(ez_strerror(-ECONNREFUSED), ez_strerror(ECONNREFUSED));
+	ck_assert_str_eq(ez_strerror(-ETIMEDOUT), strerror(ETIMEDOUT));
+	ck_assert_str_eq(ez_strerror(0), "Success");
+}
+END_TEST
+
+START_TEST(fail_sets_message_and_returns_code)
+{
+	ez_clear_error();
+	ck_assert_str_eq(ez_errmsg(), "");
+	ck_assert_int_eq(ez_fail(-EINVAL, "RC %s: %s required", "INIT->RTR", "IBV_QP_AV"), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "RC INIT->RTR: IBV_QP_AV required");
+}
+END_TEST
+
+START_TEST(fail_into_copies_to_object_buffer)
+{
+	char buf[16];
+
+	ck_assert_int_eq(ez_fail_into(buf, sizeof(buf), -EIO, "rdma_connect: %s", "refused by peer"), -EIO);
+	ck_assert_str_eq(buf, "rdma_connect: r"); /* truncated to the buffer, still terminated */
+	ck_assert_str_eq(ez_errmsg(), "rdma_connect: refused by peer");
+}
+END_TEST
+
+static void *other_thread(void *arg)
+{
+	(void)arg;
+	ez_fail(-EIO, "other thread");
+	return NULL;
+}
+
+START_TEST(message_is_per_thread)
+{
+	pthread_t t;
+
+	ez_fail(-EINVAL, "mine");
+	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, NULL), 0);
+	pthread_join(t, NULL);
+	ck_assert_str_eq(ez_errmsg(), "mine");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("error");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, strerror_takes_both_signs);
+	tcase_add_test(tc, fail_sets_message_and_returns_code);
+	tcase_add_test(tc, fail_into_copies_to_object_buffer);
+	tcase_add_test(tc, message_is_per_thread);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
