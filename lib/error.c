@@ -28,7 +28,7 @@ const char *ez_errmsg(void)
 	return last_error;
 }
 
-void ez_clear_error(void)
+void ezi_clear_error(void)
 {
 	last_error[0] = '\0';
 }
@@ -38,7 +38,7 @@ static void format_into(char *buf, size_t len, const char *fmt, va_list ap)
 	vsnprintf(buf, len, fmt, ap);
 }
 
-int ez_fail(int err, const char *fmt, ...)
+int ezi_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -48,7 +48,7 @@ int ez_fail(int err, const char *fmt, ...)
 	return err;
 }
 
-int ez_fail_into(char *buf, size_t len, int err, const char *fmt, ...)
+int ezi_fail_into(char *buf, size_t len, int err, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -5,14 +5,14 @@
 #include <stddef.h>
 
 /* Formats the calling thread's last error message and returns err, so that a
- * failure reads as one line: return ez_fail(-EINVAL, "...: %s", why); */
-int ez_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+ * failure reads as one line: return ezi_fail(-EINVAL, "...: %s", why); */
+int ezi_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Copies a message into a caller's buffer as well (objects keep their own). */
-int ez_fail_into(char *buf, size_t len, int err, const char *fmt, ...)
+int ezi_fail_into(char *buf, size_t len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-void ez_clear_error(void);
+void ezi_clear_error(void);
 
 #define EZ_ERRMSG_MAX 256
 

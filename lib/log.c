@@ -28,7 +28,7 @@ static int current_max(void)
 	return log_max;
 }
 
-void ez_log(enum ez_log_level level, const char *fmt, ...)
+void ezi_log(enum ez_log_level level, const char *fmt, ...)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 	char line[512];

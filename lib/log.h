@@ -4,11 +4,11 @@
 
 #include "easyrdma.h"
 
-void ez_log(enum ez_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ezi_log(enum ez_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define ez_log_err(...) ez_log(EZ_LOG_ERR, __VA_ARGS__)
-#define ez_log_warn(...) ez_log(EZ_LOG_WARN, __VA_ARGS__)
-#define ez_log_info(...) ez_log(EZ_LOG_INFO, __VA_ARGS__)
-#define ez_log_debug(...) ez_log(EZ_LOG_DEBUG, __VA_ARGS__)
+#define ezi_log_err(...) ezi_log(EZ_LOG_ERR, __VA_ARGS__)
+#define ezi_log_warn(...) ezi_log(EZ_LOG_WARN, __VA_ARGS__)
+#define ezi_log_info(...) ezi_log(EZ_LOG_INFO, __VA_ARGS__)
+#define ezi_log_debug(...) ezi_log(EZ_LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -17,9 +17,9 @@ END_TEST
 
 START_TEST(fail_sets_message_and_returns_code)
 {
-	ez_clear_error();
+	ezi_clear_error();
 	ck_assert_str_eq(ez_errmsg(), "");
-	ck_assert_int_eq(ez_fail(-EINVAL, "RC %s: %s required", "INIT->RTR", "IBV_QP_AV"), -EINVAL);
+	ck_assert_int_eq(ezi_fail(-EINVAL, "RC %s: %s required", "INIT->RTR", "IBV_QP_AV"), -EINVAL);
 	ck_assert_str_eq(ez_errmsg(), "RC INIT->RTR: IBV_QP_AV required");
 }
 END_TEST
@@ -28,7 +28,7 @@ START_TEST(fail_into_copies_to_object_buffer)
 {
 	char buf[16];
 
-	ck_assert_int_eq(ez_fail_into(buf, sizeof(buf), -EIO, "rdma_connect: %s", "refused by peer"), -EIO);
+	ck_assert_int_eq(ezi_fail_into(buf, sizeof(buf), -EIO, "rdma_connect: %s", "refused by peer"), -EIO);
 	ck_assert_str_eq(buf, "rdma_connect: r"); /* truncated to the buffer, still terminated */
 	ck_assert_str_eq(ez_errmsg(), "rdma_connect: refused by peer");
 }
@@ -37,7 +37,7 @@ END_TEST
 static void *other_thread(void *arg)
 {
 	(void)arg;
-	ez_fail(-EIO, "other thread");
+	ezi_fail(-EIO, "other thread");
 	return NULL;
 }
 
@@ -45,7 +45,7 @@ START_TEST(message_is_per_thread)
 {
 	pthread_t t;
 
-	ez_fail(-EINVAL, "mine");
+	ezi_fail(-EINVAL, "mine");
 	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, NULL), 0);
 	pthread_join(t, NULL);
 	ck_assert_str_eq(ez_errmsg(), "mine");
