@@ -72,6 +72,49 @@ uint16_t ez_flow_label_to_udp_sport(uint32_t flow_label);
 uint32_t ez_udp_sport_to_flow_label(uint16_t sport);
 
 /* ------------------------------------------------------------------ */
+/* srqpool: shared receive queues that refill themselves (lib/srqpool)  */
+/* ------------------------------------------------------------------ */
+
+struct ez_ctx;
+struct ez_srqpool;
+struct ez_buf;
+
+/* Zero in any field means its default. */
+struct ez_srqpool_opts {
+	uint32_t buf_size;	   /* bytes per receive buffer (default 4096) */
+	uint32_t nbufs;		   /* buffers registered and posted at creation (default 256) */
+	uint32_t low_watermark;	   /* srq_limit, absolute (default nbufs / 4) */
+	uint32_t low_watermark_pct; /* or as a percentage of nbufs, when low_watermark is 0 */
+	uint32_t refill_batch;	   /* receive WRs linked per ibv_post_srq_recv() (default 32) */
+	uint32_t max_bufs;	   /* growth cap; 0 or <= nbufs: the pool never grows */
+};
+
+struct ez_srqpool_stats {
+	uint64_t posted;	/* buffers on the SRQ now */
+	uint64_t in_use;	/* received, held by the application */
+	uint64_t free;		/* neither: waiting to be posted */
+	uint64_t total;		/* buffers registered */
+	uint64_t lowest_posted;	/* fewest buffers seen on the SRQ */
+	uint64_t limit_events;	/* IBV_EVENT_SRQ_LIMIT_REACHED handled */
+	uint64_t refills;	/* ibv_post_srq_recv() batches */
+	uint64_t growths;	/* slabs added */
+	uint64_t bytes_registered;
+	uint32_t attached;	/* connections drawing from the pool */
+};
+
+/* One SRQ and its registered buffers on the device named (NULL: the first). */
+int ez_srqpool_new(struct ez_ctx *ctx, const char *device,
+		   const struct ez_srqpool_opts *opts, struct ez_srqpool **pool);
+/* -EBUSY while connections are attached; nothing is freed then. */
+int ez_srqpool_free(struct ez_srqpool *pool);
+int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats);
+
+/* A received message: valid until released; released buffers go back to the pool. */
+void *ez_buf_data(const struct ez_buf *buf);
+size_t ez_buf_len(const struct ez_buf *buf);
+void ez_buf_release(struct ez_buf *buf);
+
+/* ------------------------------------------------------------------ */
 /* Objects of the connection layer                                      */
 /* ------------------------------------------------------------------ */
 
