@@ -23,7 +23,7 @@ TESTS += $(UNIT_TESTS) tests/integration/device-probe.sh
 if EZ_NEVER
 TESTS += $(INTEGRATION_TESTS)
 endif
-dist_noinst_SCRIPTS += tests/integration/device-probe.sh
+dist_noinst_SCRIPTS += tests/integration/device-probe.sh tests/integration/two_host_capture.sh
 EXTRA_DIST += tests/testbed
 
 # The integration tier: every test must run; no device is a failure here.
