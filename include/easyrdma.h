@@ -52,9 +52,14 @@ void ez_set_log(ez_log_fn fn, void *arg, enum ez_log_level max_level);
  * e.g. "RC INIT->RTR: IBV_QP_AV required". */
 int ez_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 
+/* The checks of ez_qp_modify() alone: 0 or -EINVAL (ez_errmsg() says why);
+ * the QP is never modified. */
+int ez_qp_validate(struct ibv_qp *qp, const struct ibv_qp_attr *attr, int attr_mask);
+
 /* Walk qp from its current state to target (normally IBV_QPS_RTS) with the
  * attributes given in attr/attr_mask, filling defaults for the ones left out
- * (timeouts, retry counts, PSNs, rd_atomic from the device caps). */
+ * (timeouts, retry counts, PSNs, rd_atomic from the device caps). On failure
+ * ez_errmsg() names the step, e.g. "RC INIT->RTR: IBV_QP_AV required". */
 int ez_qp_ladder(struct ibv_qp *qp, enum ibv_qp_state target,
 		 const struct ibv_qp_attr *attr, int attr_mask);
 
@@ -63,11 +68,24 @@ int ez_qp_ladder(struct ibv_qp *qp, enum ibv_qp_state target,
 int ez_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		struct ibv_qp_init_attr *init_attr);
 
+/* SQ drain: RTS -> SQD with en_sqd_async_notify; fn (may be NULL) runs once,
+ * from ez_qp_async_event(), when IBV_EVENT_SQ_DRAINED arrives for qp. */
+typedef void (*ez_qp_drained_fn)(struct ibv_qp *qp, void *arg);
+int ez_qp_drain_sq(struct ibv_qp *qp, ez_qp_drained_fn fn, void *arg);
+/* Forget qp's drain hook (before destroying a QP whose drain never ended). */
+void ez_qp_drain_cancel(struct ibv_qp *qp);
+/* Feed every event from ibv_get_async_event() here: returns 1 when it was an
+ * IBV_EVENT_SQ_DRAINED with a hook (the hook has run), else 0. The caller
+ * still acks the event. */
+int ez_qp_async_event(const struct ibv_async_event *event);
+
 const char *ez_qp_state_str(enum ibv_qp_state state);
 const char *ez_qp_type_str(enum ibv_qp_type type);
 const char *ez_qp_attr_mask_str(int one_mask_bit);
 
-/* RoCEv2 UDP source port <-> GRH flow label (as ibv_flow_label_to_udp_sport). */
+/* RoCEv2 UDP source port <-> GRH flow label (as ibv_flow_label_to_udp_sport).
+ * ez_udp_sport_to_flow_label() returns a nonzero label that gives sport, or 0
+ * when sport is outside 0xC000..0xFFFF (no label gives it). */
 uint16_t ez_flow_label_to_udp_sport(uint32_t flow_label);
 uint32_t ez_udp_sport_to_flow_label(uint16_t sport);
 
