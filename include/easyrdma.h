@@ -52,9 +52,14 @@ void ez_set_log(ez_log_fn fn, void *arg, enum ez_log_level max_level);
  * e.g. "RC INIT->RTR: IBV_QP_AV required". */
 int ez_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 
+/* The checks of ez_qp_modify() alone: 0 or -EINVAL (ez_errmsg() says why);
+ * the QP is never modified. */
+int ez_qp_validate(struct ibv_qp *qp, const struct ibv_qp_attr *attr, int attr_mask);
+
 /* Walk qp from its current state to target (normally IBV_QPS_RTS) with the
  * attributes given in attr/attr_mask, filling defaults for the ones left out
- * (timeouts, retry counts, PSNs, rd_atomic from the device caps). */
+ * (timeouts, retry counts, PSNs, rd_atomic from the device caps). On failure
+ * ez_errmsg() names the step, e.g. "RC INIT->RTR: IBV_QP_AV required". */
 int ez_qp_ladder(struct ibv_qp *qp, enum ibv_qp_state target,
 		 const struct ibv_qp_attr *attr, int attr_mask);
 
@@ -63,11 +68,24 @@ int ez_qp_ladder(struct ibv_qp *qp, enum ibv_qp_state target,
 int ez_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		struct ibv_qp_init_attr *init_attr);
 
+/* SQ drain: RTS -> SQD with en_sqd_async_notify; fn (may be NULL) runs once,
+ * from ez_qp_async_event(), when IBV_EVENT_SQ_DRAINED arrives for qp. */
+typedef void (*ez_qp_drained_fn)(struct ibv_qp *qp, void *arg);
+int ez_qp_drain_sq(struct ibv_qp *qp, ez_qp_drained_fn fn, void *arg);
+/* Forget qp's drain hook (before destroying a QP whose drain never ended). */
+void ez_qp_drain_cancel(struct ibv_qp *qp);
+/* Feed every event from ibv_get_async_event() here: returns 1 when it was an
+ * IBV_EVENT_SQ_DRAINED with a hook (the hook has run), else 0. The caller
+ * still acks the event. */
+int ez_qp_async_event(const struct ibv_async_event *event);
+
 const char *ez_qp_state_str(enum ibv_qp_state state);
 const char *ez_qp_type_str(enum ibv_qp_type type);
 const char *ez_qp_attr_mask_str(int one_mask_bit);
 
-/* RoCEv2 UDP source port <-> GRH flow label (as ibv_flow_label_to_udp_sport). */
+/* RoCEv2 UDP source port <-> GRH flow label (as ibv_flow_label_to_udp_sport).
+ * ez_udp_sport_to_flow_label() returns a nonzero label that gives sport, or 0
+ * when sport is outside 0xC000..0xFFFF (no label gives it). */
 uint16_t ez_flow_label_to_udp_sport(uint32_t flow_label);
 uint32_t ez_udp_sport_to_flow_label(uint16_t sport);
 
@@ -89,6 +107,10 @@ struct ez_srqpool_opts {
 	uint32_t max_bufs;	   /* growth cap; 0 or <= nbufs: the pool never grows */
 };
 
+/* Level counters are the pool's own view: a buffer counts as posted until its
+ * completion has been polled. The rnr_* counters are the device's (every QP
+ * on every port of the device, not only this pool's), -1 where the device
+ * does not report them. */
 struct ez_srqpool_stats {
 	uint64_t posted;	/* buffers on the SRQ now */
 	uint64_t in_use;	/* received, held by the application */
@@ -100,14 +122,21 @@ struct ez_srqpool_stats {
 	uint64_t growths;	/* slabs added */
 	uint64_t bytes_registered;
 	uint32_t attached;	/* connections drawing from the pool */
+	uint32_t low_watermark;	/* srq_limit armed again after every event */
+	uint32_t srq_max_wr;	/* receive WRs the SRQ holds (device rounding included) */
+	uint32_t max_bufs;	/* growth cap (== total when the pool cannot grow) */
+	int64_t rnr_naks_sent;	   /* RNR NAKs the device sent: a receive found the SRQ empty */
+	int64_t rnr_naks_received; /* RNR NAKs the device's senders got back */
 };
 
 /* One SRQ and its registered buffers on the device named (NULL: the first). */
 int ez_srqpool_new(struct ez_ctx *ctx, const char *device,
 		   const struct ez_srqpool_opts *opts, struct ez_srqpool **pool);
-/* -EBUSY while connections are attached; nothing is freed then. */
+/* -EBUSY while connections are attached or buffers are held; nothing is freed then. */
 int ez_srqpool_free(struct ez_srqpool *pool);
 int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats);
+/* The pool's last failure (refills run from events, so no call returns it); "" if none. */
+const char *ez_srqpool_errmsg(const struct ez_srqpool *pool);
 
 /* A received message: valid until released; released buffers go back to the pool. */
 void *ez_buf_data(const struct ez_buf *buf);
