@@ -17,3 +17,11 @@ tests_integration_test_qpfsm_ladder_SOURCES = tests/integration/test_qpfsm_ladde
 tests_integration_test_qpfsm_ladder_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_qpfsm_ladder_LDADD = $(TEST_LDADD)
 endif
+
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/integration/test_qpfsm_diff
+tests_integration_test_qpfsm_diff_SOURCES = tests/integration/test_qpfsm_diff.c \
+	tests/integration/testdev.c tests/integration/testdev.h
+tests_integration_test_qpfsm_diff_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_qpfsm_diff_LDADD = $(TEST_LDADD)
+endif
