@@ -99,8 +99,8 @@ static int check_ah(struct vctx *v, const char *name, const struct ibv_ah_attr *
 		return 0;
 	}
 	if (pl && ah->grh.sgid_index >= pl->gid_tbl_len)
-		return refuse(v, "%s.grh.sgid_index %u out of range (0..%d)", name,
-			      ah->grh.sgid_index, pl->gid_tbl_len - 1);
+		return refuse(v, "%s.grh.sgid_index %u out of range (0..%ld)", name,
+			      ah->grh.sgid_index, (long)pl->gid_tbl_len - 1);
 	if (ah->grh.flow_label > 0xfffff)
 		return refuse(v, "%s.grh.flow_label 0x%x out of range (0..0xfffff)", name,
 			      ah->grh.flow_label);
