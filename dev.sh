@@ -45,11 +45,10 @@ install_packages() {
 		die "apt-get install failed"
 }
 
-# autoreconf when configure is missing or older than its sources; make reruns
-# automake and config.status itself after that.
+# autoreconf when configure is missing: once it exists, make reruns autoconf,
+# automake and config.status itself when their sources change.
 build_tree() {
-	local f
-	if [ ! -x configure ] || [ -n "$(find configure.ac Makefile.am m4 -newer configure 2>/dev/null | head -1)" ]; then
+	if [ ! -x configure ]; then
 		say "autoreconf -fi"
 		timeout 600 autoreconf -fi || die "autoreconf failed"
 	fi
