@@ -25,3 +25,9 @@ tests_integration_test_qpfsm_diff_SOURCES = tests/integration/test_qpfsm_diff.c 
 tests_integration_test_qpfsm_diff_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_qpfsm_diff_LDADD = $(TEST_LDADD)
 endif
+
+dist_man3_MANS += doc/man3/ez_qp_create.3 doc/man3/ez_qp_modify.3 doc/man3/ez_qp_validate.3 \
+	doc/man3/ez_qp_ladder.3 doc/man3/ez_qp_query.3 doc/man3/ez_qp_drain_sq.3 \
+	doc/man3/ez_qp_drain_cancel.3 doc/man3/ez_qp_async_event.3 doc/man3/ez_qp_state_str.3 \
+	doc/man3/ez_qp_type_str.3 doc/man3/ez_qp_attr_mask_str.3 \
+	doc/man3/ez_flow_label_to_udp_sport.3 doc/man3/ez_udp_sport_to_flow_label.3
