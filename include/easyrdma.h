@@ -107,6 +107,10 @@ struct ez_srqpool_opts {
 	uint32_t max_bufs;	   /* growth cap; 0 or <= nbufs: the pool never grows */
 };
 
+/* Level counters are the pool's own view: a buffer counts as posted until its
+ * completion has been polled. The rnr_* counters are the device's (every QP
+ * on every port of the device, not only this pool's), -1 where the device
+ * does not report them. */
 struct ez_srqpool_stats {
 	uint64_t posted;	/* buffers on the SRQ now */
 	uint64_t in_use;	/* received, held by the application */
@@ -118,14 +122,21 @@ struct ez_srqpool_stats {
 	uint64_t growths;	/* slabs added */
 	uint64_t bytes_registered;
 	uint32_t attached;	/* connections drawing from the pool */
+	uint32_t low_watermark;	/* srq_limit armed again after every event */
+	uint32_t srq_max_wr;	/* receive WRs the SRQ holds (device rounding included) */
+	uint32_t max_bufs;	/* growth cap (== total when the pool cannot grow) */
+	int64_t rnr_naks_sent;	   /* RNR NAKs the device sent: a receive found the SRQ empty */
+	int64_t rnr_naks_received; /* RNR NAKs the device's senders got back */
 };
 
 /* One SRQ and its registered buffers on the device named (NULL: the first). */
 int ez_srqpool_new(struct ez_ctx *ctx, const char *device,
 		   const struct ez_srqpool_opts *opts, struct ez_srqpool **pool);
-/* -EBUSY while connections are attached; nothing is freed then. */
+/* -EBUSY while connections are attached or buffers are held; nothing is freed then. */
 int ez_srqpool_free(struct ez_srqpool *pool);
 int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats);
+/* The pool's last failure (refills run from events, so no call returns it); "" if none. */
+const char *ez_srqpool_errmsg(const struct ez_srqpool *pool);
 
 /* A received message: valid until released; released buffers go back to the pool. */
 void *ez_buf_data(const struct ez_buf *buf);

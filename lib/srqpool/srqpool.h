@@ -7,6 +7,13 @@
 
 #include "easyrdma.h"
 
+/* Where a buffer is; a release or take in the wrong state is refused, not trusted. */
+enum srqpool_buf_state {
+	SRQPOOL_BUF_FREE = 0,	/* on the free list */
+	SRQPOOL_BUF_POSTED,	/* its receive WR is on the SRQ */
+	SRQPOOL_BUF_IN_USE,	/* taken by a completion, held by the application */
+};
+
 /* One receive buffer. The wr_id of its receive WR is its own address, and the
  * SRQ's srq_context is the pool, so completions and async events find both. */
 struct ez_buf {
@@ -16,25 +23,62 @@ struct ez_buf {
 	uint32_t len;		/* bytes received (set by srqpool_take) */
 	uint32_t lkey;
 	struct ez_buf *next;	/* free list */
+	/* Added by srqpool: the WR is filled once at registration and only
+	 * linked at refill time, so posting copies nothing. */
+	uint32_t state;		/* enum srqpool_buf_state */
+	struct ibv_sge sge;
+	struct ibv_recv_wr wr;
 };
 
-/* Creates the SRQ on pd, registers nbufs buffers, posts them, arms srq_limit. */
+/* Creates the SRQ on pd, registers nbufs buffers, posts them, arms srq_limit.
+ * opts may be NULL (all defaults). The SRQ's srq_context is the pool. */
 int srqpool_create(struct ibv_pd *pd, const struct ez_srqpool_opts *opts,
 		   struct ez_srqpool **out);
-/* -EBUSY while attached; otherwise destroys the SRQ, deregisters and frees. */
+/* -EBUSY while attached or while the application holds buffers (nothing is
+ * freed then); otherwise destroys the SRQ, deregisters and frees. Every async
+ * event naming the SRQ must have been acked (ibv_destroy_srq waits for it). */
 int srqpool_destroy(struct ez_srqpool *pool);
 
 struct ibv_srq *srqpool_srq(const struct ez_srqpool *pool);
 
-/* A receive completion (wc->wr_id, wc->byte_len) took this buffer off the SRQ. */
+/* A receive completion (wc->wr_id, wc->byte_len) took this buffer off the SRQ.
+ * Call it for flushed/error completions too (then release the buffer).
+ * NULL if wr_id is not a posted buffer of this pool (logged, pool unchanged). */
 struct ez_buf *srqpool_take(struct ez_srqpool *pool, uint64_t wr_id, uint32_t byte_len);
 
-/* IBV_EVENT_SRQ_LIMIT_REACHED arrived: post every free buffer, grow if dry, re-arm. */
+/* IBV_EVENT_SRQ_LIMIT_REACHED arrived: post every free buffer, grow if dry, re-arm.
+ * Poll the CQs first when both are ready: "dry" is judged on the pool's count
+ * of posted buffers, which a completion counts off only once it is polled.
+ * The limit is re-armed even when a refill or a growth fails. */
 int srqpool_on_limit_event(struct ez_srqpool *pool);
 
-/* Connections drawing from the pool; each gets a fair share of receive credits. */
+/* Connections drawing from the pool; each gets a fair share of receive credits.
+ * attach: -ENOSPC when the pool (at its cap) cannot give one more connection
+ * a credit of at least one buffer. */
 int srqpool_attach(struct ez_srqpool *pool);
 void srqpool_detach(struct ez_srqpool *pool);
 uint32_t srqpool_credits_per_conn(const struct ez_srqpool *pool);
+
+/* ---- added by srqpool (beyond the first contract) ---- */
+
+/* Posts every free buffer now, in linked batches (e.g. after a CQ poll batch
+ * that released many buffers). 0 or a negative errno; unposted buffers stay free. */
+int srqpool_flush(struct ez_srqpool *pool);
+
+/* Adds nbufs buffers (0: one step, the initial nbufs) in a new slab, up to
+ * max_bufs; raises the SRQ's max_wr first when needed. -ENOSPC at the cap,
+ * -EOPNOTSUPP when the SRQ must grow and the device lacks
+ * IBV_DEVICE_SRQ_RESIZE. On failure the pool is unchanged. */
+int srqpool_grow(struct ez_srqpool *pool, uint32_t nbufs);
+
+/* ibv_modify_srq() after checking its rules: only IBV_SRQ_MAX_WR and
+ * IBV_SRQ_LIMIT, max_wr within the device and not below the buffers
+ * registered, srq_limit (not 0: the pool refills on it) below max_wr. On
+ * -EINVAL/-EOPNOTSUPP nothing changed. A new srq_limit becomes the pool's
+ * watermark. */
+int srqpool_modify(struct ez_srqpool *pool, struct ibv_srq_attr *attr, int attr_mask);
+
+/* The pool's last error message (same as ez_srqpool_errmsg()). */
+const char *srqpool_errmsg(const struct ez_srqpool *pool);
 
 #endif

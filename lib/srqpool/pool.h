@@ -1,0 +1,108 @@
+/* pool.h: the SRQ pool's private state and its device-free logic (for unit tests). */
+#ifndef EZ_SRQPOOL_POOL_H
+#define EZ_SRQPOOL_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "error.h"
+#include "srqpool.h"
+
+#define SRQPOOL_DEF_BUF_SIZE 4096u
+#define SRQPOOL_DEF_NBUFS 256u
+#define SRQPOOL_DEF_BATCH 32u
+/* A RoCE/IB message is at most 2 GiB (port max_msg_sz). */
+#define SRQPOOL_MAX_BUF_SIZE (1u << 31)
+/* Buffers start on a cache line so the NIC's writes never share one. */
+#define SRQPOOL_ALIGN 64u
+
+/* What the device allows, read once from ibv_query_device(). */
+struct srqpool_limits {
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint64_t max_mr_size;
+	int can_resize;		/* IBV_DEVICE_SRQ_RESIZE */
+	uint32_t phys_port_cnt;
+};
+
+/* The options once defaults are applied and validated. */
+struct srqpool_params {
+	uint32_t buf_size;
+	uint32_t stride;	/* buf_size rounded up to SRQPOOL_ALIGN */
+	uint32_t nbufs;
+	uint32_t watermark;	/* srq_limit */
+	uint32_t batch;
+	uint32_t max_bufs;	/* == nbufs when the pool cannot grow */
+	uint32_t grow_step;
+};
+
+struct srqpool_slab {
+	struct srqpool_slab *next;
+	struct ibv_mr *mr;
+	void *mem;
+	size_t bytes;
+	uint32_t nbufs;
+	struct ez_buf bufs[];
+};
+
+struct ez_srqpool {
+	struct ibv_pd *pd;
+	struct ibv_srq *srq;
+	struct srqpool_params p;
+	struct srqpool_limits lim;
+	uint32_t srq_max_wr;	/* what the SRQ holds, as the device rounded it */
+	struct srqpool_slab *slabs;
+
+	struct ez_buf *free_head;
+	uint32_t nfree;
+	uint32_t posted;
+	uint32_t in_use;
+	uint32_t total;
+	uint32_t attached;
+	uint32_t lowest_posted;
+	int grow_refused;	/* -EOPNOTSUPP seen once: not retried on every event */
+
+	uint64_t limit_events;
+	uint64_t refills;
+	uint64_t growths;
+	uint64_t bytes_registered;
+
+	char errmsg[EZ_ERRMSG_MAX];
+};
+
+/* params.c: options, watermark and credit math, ibv_modify_srq rules. */
+void srqpool_limits_from_device(const struct ibv_device_attr *da, struct srqpool_limits *lim);
+int srqpool_resolve(const struct ez_srqpool_opts *opts, const struct srqpool_limits *lim,
+		    struct srqpool_params *p);
+uint32_t srqpool_watermark_pct(uint32_t nbufs, uint32_t pct);
+uint32_t srqpool_fair_share(uint32_t bufs, uint32_t conns);
+int srqpool_check_modify(const struct srqpool_limits *lim, uint32_t cur_max_wr,
+			 uint32_t registered, const struct ibv_srq_attr *attr, int attr_mask);
+
+/* freelist.c: the free list and the linked WR chains, no verbs calls. */
+void srqpool_buf_init(struct ez_buf *b, struct ez_srqpool *pool, void *data,
+		      uint32_t size, uint32_t lkey);
+void srqpool_free_push(struct ez_srqpool *pool, struct ez_buf *b);
+/* Pops up to max free buffers, links their WRs (state POSTED) and returns the
+ * first WR, or NULL when the free list is empty; *n is the count. */
+struct ibv_recv_wr *srqpool_chain(struct ez_srqpool *pool, uint32_t max, uint32_t *n);
+/* ibv_post_srq_recv() refused the chain from bad on: those go back free.
+ * Returns how many of the chain were posted before bad. */
+uint32_t srqpool_unchain(struct ez_srqpool *pool, struct ibv_recv_wr *head,
+			 struct ibv_recv_wr *bad);
+/* After a release: is it time to post? (below the watermark, or a full batch) */
+int srqpool_release_should_post(const struct ez_srqpool *pool);
+/* After a limit event's refill: did the pool fail to lift the SRQ above the watermark? */
+int srqpool_is_dry(const struct ez_srqpool *pool);
+/* take/release bookkeeping; 0, or -EINVAL (message in pool->errmsg) on a wrong state. */
+int srqpool_mark_taken(struct ez_srqpool *pool, struct ez_buf *b, uint32_t byte_len);
+int srqpool_mark_released(struct ez_srqpool *pool, struct ez_buf *b);
+
+/* hwcounters.c: RNR NAK counters of the device, -1 where it has none. */
+void srqpool_rnr_counters(const struct ez_srqpool *pool, int64_t *sent, int64_t *received);
+/* One counter summed over ports 1..nports under <ibdev_path>/ports/N/hw_counters; -1 if absent. */
+int64_t srqpool_read_hw_counter(const char *ibdev_path, uint32_t nports, const char *name);
+
+#endif

@@ -1,0 +1,377 @@
+/* srqpool.c: one SRQ fed from registered slabs: create, refill on the limit event, grow, destroy. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pool.h"
+
+#define POOL_FAIL(pool, err, ...) ezi_fail_into((pool)->errmsg, sizeof((pool)->errmsg), err, __VA_ARGS__)
+
+/* The thread's message (set by a helper that knows no pool) becomes the pool's too. */
+static int pool_keep_error(struct ez_srqpool *pool, int err)
+{
+	snprintf(pool->errmsg, sizeof(pool->errmsg), "%s", ez_errmsg());
+	return err;
+}
+
+/* Allocates and registers n buffers; the pool is not touched, so a failure
+ * leaves it as it was. */
+static int slab_new(struct ez_srqpool *pool, uint32_t n, struct srqpool_slab **out)
+{
+	struct srqpool_slab *s;
+	size_t bytes = (size_t)pool->p.stride * n;
+	int rc;
+
+	s = calloc(1, sizeof(*s) + (size_t)n * sizeof(struct ez_buf));
+	if (!s)
+		return ezi_fail(-ENOMEM, "srqpool: no memory for %u buffer descriptors", n);
+	rc = posix_memalign(&s->mem, 4096, bytes);
+	if (rc) {
+		free(s);
+		return ezi_fail(-rc, "srqpool: cannot allocate a slab of %zu bytes (%u x %u)",
+				bytes, n, pool->p.stride);
+	}
+	/* Receives only land here: no remote access, so no rkey to leak. */
+	s->mr = ibv_reg_mr(pool->pd, s->mem, bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (!s->mr) {
+		rc = errno ? -errno : -ENOMEM;
+		free(s->mem);
+		free(s);
+		return ezi_fail(rc, "ibv_reg_mr: slab of %zu bytes (%u buffers): %s",
+				bytes, n, ez_strerror(rc));
+	}
+	s->bytes = bytes;
+	s->nbufs = n;
+	for (uint32_t i = 0; i < n; i++)
+		srqpool_buf_init(&s->bufs[i], pool, (char *)s->mem + (size_t)i * pool->p.stride,
+				 pool->p.buf_size, s->mr->lkey);
+	*out = s;
+	return 0;
+}
+
+static int slab_free(struct srqpool_slab *s)
+{
+	int rc = ibv_dereg_mr(s->mr);
+
+	if (rc)
+		ezi_log_err("srqpool: ibv_dereg_mr of a %zu-byte slab: %s", s->bytes, ez_strerror(rc));
+	free(s->mem);
+	free(s);
+	return rc ? -rc : 0;
+}
+
+/* Puts a slab's buffers on the free list; the pool owns it from here on. */
+static void slab_adopt(struct ez_srqpool *pool, struct srqpool_slab *s)
+{
+	/* Pushed in reverse so buffer 0 is posted first: addresses ascend in the WR chains. */
+	for (uint32_t i = s->nbufs; i-- > 0;)
+		srqpool_free_push(pool, &s->bufs[i]);
+	s->next = pool->slabs;
+	pool->slabs = s;
+	pool->total += s->nbufs;
+	pool->bytes_registered += s->bytes;
+}
+
+int srqpool_flush(struct ez_srqpool *pool)
+{
+	while (pool->nfree) {
+		struct ibv_recv_wr *head, *bad = NULL;
+		uint32_t n, ok;
+		int rc;
+
+		head = srqpool_chain(pool, pool->p.batch, &n);
+		rc = ibv_post_srq_recv(pool->srq, head, &bad);
+		if (rc) {
+			ok = srqpool_unchain(pool, head, bad);
+			pool->posted += ok;
+			if (ok)
+				pool->refills++;
+			return POOL_FAIL(pool, -rc, "ibv_post_srq_recv: %u of a batch of %u WRs posted "
+					 "(%u posted, %u free, SRQ max_wr %u): %s", ok, n, pool->posted,
+					 pool->nfree, pool->srq_max_wr, ez_strerror(rc));
+		}
+		pool->posted += n;
+		pool->refills++;
+	}
+	return 0;
+}
+
+static int pool_query_max_wr(struct ez_srqpool *pool)
+{
+	struct ibv_srq_attr a;
+	int rc = ibv_query_srq(pool->srq, &a);
+
+	if (rc)
+		return POOL_FAIL(pool, -rc, "ibv_query_srq: %s", ez_strerror(rc));
+	pool->srq_max_wr = a.max_wr;
+	return 0;
+}
+
+int srqpool_modify(struct ez_srqpool *pool, struct ibv_srq_attr *attr, int attr_mask)
+{
+	int rc = srqpool_check_modify(&pool->lim, pool->srq_max_wr, pool->total, attr, attr_mask);
+
+	if (rc)
+		return pool_keep_error(pool, rc);
+	rc = ibv_modify_srq(pool->srq, attr, attr_mask);
+	if (rc)
+		return POOL_FAIL(pool, -rc, "ibv_modify_srq%s%s (max_wr %u, srq_limit %u): %s",
+				 attr_mask & IBV_SRQ_MAX_WR ? " IBV_SRQ_MAX_WR" : "",
+				 attr_mask & IBV_SRQ_LIMIT ? " IBV_SRQ_LIMIT" : "",
+				 attr->max_wr, attr->srq_limit, ez_strerror(rc));
+	if (attr_mask & IBV_SRQ_LIMIT)
+		pool->p.watermark = attr->srq_limit;
+	/* The device rounds max_wr up; growth uses whatever room it gave. */
+	if (attr_mask & IBV_SRQ_MAX_WR)
+		return pool_query_max_wr(pool);
+	return 0;
+}
+
+/* The limit event is one-shot (the SRQ's limit reads 0 after it fires). */
+static int pool_arm(struct ez_srqpool *pool)
+{
+	struct ibv_srq_attr a = { .srq_limit = pool->p.watermark };
+
+	return srqpool_modify(pool, &a, IBV_SRQ_LIMIT);
+}
+
+int srqpool_grow(struct ez_srqpool *pool, uint32_t nbufs)
+{
+	struct srqpool_slab *s;
+	uint32_t room = pool->p.max_bufs > pool->total ? pool->p.max_bufs - pool->total : 0;
+	int rc;
+
+	if (!room)
+		return POOL_FAIL(pool, -ENOSPC, "srqpool: at its cap of %u buffers (max_bufs); "
+				 "senders get RNR NAKs until buffers are released", pool->p.max_bufs);
+	if (!nbufs)
+		nbufs = pool->p.grow_step;
+	if (nbufs > room)
+		nbufs = room;
+	if (pool->total + nbufs > pool->srq_max_wr && !pool->lim.can_resize)
+		return POOL_FAIL(pool, -EOPNOTSUPP, "srqpool: growing to %u buffers needs "
+				 "IBV_SRQ_MAX_WR above %u, and the device lacks IBV_DEVICE_SRQ_RESIZE "
+				 "(ibv_query_device); the pool stays at %u buffers",
+				 pool->total + nbufs, pool->srq_max_wr, pool->total);
+	rc = slab_new(pool, nbufs, &s);
+	if (rc)
+		return pool_keep_error(pool, rc);
+	if (pool->total + nbufs > pool->srq_max_wr) {
+		struct ibv_srq_attr a = { .max_wr = pool->total + nbufs };
+
+		rc = srqpool_modify(pool, &a, IBV_SRQ_MAX_WR);
+		if (rc) {
+			slab_free(s);
+			return rc;
+		}
+	}
+	slab_adopt(pool, s);
+	pool->growths++;
+	ezi_log_info("srqpool: grew by %u buffers to %u (SRQ max_wr %u)", nbufs, pool->total,
+		     pool->srq_max_wr);
+	return srqpool_flush(pool);
+}
+
+int srqpool_on_limit_event(struct ez_srqpool *pool)
+{
+	int rc, arm;
+
+	pool->limit_events++;
+	rc = srqpool_flush(pool);
+	if (!rc && srqpool_is_dry(pool) && pool->total < pool->p.max_bufs && !pool->grow_refused) {
+		rc = srqpool_grow(pool, 0);
+		if (rc == -EOPNOTSUPP) {
+			/* Said once; the cap then behaves as if reached: RNR back-pressure. */
+			ezi_log_warn("%s", pool->errmsg);
+			pool->grow_refused = 1;
+		}
+	}
+	arm = pool_arm(pool);
+	if (arm)
+		ezi_log_err("srqpool: re-arming srq_limit %u failed: %s", pool->p.watermark,
+			    pool->errmsg);
+	return rc ? rc : arm;
+}
+
+int srqpool_create(struct ibv_pd *pd, const struct ez_srqpool_opts *opts,
+		   struct ez_srqpool **out)
+{
+	struct ibv_device_attr da;
+	struct ibv_srq_init_attr ia;
+	struct ez_srqpool *pool;
+	struct srqpool_slab *s;
+	int rc;
+
+	if (!pd || !out)
+		return ezi_fail(-EINVAL, "srqpool_create: %s is NULL", pd ? "out" : "pd");
+	*out = NULL;
+	rc = ibv_query_device(pd->context, &da);
+	if (rc)
+		return ezi_fail(-rc, "ibv_query_device %s: %s",
+				ibv_get_device_name(pd->context->device), ez_strerror(rc));
+	pool = calloc(1, sizeof(*pool));
+	if (!pool)
+		return ezi_fail(-ENOMEM, "srqpool: no memory");
+	pool->pd = pd;
+	srqpool_limits_from_device(&da, &pool->lim);
+	rc = srqpool_resolve(opts, &pool->lim, &pool->p);
+	if (rc)
+		goto err_pool;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.srq_context = pool;
+	ia.attr.max_wr = pool->p.nbufs;
+	ia.attr.max_sge = 1;
+	pool->srq = ibv_create_srq(pd, &ia);
+	if (!pool->srq) {
+		rc = errno ? -errno : -ENOMEM;
+		rc = ezi_fail(rc, "ibv_create_srq on %s (max_wr %u, max_sge 1): %s",
+			      ibv_get_device_name(pd->context->device), pool->p.nbufs, ez_strerror(rc));
+		goto err_pool;
+	}
+	rc = pool_query_max_wr(pool);
+	if (rc) {
+		ezi_fail(rc, "%s", pool->errmsg);
+		goto err_srq;
+	}
+	rc = slab_new(pool, pool->p.nbufs, &s);
+	if (rc)
+		goto err_srq;
+	slab_adopt(pool, s);
+	pool->lowest_posted = pool->total;
+	rc = srqpool_flush(pool);
+	if (!rc)
+		rc = pool_arm(pool);
+	if (rc) {
+		ezi_fail(rc, "%s", pool->errmsg);
+		goto err_slab;
+	}
+	*out = pool;
+	return 0;
+
+err_slab:
+	/* The SRQ goes first: its WRs point into the slab. */
+	if (ibv_destroy_srq(pool->srq))
+		ezi_log_err("srqpool: ibv_destroy_srq after a failed create");
+	pool->srq = NULL;
+	slab_free(s);
+	free(pool);
+	return rc;
+err_srq:
+	if (ibv_destroy_srq(pool->srq))
+		ezi_log_err("srqpool: ibv_destroy_srq after a failed create");
+err_pool:
+	free(pool);
+	return rc;
+}
+
+int srqpool_destroy(struct ez_srqpool *pool)
+{
+	int rc;
+
+	if (!pool)
+		return 0;
+	if (pool->attached)
+		return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -EBUSY,
+				     "ez_srqpool_free: %u connection(s) still attached; nothing freed",
+				     pool->attached);
+	if (pool->in_use)
+		return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -EBUSY,
+				     "ez_srqpool_free: the application still holds %u buffer(s) "
+				     "(ez_buf_release them first); nothing freed", pool->in_use);
+	rc = ibv_destroy_srq(pool->srq);
+	if (rc)
+		return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -rc,
+				     "ibv_destroy_srq: %s (a QP still uses the SRQ?); nothing freed",
+				     ez_strerror(rc));
+	rc = 0;
+	while (pool->slabs) {
+		struct srqpool_slab *s = pool->slabs;
+		int r;
+
+		pool->slabs = s->next;
+		r = slab_free(s);
+		if (r && !rc)
+			rc = ezi_fail(r, "ibv_dereg_mr: %s (memory freed anyway)", ez_strerror(r));
+	}
+	free(pool);
+	return rc;
+}
+
+struct ibv_srq *srqpool_srq(const struct ez_srqpool *pool)
+{
+	return pool->srq;
+}
+
+struct ez_buf *srqpool_take(struct ez_srqpool *pool, uint64_t wr_id, uint32_t byte_len)
+{
+	struct ez_buf *b = (struct ez_buf *)(uintptr_t)wr_id;
+
+	if (!b || srqpool_mark_taken(pool, b, byte_len)) {
+		ezi_log_err("%s", b ? pool->errmsg : "srqpool_take: wr_id 0");
+		return NULL;
+	}
+	return b;
+}
+
+int srqpool_attach(struct ez_srqpool *pool)
+{
+	uint32_t cap = pool->p.max_bufs > pool->total ? pool->p.max_bufs : pool->total;
+
+	if (pool->attached >= cap)
+		return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -ENOSPC,
+				     "srqpool_attach: a pool of at most %u buffers cannot give %u "
+				     "connections a receive credit each", cap, pool->attached + 1);
+	pool->attached++;
+	return 0;
+}
+
+void srqpool_detach(struct ez_srqpool *pool)
+{
+	if (!pool->attached) {
+		ezi_log_err("srqpool_detach: no connection attached");
+		return;
+	}
+	pool->attached--;
+}
+
+uint32_t srqpool_credits_per_conn(const struct ez_srqpool *pool)
+{
+	return srqpool_fair_share(pool->total, pool->attached);
+}
+
+const char *srqpool_errmsg(const struct ez_srqpool *pool)
+{
+	return pool ? pool->errmsg : "";
+}
+
+const char *ez_srqpool_errmsg(const struct ez_srqpool *pool)
+{
+	return srqpool_errmsg(pool);
+}
+
+int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *st)
+{
+	if (!pool || !st)
+		return ezi_fail(-EINVAL, "ez_srqpool_stats: %s is NULL", pool ? "stats" : "pool");
+	memset(st, 0, sizeof(*st));
+	st->posted = pool->posted;
+	st->in_use = pool->in_use;
+	st->free = pool->nfree;
+	st->total = pool->total;
+	st->lowest_posted = pool->lowest_posted;
+	st->limit_events = pool->limit_events;
+	st->refills = pool->refills;
+	st->growths = pool->growths;
+	st->bytes_registered = pool->bytes_registered;
+	st->attached = pool->attached;
+	st->low_watermark = pool->p.watermark;
+	st->srq_max_wr = pool->srq_max_wr;
+	st->max_bufs = pool->grow_refused ? pool->total : pool->p.max_bufs;
+	srqpool_rnr_counters(pool, &st->rnr_naks_sent, &st->rnr_naks_received);
+	return 0;
+}
