@@ -133,8 +133,8 @@ static void on_drain_timer(struct ctx_timer *t)
 	struct ez_conn *conn = container_of(t, struct ez_conn, drain_timer);
 
 	conn->drain_expired = 1;
-	if (conn->posted)
-		ezi_log_debug("conn %u: %d sends not flushed yet", conn->qpn, conn->posted);
+	ezi_log_debug("QP %u: no IBV_EVENT_QP_LAST_WQE_REACHED after %d ms; %d sends not flushed yet",
+		      conn->qpn, DRAIN_FALLBACK_MS, conn->posted);
 	conn_drain_check(conn);
 }
 
@@ -142,6 +142,7 @@ void conn_on_last_wqe(struct ez_conn *conn)
 {
 	if (!conn)
 		return;
+	ezi_log_debug("QP %u: IBV_EVENT_QP_LAST_WQE_REACHED", conn->qpn);
 	conn->last_wqe = 1;
 	conn_drain_check(conn);
 }

@@ -196,6 +196,16 @@ static void end_all(struct device *dev, uint8_t port, int status, const char *wh
 	}
 }
 
+/* rdma_cm shares one verbs context per device in the process: QPs that are
+ * not this context's connections (another ctx, the application's own) are
+ * left alone. */
+static struct ez_conn *our_conn(struct device *dev, struct ibv_qp *qp)
+{
+	struct ez_conn *c = device_qp_find(dev, qp->qp_num);
+
+	return c && c == qp->qp_context ? c : NULL;
+}
+
 /* Acks before handling: ibv_destroy_qp() waits for the acks of its events. */
 static void on_async(struct ctx_watch *w)
 {
@@ -215,16 +225,16 @@ static void on_async(struct ctx_watch *w)
 				srqpool_on_limit_event(ev.element.srq->srq_context);
 			break;
 		case IBV_EVENT_QP_LAST_WQE_REACHED:
-			conn_on_last_wqe(ev.element.qp->qp_context);
+			conn_on_last_wqe(our_conn(dev, ev.element.qp));
 			break;
 		case IBV_EVENT_COMM_EST:
-			conn_on_comm_est(ev.element.qp->qp_context);
+			conn_on_comm_est(our_conn(dev, ev.element.qp));
 			break;
 		case IBV_EVENT_QP_FATAL:
 		case IBV_EVENT_QP_REQ_ERR:
 		case IBV_EVENT_QP_ACCESS_ERR:
 		case IBV_EVENT_PATH_MIG_ERR:
-			conn_fail(ev.element.qp->qp_context, -EIO, "device %s: async event %s on QP %u",
+			conn_fail(our_conn(dev, ev.element.qp), -EIO, "device %s: async event %s on QP %u",
 				  dev->name, ibv_event_type_str(ev.event_type), ev.element.qp->qp_num);
 			break;
 		case IBV_EVENT_PORT_ERR:
