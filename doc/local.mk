@@ -1,1 +1,6 @@
-# doc/local.mk: man pages not listed by a layer.
+# doc/local.mk: man pages of the library-wide functions, and the check that every
+# public function has one.
+dist_man3_MANS += doc/man3/ez_strerror.3 doc/man3/ez_errmsg.3 doc/man3/ez_set_log.3 \
+	doc/man3/ez_version.3
+TESTS += doc/check-man-pages.sh
+dist_noinst_SCRIPTS += doc/check-man-pages.sh

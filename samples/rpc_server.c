@@ -1,0 +1,286 @@
+/* rpc_server.c: sample RPC server; all connections receive from one shared SRQ pool. */
+/*
+ * Usage: rpc_server [-a ADDRESS] [-p PORT] [-d DEVICE] [-b BUFFERS]
+ *
+ * Serves the protocol of rpc_proto.h (ECHO, SUM) to any number of clients.
+ * Every connection draws its receive buffers from ONE ez_srqpool, so memory
+ * stays flat however many clients connect. SIGINT or SIGTERM closes every
+ * connection, waits for them to go down, and prints one summary line.
+ *
+ * Copy from here: the request callback (accept with the pool), the receive
+ * callback (parse, reply, release the buffer), and the shutdown sequence.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <easyrdma.h>
+
+#include "rpc_proto.h"
+
+struct client {			/* one per accepted connection */
+	struct ez_conn *conn;
+	struct server *srv;
+	struct client *prev, *next;
+};
+
+struct server {
+	struct ev_loop *loop;
+	struct ez_ctx *ctx;
+	struct ez_srqpool *pool;
+	struct ez_listener *listener;
+	struct client *clients;	/* live connections */
+	int stopping;
+	/* what the summary line reports */
+	unsigned long conns, requests, echo, sum, bad, send_errors;
+	unsigned long long bytes_in;
+};
+
+static void client_forget(struct client *c)
+{
+	struct server *srv = c->srv;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+	/* The last connection gone during shutdown: leave ev_run(). */
+	if (srv->stopping && !srv->clients)
+		ev_break(srv->loop, EVBREAK_ALL);
+}
+
+/* Builds the reply of one request into out (RPC_MAX_MSG bytes); returns its length. */
+static size_t handle(struct server *srv, const struct rpc_hdr *req, const uint8_t *payload,
+		     size_t plen, uint8_t *out)
+{
+	struct rpc_hdr *rep = (struct rpc_hdr *)out;
+	uint32_t len = 0;
+
+	rep->id = req->id;			/* still in network order */
+	rep->method = req->method;
+	rep->status = htons(RPC_EOK);
+	switch (ntohs(req->method)) {
+	case RPC_ECHO:
+		memcpy(out + sizeof(*rep), payload, plen);
+		len = plen;
+		srv->echo++;
+		break;
+	case RPC_SUM: {
+		uint64_t sum = 0;
+		uint32_t v, hi, lo;
+
+		if (plen % 4) {
+			rep->status = htons(RPC_EBADLEN);
+			break;
+		}
+		for (size_t i = 0; i < plen; i += 4) {
+			memcpy(&v, payload + i, 4);	/* the payload may be unaligned */
+			sum += ntohl(v);
+		}
+		hi = htonl((uint32_t)(sum >> 32));
+		lo = htonl((uint32_t)sum);
+		memcpy(out + sizeof(*rep), &hi, 4);
+		memcpy(out + sizeof(*rep) + 4, &lo, 4);
+		len = 8;
+		srv->sum++;
+		break;
+	}
+	default:
+		rep->status = htons(RPC_EMETHOD);
+	}
+	if (ntohs(rep->status) != RPC_EOK)
+		srv->bad++;
+	rep->len = htonl(len);
+	return sizeof(*rep) + len;
+}
+
+static void on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	struct client *c = arg;
+	struct server *srv = c->srv;
+	const uint8_t *data = ez_buf_data(buf);
+	size_t n = ez_buf_len(buf);
+	uint8_t reply[RPC_MAX_MSG];
+	struct rpc_hdr req;
+	size_t rlen;
+	int ret;
+
+	srv->requests++;
+	srv->bytes_in += n;
+	if (n < sizeof(req)) {		/* never trust the peer's bytes */
+		srv->bad++;
+		ez_buf_release(buf);
+		return;
+	}
+	memcpy(&req, data, sizeof(req));
+	if (ntohl(req.len) != n - sizeof(req)) {
+		struct rpc_hdr *rep = (struct rpc_hdr *)reply;
+
+		*rep = (struct rpc_hdr){ req.id, req.method, htons(RPC_EBADLEN), 0 };
+		srv->bad++;
+		rlen = sizeof(*rep);
+	} else {
+		rlen = handle(srv, &req, data + sizeof(req), n - sizeof(req), reply);
+	}
+	/* The request is consumed: give its buffer back to the shared pool
+	 * before sending, so the SRQ is refilled as early as possible. */
+	ez_buf_release(buf);
+	/* ez_send() copies the reply, so a stack buffer is fine. The client
+	 * keeps at most its window of requests outstanding and our send_depth
+	 * is larger, so -ENOBUFS means a client broke the protocol. */
+	ret = ez_send(conn, reply, rlen, NULL, NULL);
+	if (ret) {
+		srv->send_errors++;
+		fprintf(stderr, "rpc_server: ez_send: %s\n", ez_errmsg());
+	}
+}
+
+static void on_connect(struct ez_conn *conn, int status, void *arg)
+{
+	struct client *c = arg;
+
+	if (status == 0) {
+		c->srv->conns++;
+		return;
+	}
+	/* The handshake failed or we closed first: the handle must still be
+	 * closed once (unless we did already), then nothing more runs for it. */
+	if (!c->srv->stopping)
+		ez_conn_close(conn);
+	client_forget(c);
+}
+
+static void on_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct client *c = arg;
+
+	if (status)
+		fprintf(stderr, "rpc_server: connection lost: %s\n", ez_conn_errmsg(conn));
+	if (!c->srv->stopping)	/* the peer left: close our handle too */
+		ez_conn_close(conn);
+	client_forget(c);
+}
+
+static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	struct server *srv = arg;
+	struct ez_conn_opts o = {
+		.srqpool = srv->pool,		/* receive from the shared pool */
+		.max_msg_size = RPC_MAX_MSG,
+		.send_depth = 512,		/* >= any client's window, with room */
+	};
+	struct ez_conn_cbs cbs = { on_connect, on_recv, on_disconnect };
+	struct client *c;
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		ez_reject(req, "out of memory", 13);
+		return;
+	}
+	c->srv = srv;
+	if (ez_accept(req, &o, &cbs, c, &c->conn)) {	/* req is rejected and freed */
+		fprintf(stderr, "rpc_server: ez_accept: %s\n", ez_errmsg());
+		free(c);
+		return;
+	}
+	c->next = srv->clients;
+	if (c->next)
+		c->next->prev = c;
+	srv->clients = c;
+}
+
+/* SIGINT/SIGTERM: stop accepting, close every connection, and let the last
+ * on_disconnect() break the loop. ez_conn_close() never blocks. */
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct server *srv = w->data;
+	struct client *c, *next;
+
+	if (srv->stopping)
+		return;
+	srv->stopping = 1;
+	ez_listener_close(srv->listener);
+	srv->listener = NULL;
+	if (!srv->clients) {
+		ev_break(loop, EVBREAK_ALL);
+		return;
+	}
+	for (c = srv->clients; c; c = next) {
+		next = c->next;
+		ez_conn_close(c->conn);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *addr = NULL, *port = "7471", *device = NULL;
+	struct ez_srqpool_opts po = { .buf_size = RPC_MAX_MSG, .nbufs = 256 };
+	struct ez_srqpool_stats ps = { 0 };
+	struct server srv = { 0 };
+	ev_signal sigint, sigterm;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "a:p:d:b:")) != -1) {
+		switch (opt) {
+		case 'a': addr = optarg; break;
+		case 'p': port = optarg; break;
+		case 'd': device = optarg; break;
+		case 'b': po.nbufs = (uint32_t)atoi(optarg); break;
+		default:
+			fprintf(stderr, "usage: %s [-a ADDRESS] [-p PORT (0: any)] [-d DEVICE] [-b BUFFERS]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* a test reads our lines through a pipe */
+	srv.loop = EV_DEFAULT;
+
+	/* The library's watchers go on OUR loop: one ev_run() drives both. */
+	ret = ez_ctx_new(srv.loop, 0, &srv.ctx);
+	if (!ret)
+		ret = ez_srqpool_new(srv.ctx, device, &po, &srv.pool);
+	if (!ret)
+		ret = ez_listen(srv.ctx, addr, port, NULL, on_request, &srv, &srv.listener);
+	if (ret) {
+		fprintf(stderr, "rpc_server: %s\n", ez_errmsg());
+		if (srv.pool)
+			ez_srqpool_free(srv.pool);
+		if (srv.ctx)
+			ez_ctx_free(srv.ctx);
+		return 1;
+	}
+	printf("rpc_server: listening on %s port %u\n", addr ? addr : "*",
+	       ez_listener_port(srv.listener));
+
+	ev_signal_init(&sigint, on_signal, SIGINT);
+	ev_signal_init(&sigterm, on_signal, SIGTERM);
+	sigint.data = sigterm.data = &srv;
+	ev_signal_start(srv.loop, &sigint);
+	ev_signal_start(srv.loop, &sigterm);
+
+	ev_run(srv.loop, 0);
+
+	/* Every connection is closed and detached: the pool can go. */
+	ez_srqpool_stats(srv.pool, &ps);
+	ret = ez_srqpool_free(srv.pool);
+	if (!ret)
+		ret = ez_ctx_free(srv.ctx);
+	if (ret)
+		fprintf(stderr, "rpc_server: teardown: %s\n", ez_errmsg());
+	printf("rpc_server: %lu connections, %lu requests (echo %lu, sum %lu, bad %lu), "
+	       "%llu bytes in, %lu send errors; pool: %llu buffers, lowest posted %llu, "
+	       "%llu limit events, %llu refills\n",
+	       srv.conns, srv.requests, srv.echo, srv.sum, srv.bad, srv.bytes_in,
+	       srv.send_errors, (unsigned long long)ps.total,
+	       (unsigned long long)ps.lowest_posted, (unsigned long long)ps.limit_events,
+	       (unsigned long long)ps.refills);
+	return ret || srv.send_errors ? 1 : 0;
+}

@@ -1,0 +1,129 @@
+/* test_samples_rpc.c: end-to-end run of samples/rpc_server and samples/rpc_client on a real device. */
+#include "config.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "spawn.h"
+
+/* Starts rpc_server on a free port of the test address; returns the port. */
+static int start_server(struct child *srv)
+{
+	char *argv[] = { (char *)prog_path("samples/rpc_server"), "-a", (char *)test_addr(),
+			 "-p", "0", NULL };
+	char line[256];
+	int port = 0;
+
+	ck_assert_int_eq(child_start(srv, argv), 0);
+	ck_assert_msg(child_wait_line(srv, "listening on", line, sizeof(line), 30000) == 0,
+		      "rpc_server did not say it listens; output: %s", srv->buf);
+	ck_assert_int_eq(sscanf(strstr(line, "port"), "port %d", &port), 1);
+	ck_assert_int_gt(port, 0);
+	return port;
+}
+
+static void start_client(struct child *c, int port, const char *n, const char *window,
+			 const char *payload)
+{
+	char p[16];
+	char *argv[] = { (char *)prog_path("samples/rpc_client"), "-a", (char *)test_addr(),
+			 "-p", p, "-n", (char *)n, "-w", (char *)window, "-s", (char *)payload,
+			 NULL };
+
+	snprintf(p, sizeof(p), "%d", port);
+	ck_assert_int_eq(child_start(c, argv), 0);
+}
+
+/* Three clients at once with different windows and payloads: every reply is
+ * verified by the client (it exits 1 on a wrong id or payload), and the
+ * server's summary counts every request and all three connections. */
+START_TEST(three_clients_all_replies_verified)
+{
+	struct child srv, cl[3];
+	const char *win[3] = { "32", "8", "1" }, *size[3] = { "64", "1000", "4080" };
+	char line[512], want[128];
+	int port = start_server(&srv), i;
+
+	for (i = 0; i < 3; i++)
+		start_client(&cl[i], port, "1500", win[i], size[i]);
+	for (i = 0; i < 3; i++) {
+		int st = child_finish(&cl[i], 45000);
+
+		ck_assert_msg(st == 0, "client %d exited %d; output: %s", i, st, cl[i].buf);
+		snprintf(want, sizeof(want), "rpc_client: 1500 replies verified");
+		ck_assert_msg(strstr(cl[i].buf, want), "client %d: no '%s' in: %s", i, want,
+			      cl[i].buf);
+		ck_assert_msg(strstr(cl[i].buf, "round trips/s") && strstr(cl[i].buf, "p99"),
+			      "client %d printed no figures: %s", i, cl[i].buf);
+	}
+	kill(srv.pid, SIGTERM);
+	ck_assert_int_eq(child_wait_line(&srv, "requests", line, sizeof(line), 10000), 0);
+	ck_assert_msg(strstr(line, "3 connections, 4500 requests (echo 2250, sum 2250, bad 0)"),
+		      "server summary: %s", line);
+	ck_assert_msg(strstr(line, " 0 send errors"), "server summary: %s", line);
+	ck_assert_int_eq(child_finish(&srv, 10000), 0);
+}
+END_TEST
+
+/* SIGTERM while a client is busy: the server closes the connection, prints
+ * its summary and exits 0; the client sees the server go away and exits 1. */
+START_TEST(sigterm_with_busy_client)
+{
+	struct child srv, cl;
+	char line[512];
+	int port = start_server(&srv), st;
+	unsigned long conns, reqs;
+
+	start_client(&cl, port, "100000000", "4", "64");
+	sleep(2);
+	ck_assert_msg(waitpid(cl.pid, NULL, WNOHANG) == 0, "client ended early: %s", cl.buf);
+	kill(srv.pid, SIGTERM);
+	ck_assert_int_eq(child_wait_line(&srv, "requests", line, sizeof(line), 10000), 0);
+	ck_assert_int_eq(sscanf(line, "rpc_server: %lu connections, %lu requests", &conns, &reqs), 2);
+	ck_assert_uint_eq(conns, 1);
+	ck_assert_uint_gt(reqs, 0);
+	ck_assert_int_eq(child_finish(&srv, 10000), 0);
+	st = child_finish(&cl, 10000);
+	ck_assert_msg(st == 1, "client exit status %d (want 1: server went away)", st);
+}
+END_TEST
+
+/* No server: the client reports the refused connection and exits 1. */
+START_TEST(client_without_server_fails)
+{
+	struct child srv, cl;
+	int port = start_server(&srv), st;
+
+	kill(srv.pid, SIGTERM);		/* a port that was just free and is closed now */
+	ck_assert_int_eq(child_finish(&srv, 10000), 0);
+	start_client(&cl, port, "10", "1", "64");
+	st = child_finish(&cl, 20000);
+	ck_assert_msg(st == 1, "client exit status %d (want 1: refused)", st);
+	ck_assert_ptr_null(strstr(cl.buf, "verified"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("samples_rpc");
+	TCase *tc = tcase_create("rpc");
+	SRunner *sr;
+	int failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, three_clients_all_replies_verified);
+	tcase_add_test(tc, sigterm_with_busy_client);
+	tcase_add_test(tc, client_without_server_fails);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_VERBOSE);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
