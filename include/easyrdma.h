@@ -155,6 +155,194 @@ struct ez_conn_req;
 struct ez_mr;
 struct ez_srqpool;
 struct ez_buf;
+struct iovec;
+
+/*
+ * Threading: an ez_ctx and everything made from it belong to one thread
+ * (one ctx per thread, one thread per ctx). Callbacks run on that thread,
+ * from the libev loop or from ez_ctx_process(). Any callback may call any
+ * function of this API, including ez_conn_close() on its own connection.
+ */
+
+/* ez_ctx_new() flags. */
+enum {
+	/* No libev watcher: the application polls ez_ctx_fd() for POLLIN with
+	 * its own loop (epoll, poll, io_uring) and calls ez_ctx_process(). */
+	EZ_CTX_NO_LOOP = 1u << 0,
+};
+
+/* A context on loop (NULL: libev's default loop), or with EZ_CTX_NO_LOOP
+ * on none. Devices are opened when a connection or pool first needs them. */
+int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **ctx);
+/* -EBUSY (and nothing freed) while listeners, connections, pools or MRs of
+ * the context are alive: close and free them first. */
+int ez_ctx_free(struct ez_ctx *ctx);
+/* One fd that becomes readable when the context has work; level-triggered. */
+int ez_ctx_fd(const struct ez_ctx *ctx);
+/* Does whatever work is ready without blocking: CM events, completions,
+ * device events, timers. Returns the number of events handled, or < 0. */
+int ez_ctx_process(struct ez_ctx *ctx);
+/* Milliseconds until the next library timer is due (-1: none), as a poll timeout. */
+int ez_ctx_timeout_ms(const struct ez_ctx *ctx);
+
+/* Private data limits of rdma_cm on InfiniBand/RoCE (56 bytes in a connect
+ * request, 196 in a reply, 148 in a reject) minus easyrdma's 16-byte header. */
+#define EZ_CONNECT_DATA_MAX 40
+#define EZ_ACCEPT_DATA_MAX 180
+#define EZ_REJECT_DATA_MAX 132
+
+/* Zero in any field means its default (given in brackets). */
+struct ez_conn_opts {
+	uint32_t send_depth;	   /* sends/RDMA ops posted or queued at once [64] */
+	uint32_t recv_depth;	   /* buffers of the private receive pool [64] */
+	uint32_t max_msg_size;	   /* largest message sent or received [4096] */
+	uint32_t inline_threshold; /* sends up to this size go inline, capped by the device [64] */
+	uint32_t connect_timeout_ms; /* whole connect: resolve, route, CM exchange [5000] */
+	uint8_t qp_timeout;	   /* local ACK timeout, 4.096 us * 2^n [14] */
+	uint8_t retry_count;	   /* transport retries, 1..7 [7] */
+	uint8_t rnr_retry;	   /* RNR retries, 1..7 (7: forever) [7] */
+	uint8_t min_rnr_timer;	   /* IB encoding 1..31 [12] */
+	enum ibv_mtu path_mtu;	   /* upper bound; the path's MTU if lower [path's] */
+	uint8_t tos;		   /* IP type of service [0] */
+	uint16_t udp_sport;	   /* RoCEv2 source port 0xC000..0xFFFF [rdma_cm's per-connection choice] */
+	uint8_t responder_resources; /* RDMA reads the peer may have in flight to us [device max, <= 16] */
+	uint8_t initiator_depth;   /* RDMA reads we may have in flight [device max, <= 16] */
+	const void *private_data;  /* application bytes for the peer's handshake */
+	uint32_t private_data_len; /* <= EZ_CONNECT_DATA_MAX (connect) or EZ_ACCEPT_DATA_MAX (accept) */
+	struct ez_srqpool *srqpool; /* receive from this pool [a private pool of recv_depth buffers] */
+};
+
+/* Callbacks of one connection (any may be NULL). */
+struct ez_conn_cbs {
+	/* Exactly once: status 0 when established, or < 0 with ez_conn_errmsg()
+	 * naming the step ("rdma_resolve_addr: ...", "rdma_connect: rejected by
+	 * peer: <reason>"). After an error the connection is dead; close it. */
+	void (*on_connect)(struct ez_conn *conn, int status, void *arg);
+	/* A message: keep buf as long as needed, then ez_buf_release() it. */
+	void (*on_recv)(struct ez_conn *conn, struct ez_buf *buf, void *arg);
+	/* Once, after on_connect(0): the connection is down (peer or local close:
+	 * 0; device or transport error: < 0). Every op has completed before it. */
+	void (*on_disconnect)(struct ez_conn *conn, int status, void *arg);
+};
+
+/* A send or RDMA operation finished: 0, -ECANCELED (flushed by a close or an
+ * error), or another negative errno from the work completion's status. */
+typedef void (*ez_op_cb)(struct ez_conn *conn, int status, void *op_arg);
+
+/* Connect to host:service (names or numeric; IPv4 or IPv6). On 0 the conn
+ * handle is valid at once (ez_conn_close() may be called any time) and
+ * cbs->on_connect will run exactly once, never from inside ez_connect().
+ * Only argument errors are returned directly. Errors given to on_connect:
+ * -ECONNREFUSED (rejected, or no listener), -ETIMEDOUT, -EHOSTUNREACH
+ * (also: a name that does not resolve), -ENETUNREACH, -EADDRNOTAVAIL,
+ * -EPROTO (bad handshake), -ECANCELED (closed before connected). */
+int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
+	       const struct ez_conn_opts *opts, const struct ez_conn_cbs *cbs,
+	       void *arg, struct ez_conn **conn);
+
+/* A connection request seen by a listener; valid until ez_accept() or
+ * ez_reject() (one of them must be called, now or later). */
+typedef void (*ez_request_cb)(struct ez_listener *listener, struct ez_conn_req *req, void *arg);
+
+struct ez_listen_opts {
+	int backlog;		/* rdma_listen() backlog [128] */
+};
+
+/* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free
+ * port, see ez_listener_port()). Names resolve synchronously. */
+int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
+	      const struct ez_listen_opts *opts, ez_request_cb on_request, void *arg,
+	      struct ez_listener **listener);
+/* Rejects pending requests, stops listening, frees. Never blocks. */
+void ez_listener_close(struct ez_listener *listener);
+uint16_t ez_listener_port(const struct ez_listener *listener);
+
+const struct sockaddr *ez_conn_req_peer(const struct ez_conn_req *req);
+/* The application bytes of the peer's handshake (untrusted, len <= EZ_CONNECT_DATA_MAX). */
+const void *ez_conn_req_data(const struct ez_conn_req *req, size_t *len);
+/* Creates the connection (QP to RTS) and replies; cbs->on_connect runs once
+ * the peer confirms. On error the request is rejected and freed. */
+int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
+	      const struct ez_conn_cbs *cbs, void *arg, struct ez_conn **conn);
+/* Refuses with reason bytes (<= EZ_REJECT_DATA_MAX) the peer's on_connect
+ * shows in its message; frees req. */
+int ez_reject(struct ez_conn_req *req, const void *reason, size_t len);
+
+/* Starts closing; never blocks. Queued and posted work completes with
+ * -ECANCELED (posted work that already finished reports its real status),
+ * then on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet
+ * connected), then the handle is freed. Call it exactly once per handle,
+ * also after an error; no callback runs after it for a dead connection. */
+void ez_conn_close(struct ez_conn *conn);
+
+/* The message of the connection's last error ("" if none). */
+const char *ez_conn_errmsg(const struct ez_conn *conn);
+void *ez_conn_arg(const struct ez_conn *conn);
+
+struct ez_conn_info {
+	uint32_t qp_num;
+	uint32_t remote_qp_num;
+	enum ibv_mtu path_mtu;
+	uint32_t flow_label;	/* GRH flow label of our direction */
+	uint16_t udp_sport;	/* RoCEv2 UDP source port of our direction */
+	char device[64];
+	uint8_t port;
+	struct sockaddr_storage local, peer;
+	uint32_t max_msg_size;	/* largest message the peer accepts */
+	uint32_t peer_credits;	/* receive credits the peer advertised */
+	uint32_t send_credits;	/* credits available now */
+	uint32_t max_inline;
+};
+int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info);
+
+struct ez_conn_stats {
+	uint64_t msgs_sent, bytes_sent;
+	uint64_t msgs_recv, bytes_recv;
+	uint64_t writes, reads, rdma_bytes;
+	uint64_t credit_msgs_sent, credit_msgs_recv;
+	uint64_t waits_for_credits;	/* ops queued because the peer had no credit */
+	uint64_t op_errors;		/* ops completed with a status != 0 */
+};
+int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats *stats);
+
+/* Send a copy of data (len <= the peer's max message size, else -EMSGSIZE
+ * before anything is posted). The data is copied before return; cb (may be
+ * NULL) runs when the send completes. -ENOBUFS: send_depth ops already
+ * outstanding; -ENOTCONN: not connected. Messages beyond the peer's receive
+ * credits wait in the library (bounded by send_depth). */
+int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg);
+int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb cb, void *op_arg);
+
+/* Memory registration. Access is local (read/write) only unless asked:
+ * EZ_MR_REMOTE_READ / EZ_MR_REMOTE_WRITE let the peer read/write it. */
+enum {
+	EZ_MR_REMOTE_READ = 1u << 0,
+	EZ_MR_REMOTE_WRITE = 1u << 1,
+};
+/* On device (NULL: the first). The MR is usable by connections on that device. */
+int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
+	      unsigned int access, struct ez_mr **mr);
+int ez_mr_dereg(struct ez_mr *mr);
+void *ez_mr_addr(const struct ez_mr *mr);
+size_t ez_mr_len(const struct ez_mr *mr);
+
+/* What a peer needs to read or write a region: send it in a message. */
+struct ez_rkey {
+	uint64_t addr;
+	uint64_t len;
+	uint32_t rkey;
+	uint32_t reserved;
+};
+int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out);
+
+/* Zero-copy send of mr[off, off+len): the memory must stay unchanged until cb. */
+int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+	       ez_op_cb cb, void *op_arg);
+/* RDMA WRITE mr[off, off+len) to remote->addr + roff / RDMA READ it from there. */
+int ez_write(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+	     const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg);
+int ez_read(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+	    const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg);
 
 #ifdef __cplusplus
 }

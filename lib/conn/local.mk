@@ -1,1 +1,38 @@
 # lib/conn/local.mk: the conn layer's sources, tests and man pages.
+lib_libezcore_la_SOURCES += \
+	lib/conn/ctx.c lib/conn/ctx.h \
+	lib/conn/device.c lib/conn/device.h \
+	lib/conn/cq.c lib/conn/cq.h \
+	lib/conn/listener.c lib/conn/listener.h \
+	lib/conn/conn.c lib/conn/conn.h \
+	lib/conn/msg.c \
+	lib/conn/handshake.c lib/conn/handshake.h \
+	lib/conn/opts.c lib/conn/opts.h \
+	lib/conn/mr.c lib/conn/mr.h \
+	lib/conn/pool.c lib/conn/pool.h
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
+tests_unit_test_handshake_SOURCES = tests/unit/test_handshake.c
+tests_unit_test_handshake_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_handshake_LDADD = $(TEST_LDADD)
+tests_unit_test_conn_opts_SOURCES = tests/unit/test_conn_opts.c
+tests_unit_test_conn_opts_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_conn_opts_LDADD = $(TEST_LDADD)
+
+INTEGRATION_TESTS += tests/integration/test_conn
+tests_integration_test_conn_SOURCES = tests/integration/test_conn.c
+tests_integration_test_conn_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_conn_LDADD = $(TEST_LDADD)
+endif
+
+dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_close.3 \
+	doc/man3/ez_conn_errmsg.3 doc/man3/ez_conn_info.3 doc/man3/ez_conn_req_data.3 \
+	doc/man3/ez_conn_req_peer.3 doc/man3/ez_conn_stats.3 doc/man3/ez_connect.3 \
+	doc/man3/ez_ctx_fd.3 doc/man3/ez_ctx_free.3 doc/man3/ez_ctx_new.3 \
+	doc/man3/ez_ctx_process.3 doc/man3/ez_ctx_timeout_ms.3 doc/man3/ez_listen.3 \
+	doc/man3/ez_listener_close.3 doc/man3/ez_listener_port.3 doc/man3/ez_mr_addr.3 \
+	doc/man3/ez_mr_dereg.3 doc/man3/ez_mr_export.3 doc/man3/ez_mr_len.3 doc/man3/ez_mr_reg.3 \
+	doc/man3/ez_read.3 doc/man3/ez_reject.3 doc/man3/ez_send.3 doc/man3/ez_send_mr.3 \
+	doc/man3/ez_sendv.3 doc/man3/ez_srqpool_free.3 doc/man3/ez_srqpool_new.3 \
+	doc/man3/ez_write.3

@@ -1,0 +1,779 @@
+/* conn.c: ez_connect/ez_accept, the QP the library creates and ladders, the CM state machine, close and teardown. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "cq.h"
+#include "device.h"
+#include "listener.h"
+#include "log.h"
+#include "opts.h"
+#include "pool.h"
+#include "srqpool/srqpool.h"
+
+/* Where the device does not send IBV_EVENT_QP_LAST_WQE_REACHED (Soft-RoCE),
+ * a QP on an SRQ is destroyed this long after it entered ERR. */
+#define DRAIN_FALLBACK_MS 100
+
+/* IB CM reject reasons rdma_cm passes through as the REJECTED status. */
+#define IB_REJ_INVALID_SERVICE_ID 8
+#define IB_REJ_CONSUMER_DEFINED 28
+
+static void conn_end(struct ez_conn *conn, int status);
+
+void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!conn || conn->ended)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(conn->errmsg, sizeof(conn->errmsg), fmt, ap);
+	va_end(ap);
+	ezi_log_debug("conn %p: %s (%s)", (void *)conn, conn->errmsg, ez_strerror(status));
+	conn_end(conn, status);
+}
+
+/* Ends the connection with the message already in conn->errmsg. */
+static void conn_abort(struct ez_conn *conn, int status)
+{
+	if (!conn->ended)
+		conn_end(conn, status);
+}
+
+static void conn_free(struct ez_conn *conn)
+{
+	struct ez_ctx *ctx = conn->ctx;
+
+	ctx_timer_stop(ctx, &conn->connect_timer);
+	ctx_timer_stop(ctx, &conn->drain_timer);
+	ctx_timer_stop(ctx, &conn->defer_timer);
+	/* A private pool lives as long as the handle: the application may hold
+	 * its buffers until it closes. */
+	if (conn->own_pool && conn->pool) {
+		int ret = pool_destroy(conn->pool);
+
+		if (ret)
+			ezi_log_err("conn: private srqpool not destroyed: %s", ez_errmsg());
+	}
+	if (conn->prev)
+		conn->prev->next = conn->next;
+	else
+		ctx->conns = conn->next;
+	if (conn->next)
+		conn->next->prev = conn->prev;
+	ctx->nconns--;
+	free(conn);
+}
+
+/* Runs from a timer, never inside the application's call or a CQ poll. */
+static void conn_finish(struct ez_conn *conn)
+{
+	if (conn->dev) {
+		/* Completions of this QP still in the CQ point at its ops and
+		 * buffers: dispatch them while everything is alive. */
+		cq_poll(conn->dev);
+	}
+	conn_cancel_pending(conn);
+	if (conn->qp) {
+		device_qp_del(conn->dev, conn);
+		if (ibv_destroy_qp(conn->qp))
+			ezi_log_err("ibv_destroy_qp(%u): %s", conn->qpn, ez_strerror(errno));
+		conn->qp = NULL;
+	}
+	if (conn->pool_attached) {
+		srqpool_detach(conn->pool);
+		conn->pool_attached = 0;
+	}
+	conn_ops_fini(conn);
+	if (conn->cq_reserved) {
+		device_cq_release(conn->dev, conn->cq_reserved);
+		conn->cq_reserved = 0;
+	}
+	if (conn->id) {
+		rdma_destroy_id(conn->id);
+		conn->id = NULL;
+	}
+	conn->state = CS_DEAD;
+	conn->in_final_cb = 1;
+	if (!conn->connect_reported) {
+		conn->connect_reported = 1;
+		if (conn->cbs.on_connect)
+			conn->cbs.on_connect(conn, conn->end_status ? conn->end_status : -ECANCELED,
+					     conn->arg);
+	} else if (conn->cbs.on_disconnect) {
+		conn->cbs.on_disconnect(conn, conn->end_status, conn->arg);
+	}
+	conn->in_final_cb = 0;
+	if (conn->app_closed)
+		conn_free(conn);
+}
+
+static void on_defer(struct ctx_timer *t)
+{
+	conn_finish(container_of(t, struct ez_conn, defer_timer));
+}
+
+void conn_drain_check(struct ez_conn *conn)
+{
+	if (!conn->ended || conn->state == CS_DEAD || conn->defer_timer.armed)
+		return;
+	if (conn->posted == 0 && (conn->last_wqe || conn->drain_expired))
+		ctx_timer_start(conn->ctx, &conn->defer_timer, 0);
+}
+
+static void on_drain_timer(struct ctx_timer *t)
+{
+	struct ez_conn *conn = container_of(t, struct ez_conn, drain_timer);
+
+	conn->drain_expired = 1;
+	ezi_log_debug("QP %u: no IBV_EVENT_QP_LAST_WQE_REACHED after %d ms; %d sends not flushed yet",
+		      conn->qpn, DRAIN_FALLBACK_MS, conn->posted);
+	conn_drain_check(conn);
+}
+
+void conn_on_last_wqe(struct ez_conn *conn)
+{
+	if (!conn)
+		return;
+	ezi_log_debug("QP %u: IBV_EVENT_QP_LAST_WQE_REACHED", conn->qpn);
+	conn->last_wqe = 1;
+	conn_drain_check(conn);
+}
+
+void conn_on_comm_est(struct ez_conn *conn)
+{
+	/* Data arrived before the RTU: tell the CM, which then reports ESTABLISHED. */
+	if (conn && conn->state == CS_ACCEPTING && conn->id)
+		rdma_notify(conn->id, IBV_EVENT_COMM_EST);
+}
+
+/* The QP enters ERR here: rdma_disconnect() only does that for a QP that
+ * rdma_cm created. The flushed completions drain before conn_finish(). */
+static void conn_end(struct ez_conn *conn, int status)
+{
+	enum conn_state was = conn->state;
+
+	if (conn->ended)
+		return;
+	conn->ended = 1;
+	conn->end_status = status;
+	ctx_timer_stop(conn->ctx, &conn->connect_timer);
+	conn->state = CS_CLOSING;
+	if (conn->qp) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+		if (ez_qp_modify(conn->qp, &a, IBV_QP_STATE) &&
+		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
+			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
+	}
+	if (conn->id && (was == CS_CONNECTED || was == CS_ACCEPTING))
+		rdma_disconnect(conn->id);
+	if (conn->qp && conn->reached_rtr)
+		ctx_timer_start(conn->ctx, &conn->drain_timer, DRAIN_FALLBACK_MS);
+	else
+		conn->drain_expired = 1;
+	conn_drain_check(conn);
+}
+
+void conn_established(struct ez_conn *conn)
+{
+	conn->state = CS_CONNECTED;
+	ctx_timer_stop(conn->ctx, &conn->connect_timer);
+	conn->connect_reported = 1;
+	conn->errmsg[0] = '\0';
+	if (conn->cbs.on_connect)
+		conn->cbs.on_connect(conn, 0, conn->arg);
+	if (conn->state == CS_CONNECTED)
+		conn_kick(conn);
+}
+
+static int conn_fail_ret(struct ez_conn *conn, int err)
+{
+	/* ezi_fail() put the message in the thread; the connection keeps it. */
+	snprintf(conn->errmsg, sizeof(conn->errmsg), "%s", ez_errmsg());
+	return err;
+}
+
+static void on_connect_timeout(struct ctx_timer *t)
+{
+	struct ez_conn *conn = container_of(t, struct ez_conn, connect_timer);
+
+	conn_fail(conn, -ETIMEDOUT, "%s(%s): connection not established after %u ms",
+		  conn->step, conn->host, conn->o.connect_timeout_ms);
+}
+
+static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts *opts, int accept,
+				  const struct ez_conn_cbs *cbs, void *arg, int *err)
+{
+	struct ez_conn *conn = calloc(1, sizeof(*conn));
+
+	if (!conn) {
+		*err = ezi_fail(-ENOMEM, "connection: out of memory");
+		return NULL;
+	}
+	*err = conn_opts_resolve(opts, accept, &conn->o);
+	if (*err) {
+		free(conn);
+		return NULL;
+	}
+	if (conn->o.private_data_len)
+		memcpy(conn->pdata, conn->o.private_data, conn->o.private_data_len);
+	conn->o.private_data = NULL;	/* the caller's buffer may go away */
+	conn->kind = CM_CONN;
+	conn->ctx = ctx;
+	conn->arg = arg;
+	if (cbs)
+		conn->cbs = *cbs;
+	conn->step = "ez_connect";
+	conn->connect_timer.fn = on_connect_timeout;
+	conn->drain_timer.fn = on_drain_timer;
+	conn->defer_timer.fn = on_defer;
+	conn->next = ctx->conns;
+	if (ctx->conns)
+		ctx->conns->prev = conn;
+	ctx->conns = conn;
+	ctx->nconns++;
+	return conn;
+}
+
+/* Pool, send ops and buffers, CQ room and the QP (in INIT), on conn->dev. */
+static int conn_setup(struct ez_conn *conn)
+{
+	struct device *dev = conn->dev;
+	struct ibv_qp_init_attr ia = { 0 };
+	struct ibv_qp_attr a;
+	int mask, ret;
+	uint32_t buf_size, credits;
+
+	if (conn->o.srqpool) {
+		struct device *pdev;
+
+		ret = pool_lookup(conn->o.srqpool, &pdev, &buf_size);
+		if (ret)
+			return conn_fail_ret(conn, ret);
+		if (pdev != dev)
+			return conn_fail_ret(conn, ezi_fail(-EINVAL,
+				"srqpool is on device %s, the connection resolved to %s",
+				pdev->name, dev->name));
+		conn->pool = conn->o.srqpool;
+	} else {
+		struct ez_srqpool_opts po = {
+			.buf_size = conn->o.max_msg_size,
+			.nbufs = conn->o.recv_depth,
+		};
+
+		ret = pool_create(dev, &po, 1, &conn->pool);
+		if (ret)
+			return conn_fail_ret(conn, ret);
+		conn->own_pool = 1;
+		buf_size = conn->o.max_msg_size;
+	}
+	ret = srqpool_attach(conn->pool);
+	if (ret)
+		return conn_fail_ret(conn, ret);
+	conn->pool_attached = 1;
+	credits = conn->own_pool ? conn->o.recv_depth : srqpool_credits_per_conn(conn->pool);
+	/* One receive stays in reserve for the peer's credit messages. */
+	if (credits > 2)
+		credits--;
+	if (credits > IMM_CREDITS_MASK)
+		credits = IMM_CREDITS_MASK;
+	if (!credits)
+		credits = 1;
+	conn->my_credits = credits;
+	conn->credit_threshold = credits / 2 ? credits / 2 : 1;
+	conn->my_max_msg = buf_size;
+
+	ret = conn_ops_init(conn);
+	if (ret)
+		return ret;
+	ret = device_cq_reserve(dev, (int)conn->o.send_depth + 1);
+	if (ret)
+		return conn_fail_ret(conn, ret);
+	conn->cq_reserved = (int)conn->o.send_depth + 1;
+
+	ia.qp_context = conn;
+	ia.send_cq = dev->cq;
+	ia.recv_cq = dev->cq;
+	ia.srq = srqpool_srq(conn->pool);
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = 1;
+	ia.cap.max_send_wr = conn->o.send_depth + 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = conn->o.inline_threshold;
+	conn->qp = ibv_create_qp(dev->pd, &ia);
+	if (!conn->qp && conn->o.inline_threshold) {
+		/* The device may not inline this much; send from the buffer. */
+		ia.cap.max_inline_data = 0;
+		conn->qp = ibv_create_qp(dev->pd, &ia);
+	}
+	if (!conn->qp)
+		return conn_fail_ret(conn, ezi_fail(-errno,
+			"ibv_create_qp(%s, RC, max_send_wr %u, srq): %s", dev->name,
+			conn->o.send_depth + 1, ez_strerror(errno)));
+	conn->qpn = conn->qp->qp_num;
+	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
+		ia.cap.max_inline_data : conn->o.inline_threshold;
+	device_qp_add(dev, conn);
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	if (rdma_init_qp_attr(conn->id, &a, &mask))
+		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_init_qp_attr(INIT): %s",
+						    ez_strerror(errno)));
+	/* The QP admits remote reads and writes; each MR's own flags decide. */
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	mask |= IBV_QP_ACCESS_FLAGS;
+	conn->port = a.port_num;
+	ret = ez_qp_modify(conn->qp, &a, mask);
+	if (ret)
+		return conn_fail_ret(conn, ret);
+	return 0;
+}
+
+static uint32_t calc_flow_label(uint32_t lqpn, uint32_t rqpn)
+{
+	/* What the kernel derives when the label is 0 (rdma_calc_flow_label). */
+	uint64_t v = (uint64_t)lqpn * rqpn;
+
+	v ^= v >> 20;
+	v ^= v >> 40;
+	return (uint32_t)(v & 0xFFFFF);
+}
+
+/* RTR and RTS with rdma_cm's attributes and the library's choices on top. */
+static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
+{
+	struct ibv_qp_attr a;
+	int mask, ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	if (rdma_init_qp_attr(conn->id, &a, &mask))
+		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_init_qp_attr(RTR): %s",
+						    ez_strerror(errno)));
+	if (conn->o.path_mtu && conn->o.path_mtu < a.path_mtu)
+		a.path_mtu = conn->o.path_mtu;
+	if (conn->o.udp_sport && a.ah_attr.is_global)
+		a.ah_attr.grh.flow_label = ez_udp_sport_to_flow_label(conn->o.udp_sport);
+	if (rd_dest >= 0)
+		a.max_dest_rd_atomic = (uint8_t)rd_dest;
+	a.min_rnr_timer = conn->o.min_rnr_timer;
+	mask |= IBV_QP_MIN_RNR_TIMER;
+	ret = ez_qp_modify(conn->qp, &a, mask);
+	if (ret)
+		return conn_fail_ret(conn, ret);
+	conn->reached_rtr = 1;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	if (rdma_init_qp_attr(conn->id, &a, &mask))
+		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_init_qp_attr(RTS): %s",
+						    ez_strerror(errno)));
+	a.timeout = conn->o.qp_timeout;
+	a.retry_cnt = conn->o.retry_count;
+	a.rnr_retry = conn->o.rnr_retry;
+	mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
+	if (rd_init >= 0)
+		a.max_rd_atomic = (uint8_t)rd_init;
+	ret = ez_qp_modify(conn->qp, &a, mask);
+	if (ret)
+		return conn_fail_ret(conn, ret);
+	return 0;
+}
+
+static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size_t len)
+{
+	struct hs_msg m = {
+		.kind = kind,
+		.caps = HS_CAP_CREDITS,
+		.credits = (uint16_t)conn->my_credits,
+		.max_msg = conn->my_max_msg,
+		.user_len = (uint8_t)conn->o.private_data_len,
+	};
+
+	memcpy(m.user, conn->pdata, conn->o.private_data_len);
+	return hs_encode(&m, buf, len);
+}
+
+static uint8_t min3(unsigned int a, unsigned int b, unsigned int c)
+{
+	unsigned int m = a < b ? a : b;
+
+	return (uint8_t)(m < c ? m : c);
+}
+
+static void on_route_resolved(struct ez_conn *conn)
+{
+	struct rdma_conn_param p = { 0 };
+	uint8_t hs[HS_REQ_MAX];
+	int n;
+
+	int ret = conn_setup(conn);
+
+	if (ret) {
+		conn_abort(conn, ret);
+		return;
+	}
+	n = encode_hs(conn, HS_REQ, hs, sizeof(hs));
+	p.private_data = hs;
+	p.private_data_len = (uint8_t)n;
+	p.responder_resources = min3(conn->o.responder_resources, conn->dev->attr.max_qp_rd_atom, 255);
+	p.initiator_depth = min3(conn->o.initiator_depth, conn->dev->attr.max_qp_init_rd_atom, 255);
+	p.flow_control = 1;
+	p.retry_count = conn->o.retry_count;
+	p.rnr_retry_count = conn->o.rnr_retry;
+	p.srq = 1;
+	p.qp_num = conn->qpn;
+	conn->step = "rdma_connect";
+	conn->state = CS_CONNECTING;
+	if (rdma_connect(conn->id, &p))
+		conn_fail(conn, -errno, "rdma_connect(%s): %s", conn->host, ez_strerror(errno));
+}
+
+static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
+{
+	struct hs_msg m;
+	char why[160];
+	int ret;
+
+	if (hs_decode(ev->pdata, ev->pdata_len, HS_REP, &m, why, sizeof(why))) {
+		rdma_reject(conn->id, why, (uint8_t)strlen(why));
+		conn_fail(conn, -EPROTO, "rdma_connect(%s): bad reply: %s", conn->host, why);
+		return;
+	}
+	conn->peer_credits = m.credits;
+	conn->send_credits = m.credits;
+	conn->peer_max_msg = m.max_msg;
+	ret = conn_rtr_rts(conn, -1, -1);
+	if (ret) {
+		conn_abort(conn, ret);
+		return;
+	}
+	if (rdma_establish(conn->id)) {
+		conn_fail(conn, -errno, "rdma_establish(%s): %s", conn->host, ez_strerror(errno));
+		return;
+	}
+	conn_established(conn);
+}
+
+static void on_rejected(struct ez_conn *conn, const struct cm_event *ev)
+{
+	struct hs_msg m;
+	char why[160], text[EZ_REJECT_DATA_MAX + 1];
+
+	if (ev->status == IB_REJ_INVALID_SERVICE_ID) {
+		conn_fail(conn, -ECONNREFUSED, "rdma_connect(%s): no listener at the address and port",
+			  conn->host);
+		return;
+	}
+	if (ev->status == IB_REJ_CONSUMER_DEFINED &&
+	    hs_decode(ev->pdata, ev->pdata_len, HS_REJ, &m, why, sizeof(why)) == 0) {
+		hs_printable(m.user, m.user_len, text, sizeof(text));
+		conn_fail(conn, -ECONNREFUSED, "rdma_connect(%s): rejected by peer: %s", conn->host,
+			  text);
+		return;
+	}
+	conn_fail(conn, -ECONNREFUSED, "rdma_connect(%s): rejected (IB CM reason %d)", conn->host,
+		  ev->status);
+}
+
+static int addr_errno(int status)
+{
+	if (status == -ENODEV)
+		return -EADDRNOTAVAIL;	/* no RDMA device serves the route */
+	return status < 0 ? status : -EHOSTUNREACH;
+}
+
+void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
+{
+	int ret;
+
+	if (conn->ended)
+		return;
+	switch (ev->type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = device_get(conn->ctx, conn->id->verbs, &conn->dev);
+		if (ret) {
+			conn_fail(conn, ret, "%s", ez_errmsg());
+			break;
+		}
+		if (conn->o.tos && rdma_set_option(conn->id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+						   &conn->o.tos, sizeof(conn->o.tos)))
+			ezi_log_warn("rdma_set_option(TOS %u): %s", conn->o.tos, ez_strerror(errno));
+		conn->step = "rdma_resolve_route";
+		conn->state = CS_RESOLVING_ROUTE;
+		if (rdma_resolve_route(conn->id, (int)conn->o.connect_timeout_ms))
+			conn_fail(conn, addr_errno(-errno), "rdma_resolve_route(%s): %s", conn->host,
+				  ez_strerror(errno));
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+		conn_fail(conn, addr_errno(ev->status), "rdma_resolve_addr(%s): %s", conn->host,
+			  ez_strerror(ev->status));
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		on_route_resolved(conn);
+		break;
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		conn_fail(conn, addr_errno(ev->status), "rdma_resolve_route(%s): %s", conn->host,
+			  ez_strerror(ev->status));
+		break;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		on_connect_response(conn, ev);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (conn->state == CS_ACCEPTING)
+			conn_established(conn);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		on_rejected(conn, ev);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		conn_fail(conn, ev->status == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH,
+			  "%s(%s): peer unreachable: %s", conn->step, conn->host,
+			  ez_strerror(ev->status));
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		conn_fail(conn, ev->status < 0 ? ev->status : -ECONNABORTED,
+			  "%s(%s): connection error: %s", conn->step, conn->host,
+			  ez_strerror(ev->status ? ev->status : ECONNABORTED));
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		if (conn->state == CS_CONNECTED) {
+			snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s disconnected", conn->host);
+			conn_end(conn, 0);
+		} else {
+			conn_fail(conn, -ECONNRESET, "%s(%s): peer disconnected before the connection was established",
+				  conn->step, conn->host);
+		}
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		conn_fail(conn, -ENODEV, "device %s removed", conn->dev ? conn->dev->name : "?");
+		break;
+	default:
+		ezi_log_debug("conn %u: %s", conn->qpn, rdma_event_str(ev->type));
+		break;
+	}
+}
+
+static void fmt_addr(const struct sockaddr *sa, const char *fallback, char *out, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "";
+
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof(ip));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, sizeof(ip));
+	snprintf(out, len, "%s", ip[0] ? ip : fallback);
+}
+
+int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
+	       const struct ez_conn_opts *opts, const struct ez_conn_cbs *cbs, void *arg,
+	       struct ez_conn **out)
+{
+	struct sockaddr_storage ss;
+	struct ez_conn *conn;
+	char err[EZ_ERRMSG_MAX];
+	int ret;
+
+	if (!ctx || !host || !service || !out)
+		return ezi_fail(-EINVAL, "ez_connect: ctx %p, host %s, service %s, conn pointer %p",
+				(void *)ctx, host ? host : "NULL", service ? service : "NULL",
+				(void *)out);
+	conn = conn_alloc(ctx, opts, 0, cbs, arg, &ret);
+	if (!conn)
+		return ret;
+	conn->active = 1;
+	snprintf(conn->host, sizeof(conn->host), "%s:%s", host, service);
+	*out = conn;
+	ctx_timer_start(ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
+
+	/* From here every failure reaches on_connect, later, from the loop. */
+	conn->step = "getaddrinfo";
+	ret = ezaddr_resolve(host, service, 0, &ss, err, sizeof(err));
+	if (ret) {
+		conn_fail(conn, ret, "%s", err);
+		return 0;
+	}
+	if (rdma_create_id(ctx->ch, &conn->id, conn, RDMA_PS_TCP)) {
+		conn_fail(conn, -errno, "rdma_create_id: %s", ez_strerror(errno));
+		return 0;
+	}
+	conn->step = "rdma_resolve_addr";
+	conn->state = CS_RESOLVING_ADDR;
+	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)&ss, (int)conn->o.connect_timeout_ms))
+		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
+			  ez_strerror(errno));
+	return 0;
+}
+
+int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
+	      const struct ez_conn_cbs *cbs, void *arg, struct ez_conn **out)
+{
+	struct rdma_conn_param p = { 0 };
+	uint8_t hs[HS_REP_MAX];
+	struct ez_conn *conn;
+	struct ez_ctx *ctx;
+	int ret, n;
+	uint8_t rd_dest, rd_init, req_resp, req_init;
+
+	if (!req || !out)
+		return ezi_fail(-EINVAL, "ez_accept: req %p, conn pointer %p", (void *)req, (void *)out);
+	if (!req->listener)
+		return ezi_fail(-EINVAL, "ez_accept: request already answered");
+	ctx = req->listener->ctx;
+	conn = conn_alloc(ctx, opts, 1, cbs, arg, &ret);
+	if (!conn) {
+		ez_reject(req, "accept options invalid", 22);
+		return ret;
+	}
+	conn->id = req->id;
+	conn->id->context = conn;
+	fmt_addr((struct sockaddr *)&req->peer, "peer", conn->host, sizeof(conn->host));
+	conn->peer_credits = req->hs.credits;
+	conn->send_credits = req->hs.credits;
+	conn->peer_max_msg = req->hs.max_msg;
+	conn->step = "ez_accept";
+	req_resp = req->responder_resources;
+	req_init = req->initiator_depth;
+	listener_req_unlink(req);
+	free(req);
+
+	ret = device_get(ctx, conn->id->verbs, &conn->dev);
+	if (ret) {
+		conn_fail_ret(conn, ret);
+		goto fail;
+	}
+	ret = conn_setup(conn);
+	if (ret)
+		goto fail;
+	/* The request event already speaks from our side (ib_cm swaps the
+	 * fields); never offer more than it does. */
+	rd_dest = min3(conn->o.responder_resources, conn->dev->attr.max_qp_rd_atom, req_resp);
+	rd_init = min3(conn->o.initiator_depth, conn->dev->attr.max_qp_init_rd_atom, req_init);
+	p.responder_resources = rd_dest;
+	p.initiator_depth = rd_init;
+	ret = conn_rtr_rts(conn, rd_dest, rd_init);
+	if (ret)
+		goto fail;
+	n = encode_hs(conn, HS_REP, hs, sizeof(hs));
+	p.private_data = hs;
+	p.private_data_len = (uint8_t)n;
+	p.flow_control = 1;
+	p.retry_count = conn->o.retry_count;
+	p.rnr_retry_count = conn->o.rnr_retry;
+	p.srq = 1;
+	p.qp_num = conn->qpn;
+	conn->step = "rdma_accept";
+	if (rdma_accept(conn->id, &p)) {
+		ret = conn_fail_ret(conn, ezi_fail(-errno, "rdma_accept(%s): %s", conn->host,
+						   ez_strerror(errno)));
+		goto fail;
+	}
+	conn->state = CS_ACCEPTING;
+	ctx_timer_start(ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
+	*out = conn;
+	return 0;
+fail:
+	/* No callback ever runs for a connection ez_accept() did not return. */
+	{
+		char why[EZ_ERRMSG_MAX + 16];
+		struct hs_msg m = { .kind = HS_REJ };
+		uint8_t rej[HS_REJ_MAX];
+
+		snprintf(why, sizeof(why), "accept failed: %s", conn->errmsg);
+		m.user_len = (uint8_t)(strlen(why) < hs_user_max(HS_REJ) ? strlen(why) :
+				       hs_user_max(HS_REJ));
+		memcpy(m.user, why, m.user_len);
+		n = hs_encode(&m, rej, sizeof(rej));
+		rdma_reject(conn->id, rej, (uint8_t)n);
+	}
+	ret = ret ? ret : -EIO;
+	ezi_fail(ret, "%s", conn->errmsg);
+	conn->cbs = (struct ez_conn_cbs){ 0 };
+	conn->app_closed = 1;
+	conn->connect_reported = 1;
+	conn_end(conn, ret);
+	return ret;
+}
+
+void ez_conn_close(struct ez_conn *conn)
+{
+	if (!conn)
+		return;
+	if (conn->app_closed) {
+		ezi_log_warn("ez_conn_close: connection %p closed twice", (void *)conn);
+		return;
+	}
+	conn->app_closed = 1;
+	if (conn->state == CS_DEAD) {
+		if (!conn->in_final_cb)
+			conn_free(conn);
+		return;
+	}
+	if (!conn->ended)
+		snprintf(conn->errmsg, sizeof(conn->errmsg), "closed by the application");
+	conn_end(conn, 0);
+}
+
+const char *ez_conn_errmsg(const struct ez_conn *conn)
+{
+	return conn ? conn->errmsg : "";
+}
+
+void *ez_conn_arg(const struct ez_conn *conn)
+{
+	return conn ? conn->arg : NULL;
+}
+
+int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (!conn || !info)
+		return ezi_fail(-EINVAL, "ez_conn_info: conn %p, info %p", (const void *)conn,
+				(void *)info);
+	memset(info, 0, sizeof(*info));
+	if (!conn->qp || !conn->id)
+		return ezi_fail(-ENOTCONN, "ez_conn_info: the connection has no QP (%s)",
+				conn->state == CS_DEAD ? "closed" : "still resolving");
+	if (ibv_query_qp(conn->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN,
+			 &ia))
+		return ezi_fail(-errno, "ibv_query_qp(%u): %s", conn->qpn, ez_strerror(errno));
+	info->qp_num = conn->qpn;
+	info->remote_qp_num = a.dest_qp_num;
+	info->path_mtu = a.path_mtu;
+	info->flow_label = a.ah_attr.grh.flow_label;
+	if (!info->flow_label && a.dest_qp_num)
+		info->udp_sport = ez_flow_label_to_udp_sport(calc_flow_label(conn->qpn, a.dest_qp_num));
+	else
+		info->udp_sport = ez_flow_label_to_udp_sport(info->flow_label);
+	snprintf(info->device, sizeof(info->device), "%s", conn->dev ? conn->dev->name : "");
+	info->port = conn->port;
+	memcpy(&info->local, rdma_get_local_addr(conn->id), sizeof(struct sockaddr_in6));
+	memcpy(&info->peer, rdma_get_peer_addr(conn->id), sizeof(struct sockaddr_in6));
+	info->max_msg_size = conn->peer_max_msg < conn->o.max_msg_size ? conn->peer_max_msg :
+		conn->o.max_msg_size;
+	info->peer_credits = conn->peer_credits;
+	info->send_credits = conn->send_credits;
+	info->max_inline = conn->max_inline;
+	return 0;
+}
+
+int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats *stats)
+{
+	if (!conn || !stats)
+		return ezi_fail(-EINVAL, "ez_conn_stats: conn %p, stats %p", (const void *)conn,
+				(void *)stats);
+	*stats = conn->stats;
+	return 0;
+}

@@ -1,0 +1,127 @@
+/* conn.h: a connection: its QP, ops, credits, state machine and teardown. */
+#ifndef EZ_CONN_CONN_H
+#define EZ_CONN_CONN_H
+
+#include <sys/socket.h>
+#include <infiniband/verbs.h>
+
+#include "ctx.h"
+#include "error.h"
+#include "handshake.h"
+
+enum conn_state {
+	CS_RESOLVING_ADDR,
+	CS_RESOLVING_ROUTE,
+	CS_CONNECTING,		/* REQ sent, waiting for the reply */
+	CS_ACCEPTING,		/* REP sent, waiting for the RTU */
+	CS_CONNECTED,
+	CS_CLOSING,		/* QP in ERR, draining */
+	CS_DEAD,		/* torn down; waiting for ez_conn_close() */
+};
+
+enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_READ, OP_CREDIT };
+
+/* One send-queue operation; preallocated per connection (send_depth of them
+ * plus one for credit messages), so the data path never allocates. */
+struct op {
+	struct op *next;
+	struct ez_conn *conn;
+	ez_op_cb cb;
+	void *arg;
+	enum op_kind kind;
+	void *buf;		/* this op's slice of the send buffer (copy sends) */
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+};
+
+/* Immediate data of every SEND: credits handed back, and a flag for messages
+ * that only carry credits (consumed by the library, never delivered). */
+#define IMM_CREDIT_ONLY 0x80000000u
+#define IMM_CREDITS_MASK 0xffffu
+
+struct device;
+
+struct ez_conn {
+	int kind;		/* CM_CONN: first, the cm_id's context points here */
+	struct ez_ctx *ctx;
+	struct device *dev;
+	struct rdma_cm_id *id;
+	struct ez_conn_opts o;
+	struct ez_conn_cbs cbs;
+	void *arg;
+	enum conn_state state;
+	int active;
+	const char *step;	/* the step under way, for error messages */
+	char host[128];
+
+	int connect_reported;	/* on_connect ran */
+	int ended;		/* conn_end ran */
+	int end_status;
+	int app_closed;		/* ez_conn_close ran */
+	int in_final_cb;
+	int reached_rtr;
+	int last_wqe;
+	int drain_expired;
+
+	struct ibv_qp *qp;
+	uint32_t qpn;
+	uint8_t port;
+	struct ez_conn *qpn_next;
+	struct ez_conn *next, *prev;	/* ctx list */
+
+	struct ez_srqpool *pool;
+	int own_pool;
+	int pool_attached;
+	int cq_reserved;
+
+	struct op *ops;
+	struct op *free_ops;
+	struct op *pend_head, *pend_tail;
+	struct op credit_op;
+	int credit_inflight;
+	uint8_t *sendbuf;
+	struct ibv_mr *send_mr;
+	int posted;		/* WRs on the send queue (all signaled) */
+	uint32_t max_inline;
+
+	uint32_t my_credits;	/* advertised to the peer */
+	uint32_t credit_threshold;
+	uint32_t send_credits;	/* messages we may send now */
+	uint32_t owed;		/* credits the peer has earned back */
+	uint32_t peer_credits;
+	uint32_t peer_max_msg;
+	uint32_t my_max_msg;
+
+	struct ctx_timer connect_timer;
+	struct ctx_timer drain_timer;
+	struct ctx_timer defer_timer;
+
+	uint8_t pdata[EZ_ACCEPT_DATA_MAX];
+	struct ez_conn_stats stats;
+	char errmsg[EZ_ERRMSG_MAX];
+};
+
+void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev);
+void conn_on_last_wqe(struct ez_conn *conn);
+void conn_on_comm_est(struct ez_conn *conn);
+/* Records the error in the connection and ends it (no-op once ended). */
+void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Passive side, called by ez_accept() with the request's data. */
+struct ez_conn_req;
+int conn_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
+		const struct ez_conn_cbs *cbs, void *arg, struct ez_conn **out);
+
+/* Data path (msg.c). */
+void conn_on_send_wc(struct op *op, const struct ibv_wc *wc);
+void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
+int conn_ops_init(struct ez_conn *conn);
+void conn_ops_fini(struct ez_conn *conn);
+void conn_kick(struct ez_conn *conn);
+void conn_cancel_pending(struct ez_conn *conn);
+void conn_established(struct ez_conn *conn);
+/* Called whenever posted work drops: finishes a teardown once drained. */
+void conn_drain_check(struct ez_conn *conn);
+
+#endif

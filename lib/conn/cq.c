@@ -1,0 +1,63 @@
+/* cq.c: the device's CQ: notification, batched polling, dispatch by wr_id to the op or receive buffer. */
+#include "config.h"
+
+#include <errno.h>
+
+#include "conn.h"
+#include "cq.h"
+#include "log.h"
+#include "srqpool/srqpool.h"
+
+int cq_poll(struct device *dev)
+{
+	struct ibv_wc wc[CQ_POLL_BATCH];
+	int n, i, total = 0;
+
+	for (;;) {
+		n = ibv_poll_cq(dev->cq, CQ_POLL_BATCH, wc);
+		if (n < 0) {
+			ezi_log_err("ibv_poll_cq(%s): %d", dev->name, n);
+			return total;
+		}
+		for (i = 0; i < n; i++) {
+			if (wc[i].wr_id & CQ_OP_TAG) {
+				conn_on_send_wc((struct op *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)CQ_OP_TAG),
+						&wc[i]);
+			} else {
+				struct ez_conn *conn = device_qp_find(dev, wc[i].qp_num);
+
+				if (conn) {
+					conn_on_recv_wc(conn, &wc[i]);
+				} else {
+					/* The connection is gone: the buffer goes back. */
+					struct ez_buf *b = (struct ez_buf *)(uintptr_t)wc[i].wr_id;
+
+					b = srqpool_take(b->pool, wc[i].wr_id, 0);
+					if (b)
+						ez_buf_release(b);
+				}
+			}
+		}
+		total += n;
+		if (n < CQ_POLL_BATCH)
+			return total;
+	}
+}
+
+void cq_on_channel(struct ctx_watch *w)
+{
+	struct device *dev = container_of(w, struct device, comp_watch);
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	unsigned int events = 0;
+
+	while (ibv_get_cq_event(dev->cc, &cq, &cq_ctx) == 0)
+		events++;
+	if (!events)
+		return;
+	ibv_ack_cq_events(dev->cq, events);
+	/* Arm before the final poll so a completion racing it is not missed. */
+	if (ibv_req_notify_cq(dev->cq, 0))
+		ezi_log_err("ibv_req_notify_cq(%s): %s", dev->name, ez_strerror(errno));
+	cq_poll(dev);
+}

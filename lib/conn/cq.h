@@ -1,0 +1,17 @@
+/* cq.h: polling a device's CQ and dispatching completions. */
+#ifndef EZ_CONN_CQ_H
+#define EZ_CONN_CQ_H
+
+#include "device.h"
+
+#define CQ_POLL_BATCH 32
+
+/* wr_ids of the library's send-side ops have bit 0 set; receive buffers
+ * (struct ez_buf addresses, from srqpool) have it clear. */
+#define CQ_OP_TAG 1u
+
+void cq_on_channel(struct ctx_watch *w);
+/* Polls until the CQ is empty; returns completions handled. */
+int cq_poll(struct device *dev);
+
+#endif

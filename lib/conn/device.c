@@ -1,0 +1,260 @@
+/* device.c: opens a device for the context (PD, completion channel, CQ) and handles its async events. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "cq.h"
+#include "device.h"
+#include "error.h"
+#include "log.h"
+#include "srqpool/srqpool.h"
+
+#define CQ_INITIAL 1024
+
+static void on_async(struct ctx_watch *w);
+
+void device_close(struct device *dev)
+{
+	ctx_watch_del(dev->ctx, &dev->comp_watch);
+	ctx_watch_del(dev->ctx, &dev->async_watch);
+	if (dev->cq)
+		ibv_destroy_cq(dev->cq);
+	if (dev->cc)
+		ibv_destroy_comp_channel(dev->cc);
+	if (dev->pd)
+		ibv_dealloc_pd(dev->pd);
+	free(dev);
+}
+
+int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **out)
+{
+	struct device *dev;
+	int ret;
+
+	for (dev = ctx->devices; dev; dev = dev->next) {
+		if (dev->verbs == verbs) {
+			*out = dev;
+			return 0;
+		}
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return ezi_fail(-ENOMEM, "device: out of memory");
+	dev->ctx = ctx;
+	dev->verbs = verbs;
+	dev->comp_watch.fd = -1;
+	dev->async_watch.fd = -1;
+	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(verbs->device));
+	if (ibv_query_device(verbs, &dev->attr)) {
+		ret = ezi_fail(-errno, "ibv_query_device(%s): %s", dev->name, ez_strerror(errno));
+		goto err;
+	}
+	dev->pd = ibv_alloc_pd(verbs);
+	if (!dev->pd) {
+		ret = ezi_fail(-errno, "ibv_alloc_pd(%s): %s", dev->name, ez_strerror(errno));
+		goto err;
+	}
+	dev->cc = ibv_create_comp_channel(verbs);
+	if (!dev->cc) {
+		ret = ezi_fail(-errno, "ibv_create_comp_channel(%s): %s", dev->name, ez_strerror(errno));
+		goto err;
+	}
+	dev->cq_size = CQ_INITIAL < dev->attr.max_cqe ? CQ_INITIAL : dev->attr.max_cqe;
+	dev->cq = ibv_create_cq(verbs, dev->cq_size, dev, dev->cc, 0);
+	if (!dev->cq) {
+		ret = ezi_fail(-errno, "ibv_create_cq(%s, cqe=%d): %s", dev->name, dev->cq_size,
+			       ez_strerror(errno));
+		goto err;
+	}
+	dev->cq_size = dev->cq->cqe;
+	if (ibv_req_notify_cq(dev->cq, 0)) {
+		ret = ezi_fail(-errno, "ibv_req_notify_cq(%s): %s", dev->name, ez_strerror(errno));
+		goto err;
+	}
+	dev->comp_watch.fd = dev->cc->fd;
+	dev->comp_watch.fn = cq_on_channel;
+	ret = ctx_watch_add(ctx, &dev->comp_watch);
+	if (ret)
+		goto err;
+	dev->async_watch.fd = verbs->async_fd;
+	dev->async_watch.fn = on_async;
+	ret = ctx_watch_add(ctx, &dev->async_watch);
+	if (ret) {
+		ctx_watch_del(ctx, &dev->comp_watch);
+		goto err;
+	}
+	dev->next = ctx->devices;
+	ctx->devices = dev;
+	*out = dev;
+	return 0;
+err:
+	dev->comp_watch.fd = dev->async_watch.fd = -1;
+	if (dev->cq)
+		ibv_destroy_cq(dev->cq);
+	if (dev->cc)
+		ibv_destroy_comp_channel(dev->cc);
+	if (dev->pd)
+		ibv_dealloc_pd(dev->pd);
+	free(dev);
+	return ret;
+}
+
+int device_by_name(struct ez_ctx *ctx, const char *name, struct device **out)
+{
+	struct ibv_context **list;
+	int n, i, ret;
+
+	list = rdma_get_devices(&n);
+	if (!list)
+		return ezi_fail(-ENODEV, "rdma_get_devices: %s", ez_strerror(errno ? errno : ENODEV));
+	for (i = 0; i < n; i++) {
+		if (!name || !strcmp(name, ibv_get_device_name(list[i]->device)))
+			break;
+	}
+	if (i == n) {
+		rdma_free_devices(list);
+		if (name)
+			return ezi_fail(-ENODEV, "no RDMA device named %s (%d known to rdma_cm)", name, n);
+		return ezi_fail(-ENODEV, "no RDMA device (rdma_get_devices lists none)");
+	}
+	ret = device_get(ctx, list[i], out);
+	rdma_free_devices(list);
+	return ret;
+}
+
+int device_cq_reserve(struct device *dev, int n)
+{
+	int want = dev->cq_reserved + n, size;
+
+	if (want > dev->attr.max_cqe)
+		return ezi_fail(-ENOSPC, "CQ of %s: %d completions outstanding would exceed max_cqe %d",
+				dev->name, want, dev->attr.max_cqe);
+	if (want > dev->cq_size) {
+		size = dev->cq_size * 2 > want ? dev->cq_size * 2 : want;
+		if (size > dev->attr.max_cqe)
+			size = dev->attr.max_cqe;
+		if (ibv_resize_cq(dev->cq, size))
+			return ezi_fail(-ENOSPC, "ibv_resize_cq(%s, %d): %s (%d completions outstanding)",
+					dev->name, size, ez_strerror(errno), want);
+		dev->cq_size = dev->cq->cqe;
+	}
+	dev->cq_reserved = want;
+	return 0;
+}
+
+void device_cq_release(struct device *dev, int n)
+{
+	dev->cq_reserved -= n;
+}
+
+void device_qp_add(struct device *dev, struct ez_conn *conn)
+{
+	struct ez_conn **b = &dev->qpn[conn->qpn % DEVICE_QPN_BUCKETS];
+
+	conn->qpn_next = *b;
+	*b = conn;
+}
+
+void device_qp_del(struct device *dev, struct ez_conn *conn)
+{
+	struct ez_conn **pp;
+
+	for (pp = &dev->qpn[conn->qpn % DEVICE_QPN_BUCKETS]; *pp; pp = &(*pp)->qpn_next) {
+		if (*pp == conn) {
+			*pp = conn->qpn_next;
+			return;
+		}
+	}
+}
+
+struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn)
+{
+	struct ez_conn *c;
+
+	for (c = dev->qpn[qpn % DEVICE_QPN_BUCKETS]; c; c = c->qpn_next)
+		if (c->qpn == qpn)
+			return c;
+	return NULL;
+}
+
+/* Ends every connection of the device (port 0: all ports). */
+static void end_all(struct device *dev, uint8_t port, int status, const char *why)
+{
+	struct ez_conn *c, *next;
+	int i;
+
+	for (i = 0; i < DEVICE_QPN_BUCKETS; i++) {
+		for (c = dev->qpn[i]; c; c = next) {
+			next = c->qpn_next;
+			if (!port || c->port == port)
+				conn_fail(c, status, "%s", why);
+		}
+	}
+}
+
+/* rdma_cm shares one verbs context per device in the process: QPs that are
+ * not this context's connections (another ctx, the application's own) are
+ * left alone. */
+static struct ez_conn *our_conn(struct device *dev, struct ibv_qp *qp)
+{
+	struct ez_conn *c = device_qp_find(dev, qp->qp_num);
+
+	return c && c == qp->qp_context ? c : NULL;
+}
+
+/* Acks before handling: ibv_destroy_qp() waits for the acks of its events. */
+static void on_async(struct ctx_watch *w)
+{
+	struct device *dev = container_of(w, struct device, async_watch);
+	struct ibv_async_event raw, ev;
+	char why[128];
+
+	while (ibv_get_async_event(dev->verbs, &raw) == 0) {
+		ev = raw;
+		ibv_ack_async_event(&raw);
+		switch (ev.event_type) {
+		case IBV_EVENT_SRQ_LIMIT_REACHED:
+			/* The pool judges "dry" by its posted count, which only
+			 * polled completions lower. */
+			cq_poll(dev);
+			if (ev.element.srq->srq_context)
+				srqpool_on_limit_event(ev.element.srq->srq_context);
+			break;
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			conn_on_last_wqe(our_conn(dev, ev.element.qp));
+			break;
+		case IBV_EVENT_COMM_EST:
+			conn_on_comm_est(our_conn(dev, ev.element.qp));
+			break;
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_PATH_MIG_ERR:
+			conn_fail(our_conn(dev, ev.element.qp), -EIO, "device %s: async event %s on QP %u",
+				  dev->name, ibv_event_type_str(ev.event_type), ev.element.qp->qp_num);
+			break;
+		case IBV_EVENT_PORT_ERR:
+			snprintf(why, sizeof(why), "device %s: port %d went down", dev->name,
+				 ev.element.port_num);
+			ezi_log_warn("%s", why);
+			end_all(dev, (uint8_t)ev.element.port_num, -ENETDOWN, why);
+			break;
+		case IBV_EVENT_DEVICE_FATAL:
+			snprintf(why, sizeof(why), "device %s: fatal error", dev->name);
+			ezi_log_err("%s", why);
+			end_all(dev, 0, -ENODEV, why);
+			break;
+		case IBV_EVENT_SRQ_ERR:
+			ezi_log_err("device %s: SRQ error", dev->name);
+			break;
+		default:
+			ezi_log_debug("device %s: async event %s", dev->name,
+				      ibv_event_type_str(ev.event_type));
+			break;
+		}
+	}
+}

@@ -1,0 +1,41 @@
+/* device.h: a verbs device as the context uses it: PD, completion channel, CQ, async events. */
+#ifndef EZ_CONN_DEVICE_H
+#define EZ_CONN_DEVICE_H
+
+#include <infiniband/verbs.h>
+
+#include "ctx.h"
+
+#define DEVICE_QPN_BUCKETS 256
+
+struct device {
+	struct device *next;
+	struct ez_ctx *ctx;
+	struct ibv_context *verbs;	/* rdma_cm's context for the device */
+	struct ibv_device_attr attr;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cc;
+	struct ibv_cq *cq;
+	int cq_size;
+	int cq_reserved;	/* completions that may be outstanding at once */
+	struct ctx_watch comp_watch;
+	struct ctx_watch async_watch;
+	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
+	char name[64];
+};
+
+/* The device behind verbs (rdma_cm's), opened on first use. */
+int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **out);
+/* By name (NULL: the first rdma_cm knows). */
+int device_by_name(struct ez_ctx *ctx, const char *name, struct device **out);
+void device_close(struct device *dev);
+
+/* Keeps the CQ large enough for n more completions, resizing it if needed. */
+int device_cq_reserve(struct device *dev, int n);
+void device_cq_release(struct device *dev, int n);
+
+void device_qp_add(struct device *dev, struct ez_conn *conn);
+void device_qp_del(struct device *dev, struct ez_conn *conn);
+struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn);
+
+#endif

@@ -1,0 +1,147 @@
+/* handshake.c: encodes and parses the handshake carried in rdma_cm private data. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "handshake.h"
+
+size_t hs_user_max(enum hs_kind kind)
+{
+	switch (kind) {
+	case HS_REQ:
+		return HS_REQ_MAX - HS_HDR_LEN;
+	case HS_REP:
+		return HS_REP_MAX - HS_HDR_LEN;
+	case HS_REJ:
+		return HS_REJ_MAX - HS_HDR_LEN;
+	}
+	return 0;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
+{
+	uint8_t *p = buf;
+	size_t max = hs_user_max(m->kind);
+
+	if (!max)
+		return -EINVAL;
+	if (m->user_len > max || buflen < HS_HDR_LEN + (size_t)m->user_len)
+		return -EMSGSIZE;
+	put32(p, HS_MAGIC);
+	p[4] = HS_VERSION;
+	p[5] = m->kind;
+	p[6] = m->user_len;
+	p[7] = 0;
+	put16(p + 8, m->caps);
+	put16(p + 10, m->credits);
+	put32(p + 12, m->max_msg);
+	memcpy(p + HS_HDR_LEN, m->user, m->user_len);
+	return HS_HDR_LEN + m->user_len;
+}
+
+static const char *kind_name(unsigned int kind)
+{
+	switch (kind) {
+	case HS_REQ:
+		return "request";
+	case HS_REP:
+		return "reply";
+	case HS_REJ:
+		return "reject";
+	}
+	return "unknown";
+}
+
+int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
+	      char *why, size_t whylen)
+{
+	const uint8_t *p = buf;
+	uint32_t magic;
+
+	memset(m, 0, sizeof(*m));
+	if (!buf || len < HS_HDR_LEN) {
+		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, header needs %d",
+			 buf ? len : 0, HS_HDR_LEN);
+		return -EPROTO;
+	}
+	magic = get32(p);
+	if (magic != HS_MAGIC) {
+		snprintf(why, whylen, "not an easyrdma handshake: magic 0x%08x, expected 0x%08x",
+			 magic, HS_MAGIC);
+		return -EPROTO;
+	}
+	if (p[4] != HS_VERSION) {
+		snprintf(why, whylen, "easyrdma handshake version %u not supported (this side speaks %d)",
+			 p[4], HS_VERSION);
+		return -EPROTO;
+	}
+	if (p[5] != kind) {
+		snprintf(why, whylen, "easyrdma handshake: got a %s (kind %u), expected a %s",
+			 kind_name(p[5]), p[5], kind_name(kind));
+		return -EPROTO;
+	}
+	m->version = p[4];
+	m->kind = p[5];
+	m->user_len = p[6];
+	m->caps = get16(p + 8);
+	m->credits = get16(p + 10);
+	m->max_msg = get32(p + 12);
+	if (m->user_len > hs_user_max(kind)) {
+		snprintf(why, whylen, "easyrdma handshake: user data length %u exceeds %zu for a %s",
+			 m->user_len, hs_user_max(kind), kind_name(kind));
+		return -EPROTO;
+	}
+	if (len < HS_HDR_LEN + (size_t)m->user_len) {
+		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, header says %u",
+			 len, HS_HDR_LEN + m->user_len);
+		return -EPROTO;
+	}
+	if (kind != HS_REJ && (m->credits == 0 || m->max_msg == 0)) {
+		snprintf(why, whylen, "easyrdma handshake: %s advertises %u credits and max message %u",
+			 kind_name(kind), m->credits, m->max_msg);
+		return -EPROTO;
+	}
+	memcpy(m->user, p + HS_HDR_LEN, m->user_len);
+	return 0;
+}
+
+void hs_printable(const void *bytes, size_t len, char *text, size_t textlen)
+{
+	const uint8_t *b = bytes;
+	size_t i, o = 0;
+
+	if (!textlen)
+		return;
+	for (i = 0; i < len && o + 1 < textlen; i++) {
+		if (b[i] == 0 && i + 1 == len)
+			break;
+		text[o++] = (b[i] >= 0x20 && b[i] < 0x7f) ? (char)b[i] : '?';
+	}
+	text[o] = '\0';
+}

@@ -1,0 +1,243 @@
+/* listener.c: ez_listen, the connection requests it receives, ez_reject. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "listener.h"
+#include "log.h"
+
+int ezaddr_resolve(const char *host, const char *service, int passive,
+		   struct sockaddr_storage *ss, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	int rc;
+
+	if (passive)
+		hints.ai_flags |= AI_PASSIVE;
+	hints.ai_flags |= AI_NUMERICHOST | AI_NUMERICSERV;
+	rc = getaddrinfo(host, service, &hints, &res);
+	if (rc == EAI_NONAME || rc == EAI_SERVICE) {
+		hints.ai_flags &= ~(AI_NUMERICHOST | AI_NUMERICSERV);
+		rc = getaddrinfo(host, service, &hints, &res);
+	}
+	if (rc) {
+		snprintf(err, errlen, "getaddrinfo(%s, %s): %s", host ? host : "*",
+			 service ? service : "0", gai_strerror(rc));
+		return rc == EAI_SERVICE ? -EINVAL : -EHOSTUNREACH;
+	}
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static void req_free(struct ez_conn_req *req)
+{
+	listener_req_unlink(req);
+	free(req);
+}
+
+void listener_req_unlink(struct ez_conn_req *req)
+{
+	if (!req->listener)
+		return;
+	if (req->prev)
+		req->prev->next = req->next;
+	else
+		req->listener->reqs = req->next;
+	if (req->next)
+		req->next->prev = req->prev;
+	req->listener = NULL;
+}
+
+/* Rejects id with a reason the peer's easyrdma shows in its error message. */
+static void reject_id(struct rdma_cm_id *id, const void *reason, size_t len)
+{
+	struct hs_msg m = { .kind = HS_REJ };
+	uint8_t buf[HS_REJ_MAX];
+	int n;
+
+	if (len > hs_user_max(HS_REJ))
+		len = hs_user_max(HS_REJ);
+	m.user_len = (uint8_t)len;
+	memcpy(m.user, reason, len);
+	n = hs_encode(&m, buf, sizeof(buf));
+	if (rdma_reject(id, buf, n > 0 ? (uint8_t)n : 0))
+		ezi_log_warn("rdma_reject: %s", ez_strerror(errno));
+}
+
+void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
+{
+	struct ez_conn_req *req;
+	char why[160];
+	struct sockaddr *peer;
+
+	if (!l) {
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	req = calloc(1, sizeof(*req));
+	if (!req) {
+		reject_id(ev->id, "out of memory", 13);
+		rdma_destroy_id(ev->id);
+		return;
+	}
+	req->kind = CM_REQ;
+	req->id = ev->id;
+	req->responder_resources = ev->responder_resources;
+	req->initiator_depth = ev->initiator_depth;
+	peer = rdma_get_peer_addr(ev->id);
+	memcpy(&req->peer, peer, peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+	       sizeof(struct sockaddr_in));
+	if (hs_decode(ev->pdata, ev->pdata_len, HS_REQ, &req->hs, why, sizeof(why))) {
+		ezi_log_info("listener: rejecting a request: %s", why);
+		reject_id(ev->id, why, strlen(why));
+		rdma_destroy_id(ev->id);
+		free(req);
+		return;
+	}
+	ev->id->context = req;
+	req->listener = l;
+	req->next = l->reqs;
+	if (l->reqs)
+		l->reqs->prev = req;
+	l->reqs = req;
+	l->on_request(l, req, l->arg);
+}
+
+void listener_on_event(void *owner, const struct cm_event *ev)
+{
+	int kind = *(int *)owner;
+
+	/* A request nobody answered yet can only lose its peer. */
+	if (kind == CM_REQ && (ev->type == RDMA_CM_EVENT_DISCONNECTED ||
+			       ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL))
+		ezi_log_debug("listener: pending request got %s", rdma_event_str(ev->type));
+	else
+		ezi_log_debug("listener: %s", rdma_event_str(ev->type));
+}
+
+int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
+	      const struct ez_listen_opts *opts, ez_request_cb on_request, void *arg,
+	      struct ez_listener **out)
+{
+	struct sockaddr_storage ss;
+	struct ez_listener *l;
+	char err[EZ_ERRMSG_MAX];
+	int ret, backlog = opts && opts->backlog > 0 ? opts->backlog : 128;
+
+	if (!ctx || !on_request || !out)
+		return ezi_fail(-EINVAL, "ez_listen: ctx %p, on_request %s, listener pointer %p",
+				(void *)ctx, on_request ? "set" : "NULL", (void *)out);
+	if (!address) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		ret = ezaddr_resolve("::", service ? service : "0", 1, &ss, err, sizeof(err));
+		if (!ret)
+			s6->sin6_addr = in6addr_any;
+	} else {
+		ret = ezaddr_resolve(address, service ? service : "0", 1, &ss, err, sizeof(err));
+	}
+	if (ret)
+		return ezi_fail(ret, "ez_listen: %s", err);
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return ezi_fail(-ENOMEM, "ez_listen: out of memory");
+	l->kind = CM_LISTENER;
+	l->ctx = ctx;
+	l->on_request = on_request;
+	l->arg = arg;
+	if (rdma_create_id(ctx->ch, &l->id, l, RDMA_PS_TCP)) {
+		ret = ezi_fail(-errno, "rdma_create_id: %s", ez_strerror(errno));
+		free(l);
+		return ret;
+	}
+	if (rdma_bind_addr(l->id, (struct sockaddr *)&ss)) {
+		ret = ezi_fail(-errno, "rdma_bind_addr(%s, %s): %s", address ? address : "::",
+			       service ? service : "0", ez_strerror(errno));
+		goto err;
+	}
+	if (rdma_listen(l->id, backlog)) {
+		ret = ezi_fail(-errno, "rdma_listen(%s, %s, backlog %d): %s",
+			       address ? address : "::", service ? service : "0", backlog,
+			       ez_strerror(errno));
+		goto err;
+	}
+	ctx->nlisteners++;
+	*out = l;
+	return 0;
+err:
+	rdma_destroy_id(l->id);
+	free(l);
+	return ret;
+}
+
+uint16_t ez_listener_port(const struct ez_listener *l)
+{
+	return l ? ntohs(rdma_get_src_port(l->id)) : 0;
+}
+
+void ez_listener_close(struct ez_listener *l)
+{
+	static const char why[] = "listener closed";
+
+	if (!l)
+		return;
+	while (l->reqs) {
+		struct ez_conn_req *req = l->reqs;
+
+		reject_id(req->id, why, sizeof(why) - 1);
+		rdma_destroy_id(req->id);
+		req_free(req);
+	}
+	rdma_destroy_id(l->id);
+	l->ctx->nlisteners--;
+	free(l);
+}
+
+const struct sockaddr *ez_conn_req_peer(const struct ez_conn_req *req)
+{
+	return req ? (const struct sockaddr *)&req->peer : NULL;
+}
+
+const void *ez_conn_req_data(const struct ez_conn_req *req, size_t *len)
+{
+	if (!req) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	if (len)
+		*len = req->hs.user_len;
+	return req->hs.user;
+}
+
+int ez_reject(struct ez_conn_req *req, const void *reason, size_t len)
+{
+	if (!req)
+		return ezi_fail(-EINVAL, "ez_reject: req is NULL");
+	if (len > EZ_REJECT_DATA_MAX || (len && !reason)) {
+		int ret = ezi_fail(-EINVAL, "ez_reject: reason of %zu bytes (max %d)", len,
+				   EZ_REJECT_DATA_MAX);
+
+		len = 0;
+		reject_id(req->id, "", 0);
+		rdma_destroy_id(req->id);
+		req_free(req);
+		return ret;
+	}
+	reject_id(req->id, reason, len);
+	rdma_destroy_id(req->id);
+	req_free(req);
+	return 0;
+}
+

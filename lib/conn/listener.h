@@ -1,0 +1,39 @@
+/* listener.h: a passive endpoint and the connection requests it holds. */
+#ifndef EZ_CONN_LISTENER_H
+#define EZ_CONN_LISTENER_H
+
+#include <sys/socket.h>
+
+#include "ctx.h"
+#include "handshake.h"
+
+struct ez_conn_req {
+	int kind;		/* CM_REQ */
+	struct ez_listener *listener;
+	struct rdma_cm_id *id;
+	struct sockaddr_storage peer;
+	struct hs_msg hs;	/* the peer's handshake, checked */
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	struct ez_conn_req *next, *prev;
+};
+
+struct ez_listener {
+	int kind;		/* CM_LISTENER */
+	struct ez_ctx *ctx;
+	struct rdma_cm_id *id;
+	ez_request_cb on_request;
+	void *arg;
+	struct ez_conn_req *reqs;	/* not yet accepted or rejected */
+};
+
+void listener_on_request(struct ez_listener *l, const struct cm_event *ev);
+void listener_on_event(void *owner, const struct cm_event *ev);
+/* Takes req off its listener's list (ez_accept and ez_reject). */
+void listener_req_unlink(struct ez_conn_req *req);
+
+/* getaddrinfo() for rdma_cm: numeric first, then a (blocking) name lookup. */
+int ezaddr_resolve(const char *host, const char *service, int passive,
+		   struct sockaddr_storage *ss, char *err, size_t errlen);
+
+#endif

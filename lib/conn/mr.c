@@ -1,0 +1,91 @@
+/* mr.c: ez_mr_reg/ez_mr_dereg with least-privilege access, and the export of (addr, rkey, len). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "mr.h"
+
+int mr_access_flags(unsigned int access)
+{
+	int flags = IBV_ACCESS_LOCAL_WRITE;
+
+	if (access & EZ_MR_REMOTE_READ)
+		flags |= IBV_ACCESS_REMOTE_READ;
+	if (access & EZ_MR_REMOTE_WRITE)
+		flags |= IBV_ACCESS_REMOTE_WRITE;
+	return flags;
+}
+
+int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
+	      unsigned int access, struct ez_mr **out)
+{
+	struct ez_mr *mr;
+	struct device *dev;
+	int ret;
+
+	if (!ctx || !out || (!addr && len))
+		return ezi_fail(-EINVAL, "ez_mr_reg: ctx %p, addr %p, mr pointer %p", (void *)ctx,
+				addr, (void *)out);
+	if (access & ~(unsigned int)(EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE))
+		return ezi_fail(-EINVAL, "ez_mr_reg: unknown access bits 0x%x",
+				access & ~(unsigned int)(EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE));
+	ret = device_by_name(ctx, device, &dev);
+	if (ret)
+		return ret;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return ezi_fail(-ENOMEM, "ez_mr_reg: out of memory");
+	mr->mr = ibv_reg_mr(dev->pd, addr, len, mr_access_flags(access));
+	if (!mr->mr) {
+		ret = ezi_fail(-errno, "ibv_reg_mr(%s, %zu bytes, access 0x%x): %s", dev->name, len,
+			       mr_access_flags(access), ez_strerror(errno));
+		free(mr);
+		return ret;
+	}
+	mr->ctx = ctx;
+	mr->dev = dev;
+	mr->access = access;
+	ctx->nmrs++;
+	*out = mr;
+	return 0;
+}
+
+int ez_mr_dereg(struct ez_mr *mr)
+{
+	int ret;
+
+	if (!mr)
+		return 0;
+	ret = ibv_dereg_mr(mr->mr);
+	if (ret)
+		return ezi_fail(-ret, "ibv_dereg_mr: %s (an operation still uses the MR?)",
+				ez_strerror(ret));
+	mr->ctx->nmrs--;
+	free(mr);
+	return 0;
+}
+
+void *ez_mr_addr(const struct ez_mr *mr)
+{
+	return mr ? mr->mr->addr : NULL;
+}
+
+size_t ez_mr_len(const struct ez_mr *mr)
+{
+	return mr ? mr->mr->length : 0;
+}
+
+int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out)
+{
+	if (!mr || !out)
+		return ezi_fail(-EINVAL, "ez_mr_export: mr %p, out %p", (const void *)mr, (void *)out);
+	if (!(mr->access & (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE)))
+		return ezi_fail(-EPERM, "ez_mr_export: the MR grants no remote access (register it with EZ_MR_REMOTE_READ and/or EZ_MR_REMOTE_WRITE)");
+	out->addr = (uintptr_t)mr->mr->addr;
+	out->len = mr->mr->length;
+	out->rkey = mr->mr->rkey;
+	out->reserved = 0;
+	return 0;
+}

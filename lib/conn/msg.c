@@ -1,0 +1,457 @@
+/* msg.c: the data path: sends (copied, inline, zero-copy), RDMA write/read, receive dispatch, credits. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <arpa/inet.h>
+
+#include "conn.h"
+#include "cq.h"
+#include "device.h"
+#include "log.h"
+#include "mr.h"
+#include "srqpool/srqpool.h"
+
+int conn_ops_init(struct ez_conn *conn)
+{
+	uint32_t i, n = conn->o.send_depth;
+	size_t bytes = (size_t)n * conn->o.max_msg_size;
+
+	conn->ops = calloc(n, sizeof(*conn->ops));
+	if (!conn->ops)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -ENOMEM,
+				     "send ops: out of memory");
+	if (bytes) {
+		conn->sendbuf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+		if (!conn->sendbuf)
+			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -ENOMEM,
+					     "send buffers (%zu bytes): out of memory", bytes);
+		conn->send_mr = ibv_reg_mr(conn->dev->pd, conn->sendbuf, bytes, 0);
+		if (!conn->send_mr)
+			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -errno,
+					     "ibv_reg_mr(send buffers, %zu bytes, local read): %s",
+					     bytes, ez_strerror(errno));
+	}
+	for (i = 0; i < n; i++) {
+		struct op *op = &conn->ops[i];
+
+		op->conn = conn;
+		op->buf = conn->sendbuf + (size_t)i * conn->o.max_msg_size;
+		op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
+		op->wr.sg_list = &op->sge;
+		op->next = conn->free_ops;
+		conn->free_ops = op;
+	}
+	conn->credit_op.conn = conn;
+	conn->credit_op.kind = OP_CREDIT;
+	conn->credit_op.wr.wr_id = (uintptr_t)&conn->credit_op | CQ_OP_TAG;
+	conn->credit_op.wr.opcode = IBV_WR_SEND_WITH_IMM;
+	conn->credit_op.wr.send_flags = IBV_SEND_SIGNALED;
+	return 0;
+}
+
+void conn_ops_fini(struct ez_conn *conn)
+{
+	if (conn->send_mr)
+		ibv_dereg_mr(conn->send_mr);
+	conn->send_mr = NULL;
+	free(conn->sendbuf);
+	conn->sendbuf = NULL;
+	free(conn->ops);
+	conn->ops = NULL;
+}
+
+static void op_free(struct ez_conn *conn, struct op *op)
+{
+	op->next = conn->free_ops;
+	conn->free_ops = op;
+}
+
+/* The user callback of a finished op; the op is free again before it runs
+ * so the callback can post the next one. */
+static void op_complete(struct ez_conn *conn, struct op *op, int status)
+{
+	ez_op_cb cb = op->cb;
+	void *arg = op->arg;
+
+	op_free(conn, op);
+	if (status)
+		conn->stats.op_errors++;
+	if (cb)
+		cb(conn, status, arg);
+}
+
+static int op_post(struct ez_conn *conn, struct op *op)
+{
+	struct ibv_send_wr *bad;
+	int credits = op->kind == OP_SEND || op->kind == OP_SEND_MR;
+
+	if (credits) {
+		uint32_t give = conn->owed > IMM_CREDITS_MASK ? IMM_CREDITS_MASK : conn->owed;
+
+		op->wr.imm_data = htonl(give);
+		conn->owed -= give;
+		conn->send_credits--;
+		if (ibv_post_send(conn->qp, &op->wr, &bad)) {
+			int err = errno ? errno : EIO;
+
+			conn->owed += give;
+			conn->send_credits++;
+			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
+					     "ibv_post_send(SEND, %u bytes): %s", op->sge.length,
+					     ez_strerror(err));
+		}
+		conn->stats.msgs_sent++;
+		conn->stats.bytes_sent += op->sge.length;
+	} else {
+		if (ibv_post_send(conn->qp, &op->wr, &bad)) {
+			int err = errno ? errno : EIO;
+
+			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
+					     "ibv_post_send(RDMA %s, %u bytes): %s",
+					     op->kind == OP_WRITE ? "WRITE" : "READ", op->sge.length,
+					     ez_strerror(err));
+		}
+		if (op->kind == OP_WRITE)
+			conn->stats.writes++;
+		else
+			conn->stats.reads++;
+		conn->stats.rdma_bytes += op->sge.length;
+	}
+	conn->posted++;
+	return 0;
+}
+
+static int needs_credit(const struct op *op)
+{
+	return op->kind == OP_SEND || op->kind == OP_SEND_MR;
+}
+
+/* Hands credits back in a message of their own when no send is there to
+ * carry them and half the window is owed. */
+static void maybe_send_credits(struct ez_conn *conn)
+{
+	struct op *op = &conn->credit_op;
+	struct ibv_send_wr *bad;
+	uint32_t give;
+
+	if (conn->credit_inflight || conn->state != CS_CONNECTED || conn->owed < conn->credit_threshold)
+		return;
+	give = conn->owed > IMM_CREDITS_MASK ? IMM_CREDITS_MASK : conn->owed;
+	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | give);
+	op->wr.num_sge = 0;
+	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
+		ezi_log_warn("ibv_post_send(credit message): %s", ez_strerror(errno));
+		return;
+	}
+	conn->owed -= give;
+	conn->credit_inflight = 1;
+	conn->posted++;
+	conn->stats.credit_msgs_sent++;
+}
+
+void conn_kick(struct ez_conn *conn)
+{
+	struct op *op;
+	int ret;
+
+	while ((op = conn->pend_head) && conn->state == CS_CONNECTED) {
+		if (needs_credit(op) && !conn->send_credits)
+			break;
+		conn->pend_head = op->next;
+		if (!conn->pend_head)
+			conn->pend_tail = NULL;
+		ret = op_post(conn, op);
+		if (ret)
+			op_complete(conn, op, ret);
+	}
+	maybe_send_credits(conn);
+}
+
+void conn_cancel_pending(struct ez_conn *conn)
+{
+	struct op *op;
+
+	while ((op = conn->pend_head)) {
+		conn->pend_head = op->next;
+		if (!conn->pend_head)
+			conn->pend_tail = NULL;
+		op_complete(conn, op, -ECANCELED);
+	}
+}
+
+/* Posts now when nothing is queued ahead and credits allow; else queues. */
+static int op_submit(struct ez_conn *conn, struct op *op)
+{
+	int ret;
+
+	if (!conn->pend_head && (!needs_credit(op) || conn->send_credits)) {
+		ret = op_post(conn, op);
+		if (ret) {
+			op_free(conn, op);
+			return ret;
+		}
+		return 0;
+	}
+	if (needs_credit(op) && !conn->send_credits)
+		conn->stats.waits_for_credits++;
+	op->next = NULL;
+	if (conn->pend_tail)
+		conn->pend_tail->next = op;
+	else
+		conn->pend_head = op;
+	conn->pend_tail = op;
+	return 0;
+}
+
+static int check_conn(struct ez_conn *conn, const char *fn)
+{
+	if (!conn)
+		return ezi_fail(-EINVAL, "%s: conn is NULL", fn);
+	if (conn->state != CS_CONNECTED || conn->app_closed)
+		return ezi_fail(-ENOTCONN, "%s: connection is not established (%s)", fn,
+				conn->app_closed ? "closed" : conn->state < CS_CONNECTED ?
+				"connecting" : "down");
+	return 0;
+}
+
+static struct op *op_get(struct ez_conn *conn, const char *fn)
+{
+	struct op *op = conn->free_ops;
+
+	if (!op) {
+		ezi_fail(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
+			 conn->o.send_depth);
+		return NULL;
+	}
+	conn->free_ops = op->next;
+	return op;
+}
+
+static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, uint32_t len,
+		      ez_op_cb cb, void *arg)
+{
+	op->kind = kind;
+	op->cb = cb;
+	op->arg = arg;
+	op->sge.length = len;
+	op->wr.next = NULL;
+	op->wr.num_sge = len ? 1 : 0;
+	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
+	op->wr.send_flags = IBV_SEND_SIGNALED;
+	if (kind == OP_SEND && len <= conn->max_inline)
+		op->wr.send_flags |= IBV_SEND_INLINE;
+}
+
+int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb cb, void *op_arg)
+{
+	size_t len = 0, off = 0;
+	struct op *op;
+	int i, ret;
+
+	ret = check_conn(conn, "ez_send");
+	if (ret)
+		return ret;
+	if (iovcnt < 0 || (iovcnt && !iov))
+		return ezi_fail(-EINVAL, "ez_sendv: iov %p, iovcnt %d", (const void *)iov, iovcnt);
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (len > conn->peer_max_msg || len > conn->o.max_msg_size)
+		return ezi_fail(-EMSGSIZE, "ez_send: %zu bytes exceed the maximum message size %u",
+				len, conn->peer_max_msg < conn->o.max_msg_size ?
+				conn->peer_max_msg : conn->o.max_msg_size);
+	op = op_get(conn, "ez_send");
+	if (!op)
+		return -ENOBUFS;
+	for (i = 0; i < iovcnt; i++) {
+		memcpy((uint8_t *)op->buf + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	prep_send(conn, op, OP_SEND, (uint32_t)len, cb, op_arg);
+	op->sge.addr = (uintptr_t)op->buf;
+	op->sge.lkey = conn->send_mr ? conn->send_mr->lkey : 0;
+	return op_submit(conn, op);
+}
+
+int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg)
+{
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+
+	if (len && !data)
+		return ezi_fail(-EINVAL, "ez_send: data is NULL with len %zu", len);
+	return ez_sendv(conn, &iov, 1, cb, op_arg);
+}
+
+static int check_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, const char *fn)
+{
+	if (!mr)
+		return ezi_fail(-EINVAL, "%s: mr is NULL", fn);
+	if (mr->dev != conn->dev)
+		return ezi_fail(-EINVAL, "%s: MR is registered on %s, the connection runs on %s",
+				fn, mr->dev->name, conn->dev->name);
+	if (off > mr->mr->length || len > mr->mr->length - off)
+		return ezi_fail(-EINVAL, "%s: [%zu, +%zu) is outside the MR's %zu bytes", fn, off,
+				len, mr->mr->length);
+	if (len > UINT32_MAX || len > conn->dev->attr.max_mr_size)
+		return ezi_fail(-EMSGSIZE, "%s: %zu bytes exceed one work request", fn, len);
+	return 0;
+}
+
+int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, ez_op_cb cb,
+	       void *op_arg)
+{
+	struct op *op;
+	int ret;
+
+	ret = check_conn(conn, "ez_send_mr");
+	if (!ret)
+		ret = check_mr(conn, mr, off, len, "ez_send_mr");
+	if (ret)
+		return ret;
+	if (len > conn->peer_max_msg)
+		return ezi_fail(-EMSGSIZE, "ez_send_mr: %zu bytes exceed the peer's maximum message size %u",
+				len, conn->peer_max_msg);
+	op = op_get(conn, "ez_send_mr");
+	if (!op)
+		return -ENOBUFS;
+	prep_send(conn, op, OP_SEND_MR, (uint32_t)len, cb, op_arg);
+	op->sge.addr = (uintptr_t)mr->mr->addr + off;
+	op->sge.lkey = mr->mr->lkey;
+	return op_submit(conn, op);
+}
+
+static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, size_t off,
+		   size_t len, const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb,
+		   void *op_arg)
+{
+	const char *fn = kind == OP_WRITE ? "ez_write" : "ez_read";
+	struct op *op;
+	int ret;
+
+	ret = check_conn(conn, fn);
+	if (!ret)
+		ret = check_mr(conn, mr, off, len, fn);
+	if (ret)
+		return ret;
+	if (!remote)
+		return ezi_fail(-EINVAL, "%s: remote is NULL", fn);
+	if (roff > remote->len || len > remote->len - roff)
+		return ezi_fail(-EINVAL, "%s: remote [%llu, +%zu) is outside the peer's %llu bytes",
+				fn, (unsigned long long)roff, len, (unsigned long long)remote->len);
+	op = op_get(conn, fn);
+	if (!op)
+		return -ENOBUFS;
+	op->kind = kind;
+	op->cb = cb;
+	op->arg = op_arg;
+	op->sge.addr = (uintptr_t)mr->mr->addr + off;
+	op->sge.length = (uint32_t)len;
+	op->sge.lkey = mr->mr->lkey;
+	op->wr.next = NULL;
+	op->wr.num_sge = len ? 1 : 0;
+	op->wr.opcode = kind == OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+	op->wr.send_flags = IBV_SEND_SIGNALED;
+	op->wr.wr.rdma.remote_addr = remote->addr + roff;
+	op->wr.wr.rdma.rkey = remote->rkey;
+	return op_submit(conn, op);
+}
+
+int ez_write(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+	     const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg)
+{
+	return rdma_op(conn, OP_WRITE, mr, off, len, remote, roff, cb, op_arg);
+}
+
+int ez_read(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+	    const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg)
+{
+	return rdma_op(conn, OP_READ, mr, off, len, remote, roff, cb, op_arg);
+}
+
+static int wc_status_errno(enum ibv_wc_status s)
+{
+	switch (s) {
+	case IBV_WC_SUCCESS:
+		return 0;
+	case IBV_WC_WR_FLUSH_ERR:
+		return -ECANCELED;
+	case IBV_WC_LOC_LEN_ERR:
+	case IBV_WC_REM_INV_REQ_ERR:
+		return -EMSGSIZE;
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_MW_BIND_ERR:
+		return -EACCES;
+	case IBV_WC_RETRY_EXC_ERR:
+		return -ETIMEDOUT;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return -ENOBUFS;
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_ABORT_ERR:
+		return -EREMOTEIO;
+	default:
+		return -EIO;
+	}
+}
+
+void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
+{
+	struct ez_conn *conn = op->conn;
+	int status = wc_status_errno(wc->status);
+
+	conn->posted--;
+	if (op->kind == OP_CREDIT) {
+		conn->credit_inflight = 0;
+	} else {
+		op_complete(conn, op, status);
+	}
+	if (status && status != -ECANCELED && !conn->ended)
+		conn_fail(conn, status, "work completion: %s (vendor error 0x%x)",
+			  ibv_wc_status_str(wc->status), wc->vendor_err);
+	if (conn->ended)
+		conn_drain_check(conn);
+	else if (conn->state == CS_CONNECTED)
+		conn_kick(conn);
+}
+
+void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
+{
+	struct ez_buf *buf = srqpool_take(((struct ez_buf *)(uintptr_t)wc->wr_id)->pool, wc->wr_id,
+					  wc->byte_len);
+	uint32_t imm;
+
+	if (!buf)
+		return;
+	if (wc->status != IBV_WC_SUCCESS || conn->ended) {
+		ez_buf_release(buf);
+		return;
+	}
+	/* A message can overtake the RTU: the QP is in RTS, so the peer has
+	 * already seen our reply and counts the connection as established. */
+	if (conn->state == CS_ACCEPTING)
+		conn_established(conn);
+	if (conn->state != CS_CONNECTED) {
+		ez_buf_release(buf);
+		return;
+	}
+	imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
+	conn->send_credits += imm & IMM_CREDITS_MASK;
+	if (imm & IMM_CREDIT_ONLY) {
+		conn->stats.credit_msgs_recv++;
+		ez_buf_release(buf);
+	} else {
+		conn->stats.msgs_recv++;
+		conn->stats.bytes_recv += wc->byte_len;
+		if (conn->cbs.on_recv)
+			conn->cbs.on_recv(conn, buf, conn->arg);
+		else
+			ez_buf_release(buf);
+		/* Handed back once the message has been delivered: the pool
+		 * reposts released buffers on its watermark event. */
+		conn->owed++;
+	}
+	if (conn->state == CS_CONNECTED)
+		conn_kick(conn);
+}

@@ -1,0 +1,74 @@
+/* opts.c: defaults and range checks of struct ez_conn_opts. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "error.h"
+#include "opts.h"
+
+int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out)
+{
+	size_t pmax = accept ? EZ_ACCEPT_DATA_MAX : EZ_CONNECT_DATA_MAX;
+
+	if (in)
+		*out = *in;
+	else
+		memset(out, 0, sizeof(*out));
+	if (!out->send_depth)
+		out->send_depth = CONN_DEF_SEND_DEPTH;
+	if (!out->recv_depth)
+		out->recv_depth = CONN_DEF_RECV_DEPTH;
+	if (!out->max_msg_size)
+		out->max_msg_size = CONN_DEF_MAX_MSG;
+	if (!out->inline_threshold)
+		out->inline_threshold = CONN_DEF_INLINE;
+	if (!out->connect_timeout_ms)
+		out->connect_timeout_ms = CONN_DEF_CONNECT_TIMEOUT_MS;
+	if (!out->qp_timeout)
+		out->qp_timeout = CONN_DEF_QP_TIMEOUT;
+	if (!out->retry_count)
+		out->retry_count = CONN_DEF_RETRY;
+	if (!out->rnr_retry)
+		out->rnr_retry = CONN_DEF_RNR_RETRY;
+	if (!out->min_rnr_timer)
+		out->min_rnr_timer = CONN_DEF_MIN_RNR_TIMER;
+	if (!out->responder_resources)
+		out->responder_resources = CONN_DEF_RD_ATOMIC;
+	if (!out->initiator_depth)
+		out->initiator_depth = CONN_DEF_RD_ATOMIC;
+
+	if (out->send_depth > CONN_MAX_DEPTH)
+		return ezi_fail(-EINVAL, "ez_conn_opts.send_depth %u exceeds %u",
+				out->send_depth, CONN_MAX_DEPTH);
+	if (out->recv_depth < 2 || out->recv_depth > CONN_MAX_DEPTH)
+		return ezi_fail(-EINVAL, "ez_conn_opts.recv_depth %u not in 2..%u",
+				out->recv_depth, CONN_MAX_DEPTH);
+	if (out->max_msg_size > CONN_MAX_MSG)
+		return ezi_fail(-EINVAL, "ez_conn_opts.max_msg_size %u exceeds %u",
+				out->max_msg_size, CONN_MAX_MSG);
+	if (out->inline_threshold > out->max_msg_size)
+		out->inline_threshold = out->max_msg_size;
+	if (out->qp_timeout > 31)
+		return ezi_fail(-EINVAL, "ez_conn_opts.qp_timeout %u exceeds 31", out->qp_timeout);
+	if (out->retry_count > 7)
+		return ezi_fail(-EINVAL, "ez_conn_opts.retry_count %u exceeds 7", out->retry_count);
+	if (out->rnr_retry > 7)
+		return ezi_fail(-EINVAL, "ez_conn_opts.rnr_retry %u exceeds 7", out->rnr_retry);
+	if (out->min_rnr_timer > 31)
+		return ezi_fail(-EINVAL, "ez_conn_opts.min_rnr_timer %u exceeds 31",
+				out->min_rnr_timer);
+	if (out->path_mtu && (out->path_mtu < IBV_MTU_256 || out->path_mtu > IBV_MTU_4096))
+		return ezi_fail(-EINVAL, "ez_conn_opts.path_mtu %d is not an enum ibv_mtu value",
+				(int)out->path_mtu);
+	if (out->udp_sport && out->udp_sport < 0xC000)
+		return ezi_fail(-EINVAL, "ez_conn_opts.udp_sport %u below the RoCEv2 range 0xC000..0xFFFF",
+				out->udp_sport);
+	if (out->private_data_len > pmax)
+		return ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %zu for %s",
+				out->private_data_len, pmax, accept ? "an accept" : "a connect");
+	if (out->private_data_len && !out->private_data)
+		return ezi_fail(-EINVAL, "ez_conn_opts.private_data is NULL with private_data_len %u",
+				out->private_data_len);
+	return 0;
+}

@@ -1,0 +1,27 @@
+/* opts.h: connection options with their defaults filled in and checked. */
+#ifndef EZ_CONN_OPTS_H
+#define EZ_CONN_OPTS_H
+
+#include <stddef.h>
+
+#include "easyrdma.h"
+
+#define CONN_DEF_SEND_DEPTH 64
+#define CONN_DEF_RECV_DEPTH 64
+#define CONN_DEF_MAX_MSG 4096
+#define CONN_DEF_INLINE 64
+#define CONN_DEF_CONNECT_TIMEOUT_MS 5000
+#define CONN_DEF_QP_TIMEOUT 14
+#define CONN_DEF_RETRY 7
+#define CONN_DEF_RNR_RETRY 7
+#define CONN_DEF_MIN_RNR_TIMER 12
+#define CONN_DEF_RD_ATOMIC 16
+#define CONN_MAX_DEPTH 16384
+#define CONN_MAX_MSG (1u << 30)
+
+/* Copies in (NULL: all defaults) into out with every zero field defaulted.
+ * accept selects the private-data limit. -EINVAL with a message naming the
+ * field when a value is out of range. */
+int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out);
+
+#endif

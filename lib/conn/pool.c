@@ -1,0 +1,137 @@
+/* pool.c: ez_srqpool_new/free on a context's device, with the CQ room its buffers need. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "pool.h"
+#include "srqpool/srqpool.h"
+
+/* Pools are made on setup paths only; one short list for the process (the
+ * pool type is srqpool's, so the extra facts live here). */
+struct pool_rec {
+	struct pool_rec *next;
+	struct ez_srqpool *pool;
+	struct device *dev;
+	uint32_t buf_size;
+	int cq_share;
+	int public;
+};
+
+static struct pool_rec *pools;
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, int owned_by_conn,
+		struct ez_srqpool **out)
+{
+	struct ez_srqpool_opts o = opts ? *opts : (struct ez_srqpool_opts){ 0 };
+	struct pool_rec *rec;
+	int ret;
+
+	if (!o.buf_size)
+		o.buf_size = 4096;
+	if (!o.nbufs)
+		o.nbufs = 256;
+	rec = calloc(1, sizeof(*rec));
+	if (!rec)
+		return ezi_fail(-ENOMEM, "srqpool: out of memory");
+	rec->dev = dev;
+	rec->buf_size = o.buf_size;
+	rec->public = !owned_by_conn;
+	/* Every buffer on the SRQ may complete before the CQ is polled. */
+	rec->cq_share = (int)(o.max_bufs > o.nbufs ? o.max_bufs : o.nbufs);
+	ret = device_cq_reserve(dev, rec->cq_share);
+	if (ret) {
+		free(rec);
+		return ret;
+	}
+	ret = srqpool_create(dev->pd, &o, &rec->pool);
+	if (ret) {
+		device_cq_release(dev, rec->cq_share);
+		free(rec);
+		return ret;
+	}
+	pthread_mutex_lock(&pools_lock);
+	rec->next = pools;
+	pools = rec;
+	pthread_mutex_unlock(&pools_lock);
+	if (rec->public)
+		dev->ctx->npools++;
+	*out = rec->pool;
+	return 0;
+}
+
+static struct pool_rec **find(const struct ez_srqpool *pool)
+{
+	struct pool_rec **pp;
+
+	for (pp = &pools; *pp; pp = &(*pp)->next)
+		if ((*pp)->pool == pool)
+			return pp;
+	return NULL;
+}
+
+int pool_lookup(const struct ez_srqpool *pool, struct device **dev, uint32_t *buf_size)
+{
+	struct pool_rec **pp;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&pools_lock);
+	pp = find(pool);
+	if (pp) {
+		*dev = (*pp)->dev;
+		*buf_size = (*pp)->buf_size;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&pools_lock);
+	return ret ? ezi_fail(ret, "srqpool %p was not made by ez_srqpool_new()", (const void *)pool) : 0;
+}
+
+int pool_destroy(struct ez_srqpool *pool)
+{
+	struct pool_rec **pp, *rec;
+	int ret;
+
+	pthread_mutex_lock(&pools_lock);
+	pp = find(pool);
+	rec = pp ? *pp : NULL;
+	pthread_mutex_unlock(&pools_lock);
+	if (!rec)
+		return ezi_fail(-EINVAL, "srqpool %p was not made by ez_srqpool_new()", (void *)pool);
+	ret = srqpool_destroy(pool);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&pools_lock);
+	pp = find(pool);
+	*pp = rec->next;
+	pthread_mutex_unlock(&pools_lock);
+	device_cq_release(rec->dev, rec->cq_share);
+	if (rec->public)
+		rec->dev->ctx->npools--;
+	free(rec);
+	return 0;
+}
+
+int ez_srqpool_new(struct ez_ctx *ctx, const char *device, const struct ez_srqpool_opts *opts,
+		   struct ez_srqpool **pool)
+{
+	struct device *dev;
+	int ret;
+
+	if (!ctx || !pool)
+		return ezi_fail(-EINVAL, "ez_srqpool_new: ctx %p, pool pointer %p", (void *)ctx,
+				(void *)pool);
+	ret = device_by_name(ctx, device, &dev);
+	if (ret)
+		return ret;
+	return pool_create(dev, opts, 0, pool);
+}
+
+int ez_srqpool_free(struct ez_srqpool *pool)
+{
+	if (!pool)
+		return 0;
+	return pool_destroy(pool);
+}

@@ -1,0 +1,100 @@
+/* test_conn_opts.c: connection options: defaults for zero fields, range checks naming the field. */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+
+#include "conn/opts.h"
+
+START_TEST(null_gives_all_defaults)
+{
+	struct ez_conn_opts o;
+
+	ck_assert_int_eq(conn_opts_resolve(NULL, 0, &o), 0);
+	ck_assert_uint_eq(o.send_depth, 64);
+	ck_assert_uint_eq(o.recv_depth, 64);
+	ck_assert_uint_eq(o.max_msg_size, 4096);
+	ck_assert_uint_eq(o.inline_threshold, 64);
+	ck_assert_uint_eq(o.connect_timeout_ms, 5000);
+	ck_assert_uint_eq(o.qp_timeout, 14);
+	ck_assert_uint_eq(o.retry_count, 7);
+	ck_assert_uint_eq(o.rnr_retry, 7);
+	ck_assert_uint_eq(o.min_rnr_timer, 12);
+	ck_assert_uint_eq(o.responder_resources, 16);
+	ck_assert_uint_eq(o.initiator_depth, 16);
+	ck_assert_int_eq(o.path_mtu, 0);	/* the path's own */
+	ck_assert_uint_eq(o.udp_sport, 0);
+	ck_assert_ptr_null(o.srqpool);
+}
+END_TEST
+
+START_TEST(set_fields_are_kept)
+{
+	struct ez_conn_opts in = { .send_depth = 8, .recv_depth = 16, .max_msg_size = 100,
+				   .inline_threshold = 500, .connect_timeout_ms = 250,
+				   .qp_timeout = 10, .retry_count = 3, .rnr_retry = 1,
+				   .path_mtu = IBV_MTU_1024, .tos = 32, .udp_sport = 0xC123 };
+	struct ez_conn_opts o;
+
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+	ck_assert_uint_eq(o.send_depth, 8);
+	ck_assert_uint_eq(o.recv_depth, 16);
+	ck_assert_uint_eq(o.max_msg_size, 100);
+	ck_assert_uint_eq(o.inline_threshold, 100);	/* capped by the message size */
+	ck_assert_uint_eq(o.connect_timeout_ms, 250);
+	ck_assert_uint_eq(o.qp_timeout, 10);
+	ck_assert_uint_eq(o.retry_count, 3);
+	ck_assert_uint_eq(o.rnr_retry, 1);
+	ck_assert_int_eq(o.path_mtu, IBV_MTU_1024);
+	ck_assert_uint_eq(o.tos, 32);
+	ck_assert_uint_eq(o.udp_sport, 0xC123);
+}
+END_TEST
+
+#define BAD(field_init, accept, msg)                                              \
+	do {                                                                      \
+		struct ez_conn_opts in = { field_init }, o;                       \
+		ck_assert_int_eq(conn_opts_resolve(&in, accept, &o), -EINVAL);    \
+		ck_assert_str_eq(ez_errmsg(), msg);                               \
+	} while (0)
+
+START_TEST(out_of_range_named)
+{
+	static const char data[200];
+
+	BAD(.retry_count = 8, 0, "ez_conn_opts.retry_count 8 exceeds 7");
+	BAD(.rnr_retry = 9, 0, "ez_conn_opts.rnr_retry 9 exceeds 7");
+	BAD(.qp_timeout = 32, 0, "ez_conn_opts.qp_timeout 32 exceeds 31");
+	BAD(.recv_depth = 1, 0, "ez_conn_opts.recv_depth 1 not in 2..16384");
+	BAD(.send_depth = 20000, 0, "ez_conn_opts.send_depth 20000 exceeds 16384");
+	BAD(.path_mtu = 9, 0, "ez_conn_opts.path_mtu 9 is not an enum ibv_mtu value");
+	BAD(.udp_sport = 4791, 0, "ez_conn_opts.udp_sport 4791 below the RoCEv2 range 0xC000..0xFFFF");
+	BAD(.private_data_len = 41, 0, "ez_conn_opts.private_data_len 41 exceeds 40 for a connect");
+	BAD(.private_data_len = 5, 0, "ez_conn_opts.private_data is NULL with private_data_len 5");
+	{
+		struct ez_conn_opts in = { .private_data = data, .private_data_len = 180 }, o;
+
+		ck_assert_int_eq(conn_opts_resolve(&in, 1, &o), 0);
+		in.private_data_len = 181;
+		ck_assert_int_eq(conn_opts_resolve(&in, 1, &o), -EINVAL);
+		ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.private_data_len 181 exceeds 180 for an accept");
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("conn_opts");
+	TCase *tc = tcase_create("defaults");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, null_gives_all_defaults);
+	tcase_add_test(tc, set_fields_are_kept);
+	tcase_add_test(tc, out_of_range_named);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,207 @@
+/* test_handshake.c: the handshake codec: round trips, every truncation, bad magic/version/kind, oversized data. */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+
+#include "easyrdma.h"
+#include "conn/handshake.h"
+
+static struct hs_msg sample(enum hs_kind kind, uint8_t user_len)
+{
+	struct hs_msg m = { .kind = kind, .caps = 0x8001, .credits = 63, .max_msg = 0x01020304,
+			    .user_len = user_len };
+	int i;
+
+	for (i = 0; i < user_len; i++)
+		m.user[i] = (uint8_t)(i * 7 + 1);
+	return m;
+}
+
+START_TEST(round_trip_every_kind_and_length)
+{
+	static const enum hs_kind kinds[] = { HS_REQ, HS_REP, HS_REJ };
+	uint8_t buf[HS_REP_MAX];
+	char why[160];
+	unsigned int k, len;
+
+	for (k = 0; k < 3; k++) {
+		for (len = 0; len <= hs_user_max(kinds[k]); len++) {
+			struct hs_msg in = sample(kinds[k], (uint8_t)len), out;
+			int n = hs_encode(&in, buf, sizeof(buf));
+
+			ck_assert_int_eq(n, HS_HDR_LEN + (int)len);
+			ck_assert_int_eq(hs_decode(buf, (size_t)n, kinds[k], &out, why, sizeof(why)), 0);
+			ck_assert_uint_eq(out.version, HS_VERSION);
+			ck_assert_uint_eq(out.kind, kinds[k]);
+			ck_assert_uint_eq(out.caps, 0x8001);
+			ck_assert_uint_eq(out.credits, 63);
+			ck_assert_uint_eq(out.max_msg, 0x01020304);
+			ck_assert_uint_eq(out.user_len, len);
+			ck_assert_mem_eq(out.user, in.user, len);
+		}
+	}
+}
+END_TEST
+
+START_TEST(wire_layout_is_big_endian)
+{
+	struct hs_msg m = sample(HS_REQ, 2);
+	uint8_t buf[HS_REQ_MAX];
+	static const uint8_t want[HS_HDR_LEN + 2] = {
+		'E', 'Z', 'R', 'D', HS_VERSION, HS_REQ, 2, 0, 0x80, 0x01, 0, 63, 1, 2, 3, 4, 1, 8
+	};
+
+	ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), HS_HDR_LEN + 2);
+	ck_assert_mem_eq(buf, want, sizeof(want));
+}
+END_TEST
+
+/* rdma_cm hands over the full private-data size, zero padded. */
+START_TEST(padding_after_user_data_is_accepted)
+{
+	struct hs_msg m = sample(HS_REQ, 5), out;
+	uint8_t buf[HS_REQ_MAX] = { 0 };
+	char why[160];
+
+	ck_assert_int_gt(hs_encode(&m, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(hs_decode(buf, HS_REQ_MAX, HS_REQ, &out, why, sizeof(why)), 0);
+	ck_assert_uint_eq(out.user_len, 5);
+}
+END_TEST
+
+START_TEST(every_truncation_is_refused)
+{
+	struct hs_msg m = sample(HS_REP, 40), out;
+	uint8_t buf[HS_REP_MAX];
+	char why[160];
+	int n = hs_encode(&m, buf, sizeof(buf)), len;
+
+	for (len = 0; len < n; len++) {
+		why[0] = '\0';
+		ck_assert_int_eq(hs_decode(buf, (size_t)len, HS_REP, &out, why, sizeof(why)), -EPROTO);
+		ck_assert_ptr_nonnull(strstr(why, "truncated"));
+	}
+	ck_assert_int_eq(hs_decode(NULL, 0, HS_REP, &out, why, sizeof(why)), -EPROTO);
+}
+END_TEST
+
+START_TEST(wrong_magic_is_refused_with_reason)
+{
+	struct hs_msg m = sample(HS_REQ, 3), out;
+	uint8_t buf[HS_REQ_MAX];
+	char why[160];
+
+	hs_encode(&m, buf, sizeof(buf));
+	buf[0] = 'X';
+	ck_assert_int_eq(hs_decode(buf, HS_REQ_MAX, HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "not an easyrdma handshake: magic 0x585a5244, expected 0x455a5244");
+}
+END_TEST
+
+START_TEST(wrong_version_is_refused_with_reason)
+{
+	struct hs_msg m = sample(HS_REQ, 3), out;
+	uint8_t buf[HS_REQ_MAX];
+	char why[160];
+
+	hs_encode(&m, buf, sizeof(buf));
+	buf[4] = 9;
+	ck_assert_int_eq(hs_decode(buf, HS_REQ_MAX, HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "easyrdma handshake version 9 not supported (this side speaks 1)");
+}
+END_TEST
+
+START_TEST(wrong_kind_is_refused)
+{
+	struct hs_msg m = sample(HS_REP, 3), out;
+	uint8_t buf[HS_REP_MAX];
+	char why[160];
+
+	hs_encode(&m, buf, sizeof(buf));
+	ck_assert_int_eq(hs_decode(buf, HS_REP_MAX, HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "easyrdma handshake: got a reply (kind 2), expected a request");
+}
+END_TEST
+
+START_TEST(oversized_user_data)
+{
+	struct hs_msg m = sample(HS_REQ, (uint8_t)(hs_user_max(HS_REQ) + 1)), out;
+	uint8_t buf[HS_REP_MAX];
+	char why[160];
+
+	/* Encoding refuses it... */
+	ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), -EMSGSIZE);
+	/* ...and a peer claiming it is refused even if the bytes are there. */
+	m.user_len = 10;
+	hs_encode(&m, buf, sizeof(buf));
+	buf[6] = (uint8_t)(hs_user_max(HS_REQ) + 1);
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "easyrdma handshake: user data length 41 exceeds 40 for a request");
+	/* A buffer too small for the message is refused too. */
+	m.user_len = 10;
+	ck_assert_int_eq(hs_encode(&m, buf, HS_HDR_LEN + 9), -EMSGSIZE);
+}
+END_TEST
+
+START_TEST(zero_credits_or_max_msg_refused)
+{
+	struct hs_msg m = sample(HS_REQ, 0), out;
+	uint8_t buf[HS_REQ_MAX];
+	char why[160];
+
+	m.credits = 0;
+	hs_encode(&m, buf, sizeof(buf));
+	ck_assert_int_eq(hs_decode(buf, HS_REQ_MAX, HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	m.credits = 1;
+	m.max_msg = 0;
+	hs_encode(&m, buf, sizeof(buf));
+	ck_assert_int_eq(hs_decode(buf, HS_REQ_MAX, HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(why, "max message 0"));
+}
+END_TEST
+
+START_TEST(limits_match_rdma_cm)
+{
+	ck_assert_uint_eq(hs_user_max(HS_REQ), EZ_CONNECT_DATA_MAX);
+	ck_assert_uint_eq(hs_user_max(HS_REP), EZ_ACCEPT_DATA_MAX);
+	ck_assert_uint_eq(hs_user_max(HS_REJ), EZ_REJECT_DATA_MAX);
+	ck_assert_uint_eq(hs_user_max(0), 0);
+}
+END_TEST
+
+START_TEST(printable_reason)
+{
+	char text[8];
+
+	hs_printable("ab\x01z\0", 5, text, sizeof(text));
+	ck_assert_str_eq(text, "ab?z");
+	hs_printable("0123456789", 10, text, sizeof(text));
+	ck_assert_str_eq(text, "0123456");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("handshake");
+	TCase *tc = tcase_create("codec");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, round_trip_every_kind_and_length);
+	tcase_add_test(tc, wire_layout_is_big_endian);
+	tcase_add_test(tc, padding_after_user_data_is_accepted);
+	tcase_add_test(tc, every_truncation_is_refused);
+	tcase_add_test(tc, wrong_magic_is_refused_with_reason);
+	tcase_add_test(tc, wrong_version_is_refused_with_reason);
+	tcase_add_test(tc, wrong_kind_is_refused);
+	tcase_add_test(tc, oversized_user_data);
+	tcase_add_test(tc, zero_credits_or_max_msg_refused);
+	tcase_add_test(tc, limits_match_rdma_cm);
+	tcase_add_test(tc, printable_reason);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
