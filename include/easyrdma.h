@@ -46,6 +46,11 @@ void ez_set_log(ez_log_fn fn, void *arg, enum ez_log_level max_level);
 /* qpfsm: the QP state machine (lib/qpfsm)                             */
 /* ------------------------------------------------------------------ */
 
+/* ibv_create_qp() with a clear error: -EOPNOTSUPP and a message naming the
+ * device and type when the device cannot make QPs of that type (RAW_PACKET
+ * on Soft-RoCE, XRC where unsupported). The QP starts in RESET. */
+int ez_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init, struct ibv_qp **qp);
+
 /* Validate (type, current state, mask, values) against the verbs transition
  * rules and the device/port limits, then call ibv_modify_qp(). On -EINVAL
  * nothing was modified; ez_errmsg() names the transition and the attribute,

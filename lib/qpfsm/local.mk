@@ -1,7 +1,7 @@
 # lib/qpfsm/local.mk: the qpfsm layer's sources, tests and man pages.
 lib_libezcore_la_SOURCES += lib/qpfsm/qpfsm.h lib/qpfsm/table.c lib/qpfsm/validate.c \
 	lib/qpfsm/limits.c lib/qpfsm/modify.c lib/qpfsm/ladder.c lib/qpfsm/query.c \
-	lib/qpfsm/names.c lib/qpfsm/sport.c lib/qpfsm/sqd.c
+	lib/qpfsm/names.c lib/qpfsm/sport.c lib/qpfsm/sqd.c lib/qpfsm/create.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_qpfsm
@@ -9,3 +9,25 @@ tests_unit_test_qpfsm_SOURCES = tests/unit/test_qpfsm.c
 tests_unit_test_qpfsm_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_qpfsm_LDADD = $(TEST_LDADD)
 endif
+
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/integration/test_qpfsm_ladder
+tests_integration_test_qpfsm_ladder_SOURCES = tests/integration/test_qpfsm_ladder.c \
+	tests/integration/testdev.c tests/integration/testdev.h
+tests_integration_test_qpfsm_ladder_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_qpfsm_ladder_LDADD = $(TEST_LDADD)
+endif
+
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/integration/test_qpfsm_diff
+tests_integration_test_qpfsm_diff_SOURCES = tests/integration/test_qpfsm_diff.c \
+	tests/integration/testdev.c tests/integration/testdev.h
+tests_integration_test_qpfsm_diff_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_qpfsm_diff_LDADD = $(TEST_LDADD)
+endif
+
+dist_man3_MANS += doc/man3/ez_qp_create.3 doc/man3/ez_qp_modify.3 doc/man3/ez_qp_validate.3 \
+	doc/man3/ez_qp_ladder.3 doc/man3/ez_qp_query.3 doc/man3/ez_qp_drain_sq.3 \
+	doc/man3/ez_qp_drain_cancel.3 doc/man3/ez_qp_async_event.3 doc/man3/ez_qp_state_str.3 \
+	doc/man3/ez_qp_type_str.3 doc/man3/ez_qp_attr_mask_str.3 \
+	doc/man3/ez_flow_label_to_udp_sport.3 doc/man3/ez_udp_sport_to_flow_label.3

@@ -99,8 +99,8 @@ static int check_ah(struct vctx *v, const char *name, const struct ibv_ah_attr *
 		return 0;
 	}
 	if (pl && ah->grh.sgid_index >= pl->gid_tbl_len)
-		return refuse(v, "%s.grh.sgid_index %u out of range (0..%d)", name,
-			      ah->grh.sgid_index, pl->gid_tbl_len - 1);
+		return refuse(v, "%s.grh.sgid_index %u out of range (0..%ld)", name,
+			      ah->grh.sgid_index, (long)pl->gid_tbl_len - 1);
 	if (ah->grh.flow_label > 0xfffff)
 		return refuse(v, "%s.grh.flow_label 0x%x out of range (0..0xfffff)", name,
 			      ah->grh.flow_label);
@@ -146,6 +146,11 @@ static int check_values(struct vctx *v, const struct ibv_qp_attr *a, int mask)
 			      a->qp_access_flags);
 	if ((mask & IBV_QP_AV) && (err = check_ah(v, "ah_attr", &a->ah_attr)))
 		return err;
+	/* The primary path leaves from the QP's port (uverbs_cmd.c
+	 * modify_qp() refuses a dest.port_num that differs from it). */
+	if ((mask & IBV_QP_AV) && v->qp->port && a->ah_attr.port_num != port)
+		return refuse(v, "ah_attr.port_num %u differs from the QP's port %u",
+			      a->ah_attr.port_num, port);
 	if (mask & IBV_QP_PATH_MTU) {
 		const struct qpfsm_port_limits *pl = port_lim(v, port);
 

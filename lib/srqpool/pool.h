@@ -63,6 +63,11 @@ struct ez_srqpool {
 	uint32_t attached;
 	uint32_t lowest_posted;
 	int grow_refused;	/* -EOPNOTSUPP seen once: not retried on every event */
+	/* A limit event came while completions it counted were still unpolled
+	 * (the pool's count was above the watermark): the dry check is redone
+	 * by srqpool_take() once the count reaches the watermark, since the
+	 * re-armed limit may never fire again on an SRQ that is already empty. */
+	int recheck;
 
 	uint64_t limit_events;
 	uint64_t refills;

@@ -176,20 +176,29 @@ int srqpool_grow(struct ez_srqpool *pool, uint32_t nbufs)
 	return srqpool_flush(pool);
 }
 
+/* Posts every free buffer, then grows if that left the SRQ at or below the watermark. */
+static int pool_replenish(struct ez_srqpool *pool)
+{
+	int rc = srqpool_flush(pool);
+
+	if (rc || !srqpool_is_dry(pool) || pool->total >= pool->p.max_bufs || pool->grow_refused)
+		return rc;
+	rc = srqpool_grow(pool, 0);
+	if (rc == -EOPNOTSUPP) {
+		/* Said once; the cap then behaves as if reached: RNR back-pressure. */
+		ezi_log_warn("%s", pool->errmsg);
+		pool->grow_refused = 1;
+	}
+	return rc;
+}
+
 int srqpool_on_limit_event(struct ez_srqpool *pool)
 {
 	int rc, arm;
 
 	pool->limit_events++;
-	rc = srqpool_flush(pool);
-	if (!rc && srqpool_is_dry(pool) && pool->total < pool->p.max_bufs && !pool->grow_refused) {
-		rc = srqpool_grow(pool, 0);
-		if (rc == -EOPNOTSUPP) {
-			/* Said once; the cap then behaves as if reached: RNR back-pressure. */
-			ezi_log_warn("%s", pool->errmsg);
-			pool->grow_refused = 1;
-		}
-	}
+	rc = pool_replenish(pool);
+	pool->recheck = !rc && !srqpool_is_dry(pool);
 	arm = pool_arm(pool);
 	if (arm)
 		ezi_log_err("srqpool: re-arming srq_limit %u failed: %s", pool->p.watermark,
@@ -314,6 +323,11 @@ struct ez_buf *srqpool_take(struct ez_srqpool *pool, uint64_t wr_id, uint32_t by
 	if (!b || srqpool_mark_taken(pool, b, byte_len)) {
 		ezi_log_err("%s", b ? pool->errmsg : "srqpool_take: wr_id 0");
 		return NULL;
+	}
+	if (pool->recheck && srqpool_is_dry(pool)) {
+		pool->recheck = 0;
+		if (pool_replenish(pool))
+			ezi_log_err("srqpool: refill after a limit event: %s", pool->errmsg);
 	}
 	return b;
 }

@@ -43,6 +43,8 @@ struct ibv_srq *srqpool_srq(const struct ez_srqpool *pool);
 
 /* A receive completion (wc->wr_id, wc->byte_len) took this buffer off the SRQ.
  * Call it for flushed/error completions too (then release the buffer).
+ * When a limit event was handled before its completions were polled, the
+ * take that brings the count down to the watermark refills (and grows) then.
  * NULL if wr_id is not a posted buffer of this pool (logged, pool unchanged). */
 struct ez_buf *srqpool_take(struct ez_srqpool *pool, uint64_t wr_id, uint32_t byte_len);
 

@@ -453,6 +453,22 @@ START_TEST(device_and_port_gates)
 	       "IBV_QP_CAP needs IBV_DEVICE_RESIZE_MAX_WR (the device cannot resize a QP)");
 	expect(IBV_QPT_RAW_PACKET, IBV_QPS_RTS, IBV_QPS_RTS, &l, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
 	       "IBV_QP_RATE_LIMIT needs packet pacing for RAW_PACKET QPs (the device has none)");
+	/* The primary path leaves from the QP's own port. */
+	l.phys_port_cnt = 2;
+	l.port[2] = l.port[1];
+	valid_attr(&a, IBV_QPS_INIT, IBV_QPS_RTR);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 2;
+	expect(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, &l, &a, rtr,
+	       "ah_attr.port_num 2 differs from the QP's port 1");
+	/* SQD->SQD may move both together. */
+	valid_attr(&a, IBV_QPS_SQD, IBV_QPS_SQD);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = a.port_num = 2;
+	expect(IBV_QPT_RC, IBV_QPS_SQD, IBV_QPS_SQD, &l, &a,
+	       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PORT, NULL);
+	eth_limits(&l);
+	valid_attr(&a, IBV_QPS_RTS, IBV_QPS_RTS);
 	/* Without limits the pure spec checks still run. */
 	a.timeout = 40;
 	ck_assert_int_eq(qpfsm_validate(&(struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_SQD },

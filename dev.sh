@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# dev.sh: the README's two commands: `./dev.sh demo` (the main job) and `./dev.sh test` (every tier).
+#
+# Both work on a fresh Debian 12 machine as root with no input: they install the
+# Debian packages that are missing, bootstrap (autoreconf), configure in ./build
+# and build with make -j2, then
+#   demo  runs the ping-pong over a real RDMA device (Soft-RoCE in a VM when the
+#         machine has none) and prints its round trips and latency;
+#   test  runs the unit tier (make check), the integration tier in the test bed
+#         (make check-integration), the two-VM RoCEv2 capture and make distcheck,
+#         prints every Check summary line, and ends with
+#         "tests: N passed, N failed". It exits non-zero when anything failed or
+#         when the integration tier could not run.
+# Environment: EZ_VM_ACCEL=kvm|tcg and the rest of tests/testbed/testbed's;
+# EZ_SKIP_DISTCHECK=1 leaves make distcheck out.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")" || exit 1
+top=$PWD
+build=$top/build
+testbed=$top/tests/testbed/testbed
+
+PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
+	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils
+	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 busybox-static kmod
+	iproute2 tcpdump clang"
+
+say() { printf '\n==== %s\n' "$*"; }
+die() { echo "dev.sh: $*" >&2; exit 1; }
+
+# Installs only what dpkg does not already have, so a warm machine skips apt.
+install_packages() {
+	local p missing=""
+	for p in $PACKAGES; do
+		dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	say "installing:$missing"
+	[ "$(id -u)" = 0 ] || die "packages missing:$missing (run as root, or apt-get install them)"
+	export DEBIAN_FRONTEND=noninteractive
+	timeout 900 apt-get update -q || die "apt-get update failed"
+	# shellcheck disable=SC2086
+	timeout 1800 apt-get install -y -q --no-install-recommends $missing ||
+		die "apt-get install failed"
+}
+
+# autoreconf when configure is missing: once it exists, make reruns autoconf,
+# automake and config.status itself when their sources change.
+build_tree() {
+	if [ ! -x configure ]; then
+		say "autoreconf -fi"
+		timeout 600 autoreconf -fi || die "autoreconf failed"
+	fi
+	mkdir -p "$build"
+	if [ ! -f "$build/Makefile" ]; then
+		say "configure (in build/)"
+		(cd "$build" && timeout 600 ../configure) || die "configure failed"
+	fi
+	say "make -j2"
+	timeout 1800 make -C "$build" -j2 || die "make failed"
+}
+
+demo() {
+	install_packages
+	build_tree
+	timeout 600 make -C "$build" -j2 tests/integration/test_verbs_pingpong >/dev/null ||
+		die "cannot build the ping-pong"
+	say "raw-verbs ping-pong over a real RDMA device (Soft-RoCE VM if none here)"
+	"$testbed" run --cwd "$build" --timeout 600 -- tests/integration/test_verbs_pingpong
+}
+
+passed=0 failed=0
+declare -a summary=()
+result() {	# result pass|fail WHAT
+	if [ "$1" = pass ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+	summary+=("$(printf '%-4s %s' "${1^^}" "$2")")
+}
+
+# Counts the results automake's test driver left in DIR's .trs files. Returns
+# 1 when there were none (the tier did not run).
+count_trs() {
+	local f r name n=0
+	while IFS= read -r f; do
+		name=${f#"$build"/}; name=${name%.trs}
+		r=$(sed -n 's/^:test-result: //p' "$f" | head -1)
+		case $r in
+		PASS|XFAIL) result pass "$name"; n=$((n + 1)) ;;
+		FAIL|ERROR|XPASS) result fail "$name"; n=$((n + 1)) ;;
+		SKIP) summary+=("SKIP $name") ;;
+		esac
+	done < <(find "$build/$1" -name '*.trs' 2>/dev/null | sort)
+	[ $n -gt 0 ]
+}
+
+# Each test log's Check summary ("100%: Checks: N, Failures: N, Errors: N").
+check_lines() {
+	local f
+	find "$build" -path "$build/easyrdma-*" -prune -o -name '*.log' -print | sort | while IFS= read -r f; do
+		grep -h '^[0-9]*%: Checks: ' "$f" | sed "s|^|${f#"$build"/}: |"
+	done
+}
+
+test_all() {
+	local st t0=$SECONDS t
+	install_packages
+	build_tree
+	# Fresh results only: a stale .trs must not count.
+	find "$build" -path "$build/easyrdma-*" -prune -o \( -name '*.trs' -o -name 'test-suite.log' \) -print0 |
+		xargs -0 rm -f
+
+	say "unit tier: make check"
+	local f0=$failed
+	timeout 1200 make -C "$build" -j2 check; st=$?
+	count_trs tests/unit || result fail "unit tier did not run (make check exited $st)"
+	count_trs doc || true
+	[ $st -eq 0 ] || [ $failed -gt $f0 ] || result fail "make check exited $st"
+
+	say "integration tier: make check-integration in the test bed"
+	t=$SECONDS
+	f0=$failed
+	"$testbed" run --cwd "$build" --timeout 1200 -- make check-integration; st=$?
+	echo "(integration tier: $((SECONDS - t)) s)"
+	if ! count_trs tests/integration; then
+		result fail "integration tier could not run (test bed exited $st)"
+	elif [ $st -ne 0 ] && [ $failed -eq $f0 ]; then
+		result fail "integration tier (test bed exited $st)"
+	fi
+
+	say "two hosts: RoCEv2 between two VMs, captured with tcpdump"
+	t=$SECONDS
+	if "$testbed" pair --cwd "$build" --timeout 600 -- "$top/tests/integration/two_host_capture.sh"; then
+		result pass two_host_capture
+	else
+		result fail two_host_capture
+	fi
+	echo "(two hosts: $((SECONDS - t)) s)"
+
+	if [ "${EZ_SKIP_DISTCHECK:-0}" = 1 ]; then
+		summary+=("SKIP make distcheck (EZ_SKIP_DISTCHECK=1)")
+	else
+		say "make distcheck"
+		t=$SECONDS
+		if timeout 1200 make -C "$build" -j2 distcheck; then
+			result pass "make distcheck"
+		else
+			result fail "make distcheck"
+		fi
+		echo "(distcheck: $((SECONDS - t)) s)"
+	fi
+
+	say "Check summaries"
+	check_lines
+	say "results ($((SECONDS - t0)) s)"
+	printf '%s\n' "${summary[@]}"
+	echo "tests: $passed passed, $failed failed"
+	[ $failed -eq 0 ]
+}
+
+case ${1:-} in
+demo) demo ;;
+test) test_all ;;
+*) echo "usage: $0 demo|test" >&2; exit 2 ;;
+esac

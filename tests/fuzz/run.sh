@@ -1,0 +1,42 @@
+#!/bin/sh
+# run.sh: builds the libFuzzer targets with clang (ASan+UBSan) and runs each for a bounded time.
+# Usage: tests/fuzz/run.sh BUILD_DIR [SECONDS_PER_TARGET]   (BUILD_DIR holds config.h)
+# Exit status: non-zero when a target crashed or a sanitizer reported; the crashing
+# input is left in BUILD_DIR/fuzz/ and printed.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:?usage: run.sh BUILD_DIR [SECONDS]}" && pwd)
+secs=${2:-60}
+out=$build/fuzz
+mkdir -p "$out"
+CC=${FUZZ_CC:-clang}
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$build -I$top/include -I$top/lib $(pkg-config --cflags libibverbs)"
+
+# target name, then the library sources it needs (pure code only: no device).
+targets="
+qpfsm_validate lib/qpfsm/validate.c lib/qpfsm/table.c lib/qpfsm/names.c
+handshake lib/conn/handshake.c
+"
+
+status=0
+echo "$targets" | while read -r name srcs; do
+	[ -n "$name" ] || continue
+	bin=$out/fuzz_$name
+	files=""
+	for s in $srcs; do files="$files $top/$s"; done
+	$CC $flags -o "$bin" "$top/tests/fuzz/fuzz_$name.c" $files $(pkg-config --libs libibverbs)
+	seeds=$top/tests/fuzz/corpus/$name
+	work=$out/corpus_$name
+	mkdir -p "$work" "$seeds"
+	echo "fuzz: $name for ${secs}s (seeds: $(ls "$seeds" | wc -l))"
+	if ! (cd "$out" && "$bin" -max_total_time="$secs" -print_final_stats=1 \
+		-artifact_prefix="$out/crash_${name}_" "$work" "$seeds" >"$out/$name.log" 2>&1); then
+		echo "fuzz: $name FAILED; last lines of $out/$name.log:"
+		grep -vE "^#[0-9]+" "$out/$name.log" | tail -n 30
+		exit 1
+	fi
+	grep -E 'stat::number_of_executed_units|stat::new_units_added' "$out/$name.log" | tr '\n' ' '
+	echo
+	echo "fuzz: $name passed"
+done || status=1
+exit $status
