@@ -565,6 +565,13 @@ void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
 			  ez_strerror(ev->status ? ev->status : ECONNABORTED));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		/* Messages the peer sent before its close may sit in the CQ
+		 * behind this event (both fds ready at once): deliver them
+		 * first, or conn_end() would drop them. */
+		if (conn->dev)
+			cq_poll(conn->dev);
+		if (conn->ended)
+			break;
 		if (conn->state == CS_CONNECTED) {
 			snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s disconnected", conn->host);
 			conn_end(conn, 0);
