@@ -42,3 +42,11 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 	doc/man3/ez_read.3 doc/man3/ez_reject.3 doc/man3/ez_send.3 doc/man3/ez_send_mr.3 \
 	doc/man3/ez_sendv.3 doc/man3/ez_srqpool_free.3 doc/man3/ez_srqpool_new.3 \
 	doc/man3/ez_write.3
+
+# The flow tests' peer program, driven by tests/integration/two_host_flows.sh
+# in the two-VM test bed (testbed pair).
+noinst_PROGRAMS += tests/integration/flowpeer
+tests_integration_flowpeer_SOURCES = tests/integration/flowpeer.c
+tests_integration_flowpeer_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
+tests_integration_flowpeer_LDFLAGS = -no-install
+dist_noinst_SCRIPTS += tests/integration/two_host_flows.sh tests/integration/flows_check.py
