@@ -154,6 +154,7 @@ static struct {
 	void *wbuf;			/* RDMA WRITE target */
 	struct ez_mr *wmr;
 	int active;			/* accepted, not yet disconnected */
+	int active_by_mode[2];		/* of which: private queues [0], shared pool [1] */
 	int accepted, failed;
 	int last_seen;
 	uint64_t received;
@@ -173,7 +174,7 @@ static void srv_report_mem(const struct sconn *s)
 		if (ez_srqpool_stats(srv.pool, &st))
 			die("ez_srqpool_stats", -EINVAL);
 		printf("ezbench: test=mem side=server mode=pool conns=%d attached=%u bufs=%" PRIu64
-		       " buf_size=%u srq_max_wr=%u bytes_registered=%" PRIu64 "\n", srv.active,
+		       " buf_size=%u srq_max_wr=%u bytes_registered=%" PRIu64 "\n", srv.active_by_mode[1],
 		       st.attached, st.total, srv.pool_size, st.srq_max_wr, st.bytes_registered);
 	} else {
 		/* A private pool per connection holds recv_depth buffers of
@@ -182,8 +183,8 @@ static void srv_report_mem(const struct sconn *s)
 		uint64_t per = (uint64_t)s->h.depth * s->h.size;
 
 		printf("ezbench: test=mem side=server mode=per-conn conns=%d failed=%d depth=%u buf_size=%u"
-		       " bytes_per_conn=%" PRIu64 " bytes_registered=%" PRIu64 "\n", srv.active,
-		       srv.failed, s->h.depth, s->h.size, per, per * (uint64_t)srv.active);
+		       " bytes_per_conn=%" PRIu64 " bytes_registered=%" PRIu64 "\n", srv.active_by_mode[0],
+		       srv.failed, s->h.depth, s->h.size, per, per * (uint64_t)srv.active_by_mode[0]);
 	}
 	fflush(stdout);
 }
@@ -238,6 +239,7 @@ static void srv_on_disconnect(struct ez_conn *conn, int status, void *arg)
 
 	(void)status;
 	ez_conn_close(conn);
+	srv.active_by_mode[!!(s->h.flags & F_SRQ)]--;
 	free(s);
 	srv.active--;
 	srv_maybe_exit();
@@ -248,8 +250,11 @@ static void srv_on_connect_wrap(struct ez_conn *conn, int status, void *arg)
 {
 	srv_on_connect(conn, status, arg);
 	if (status) {
+		struct sconn *s = arg;
+
 		ez_conn_close(conn);
-		free(arg);
+		srv.active_by_mode[!!(s->h.flags & F_SRQ)]--;
+		free(s);
 		srv.active--;
 		srv_maybe_exit();
 	}
@@ -318,6 +323,7 @@ static void srv_on_request(struct ez_listener *lis, struct ez_conn_req *req, voi
 	}
 	srv.accepted++;
 	srv.active++;
+	srv.active_by_mode[!!(s->h.flags & F_SRQ)]++;
 }
 
 static int server(void)
@@ -539,7 +545,7 @@ static void connect_one(uint32_t i, uint32_t flags, uint32_t depth, uint32_t sen
 static void close_all(void)
 {
 	uint32_t i;
-	double t_end = now_us() + 30e6;
+	double t_end = now_us() + 300e6;
 
 	for (i = 0; i < cli.n; i++) {
 		if (cli.c[i].conn)
@@ -553,7 +559,7 @@ static void close_all(void)
 		if (ez_ctx_free(ctx) != -EBUSY)
 			break;
 		if (now_us() > t_end) {
-			fprintf(stderr, "ezbench: connections still open after 30 s: %s\n", ez_errmsg());
+			fprintf(stderr, "ezbench: connections still open after 300 s: %s\n", ez_errmsg());
 			exit(1);
 		}
 		if (cfg.poll == P_EVENT)
@@ -651,13 +657,22 @@ static int client_data(void)
 	return exit_code;
 }
 
+/* The client's own pool: a connection needs at least one receive credit of
+ * it, so at least as many buffers as connections (library default 256). */
+static uint32_t client_pool_bufs(void)
+{
+	if (cfg.pool_bufs)
+		return cfg.pool_bufs;
+	return cfg.nconns * 2 > 256 ? cfg.nconns * 2 : 256;
+}
+
 /* N connections one after the other (or all at once with --async); the
  * figures cover ez_connect() to on_connect(0). */
 static int client_conn(void)
 {
 	uint32_t i, ok = 0, n = cfg.nconns;
 	double t0, total, sum = 0;
-	struct ez_srqpool_opts po = { 0 };
+	struct ez_srqpool_opts po = { .nbufs = client_pool_bufs() };
 	int ret;
 
 	cli.c = calloc(n, sizeof(*cli.c));
@@ -698,7 +713,7 @@ static int client_conn(void)
 static int client_mem(void)
 {
 	uint32_t i, ok, n = cfg.nconns, phase;
-	struct ez_srqpool_opts po = { 0 };
+	struct ez_srqpool_opts po = { .nbufs = client_pool_bufs() };
 	struct ez_conn_info info;
 	struct ez_conn_cbs cbs = cl_cbs;
 	int ret, rc = 0;
@@ -755,6 +770,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ezbench -s [-a ADDR] [-p PORT] [--poll event|spin] [--pool-bufs N]\n"
+		"       (--pool-bufs: buffers of the shared pool; client: its own pool for\n"
+		"       --conn/--mem, default max(256, 2 N))\n"
 		"       ezbench -c ADDR [-p PORT] TEST [options]\n"
 		"tests: --lat        send ping-pong; prints half the round trip (like ib_send_lat)\n"
 		"       --rate       64 B sends, window --send-depth; Mpps at the sender\n"

@@ -306,13 +306,15 @@ cm_sum() {
 conn_round() {
 	local r=$1 n tot
 	for n in $conn_ns; do
-		# 4. setup: ez_connect() .. on_connect(0), one after the other, then all at once
-		if ez_pair "" --conn "$n"; then
+		# 4. setup: ez_connect() .. on_connect(0), one after the other, then all
+		# at once. Each side receives from one pool of 2N buffers; send depth 16
+		# (64, the default, times 500 connections would not fit rxe's 32767-entry CQ).
+		if ez_pair "--pool-bufs $((2 * n))" --conn "$n" --send-depth 16; then
 			record "conn_${n}_per_conn_ms" ez "$r" "$(field per_conn "$tmp/cli")"
 		else
 			fail "conn_${n}_per_conn_ms" ez "$r" "$(grep ezbench "$tmp/cli" | tail -3)"
 		fi
-		if ez_pair "" --conn "$n" --async; then
+		if ez_pair "--pool-bufs $((2 * n))" --conn "$n" --async --send-depth 16; then
 			record "conn_${n}_async_rate" ez "$r" "$(field rate "$tmp/cli")"
 			record "conn_${n}_async_total_ms" ez "$r" "$(field total "$tmp/cli")"
 		else
@@ -332,10 +334,12 @@ conn_round() {
 
 mem_once() {
 	local pool per per_conn n_real failed
-	# 5. receive memory, from the server's figures: one shared pool (library
-	# defaults: 256 buffers of 4 KiB) vs a queue of 64 x 4 KiB per connection.
-	# Send depth 8 keeps the CQ room for 1,000 connections within rxe's 32767 CQEs.
-	ez_pair "" --mem "$mem_n" --send-depth 8
+	# 5. receive memory, from the server's figures: one shared pool of 4
+	# buffers of 4 KiB per connection (the library needs at least one per
+	# connection: each gets a receive credit) vs a queue of 64 x 4 KiB (the
+	# default recv_depth) per connection. Send depth 8 keeps the CQ room for
+	# 1,000 connections within rxe's 32767 CQEs.
+	ez_pair "--pool-bufs $((4 * mem_n))" --mem "$mem_n" --send-depth 8
 	pool=$(grep 'mode=pool' "$tmp/srv" | head -1)
 	per=$(grep 'mode=per-conn' "$tmp/srv" | head -1)
 	if [ -n "$pool" ]; then

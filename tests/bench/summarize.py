@@ -53,7 +53,8 @@ METRICS.update({
 })
 for _n in ("20", "50", "100", "500"):
     METRICS[f"conn_{_n}_per_conn_ms"] = (
-        f"setup N={_n}: ezbench --conn {_n}, one after the other: wall time / N (resolve, route, QP, CM, RTS)",
+        f"setup N={_n}: ezbench --conn {_n} --send-depth 16, one after the other: wall time / N"
+        " (resolve, route, QP, send buffers, CM, RTS)",
         f"cmtime -c {_n}: sum of the steps create id .. connect (each step for all N at once) / N",
         "ms", "lower", ("<=", 1.0))
     METRICS[f"conn_{_n}_async_rate"] = (
@@ -65,7 +66,8 @@ for _n in ("20", "50", "100", "500"):
         f"cmtime -c {_n}: sum of the steps create id .. connect", "ms", "lower", None)
 for _n in ("100", "1000"):
     METRICS[f"mem_{_n}_rx_bytes"] = (
-        f"receive memory registered for {_n} connections on one SRQ pool (ez_srqpool_stats bytes_registered)",
+        f"receive memory registered for {_n} connections on one SRQ pool of 4 x {_n} buffers of 4 KiB"
+        " (ez_srqpool_stats bytes_registered)",
         f"{_n} connections x their own receive queue of 64 x 4 KiB (private pools)",
         "bytes", "lower", ("<=", 0.10))
 
