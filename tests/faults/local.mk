@@ -7,6 +7,14 @@ INTEGRATION_TESTS += tests/faults/test_api
 tests_faults_test_api_SOURCES = tests/faults/test_api.c $(FAULT_SRC)
 tests_faults_test_api_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_api_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/faults/test_handshake
+tests_faults_test_handshake_SOURCES = tests/faults/test_handshake.c $(FAULT_SRC)
+tests_faults_test_handshake_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_handshake_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/faults/test_kill
+tests_faults_test_kill_SOURCES = tests/faults/test_kill.c $(FAULT_SRC)
+tests_faults_test_kill_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_kill_LDADD = $(TEST_LDADD)
 endif
 
 dist_noinst_SCRIPTS += tests/faults/run-asan.sh
