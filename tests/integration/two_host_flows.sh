@@ -12,13 +12,12 @@
 #   range  8 connections, client range 0xE000-0xE003, server 0xE100-0xE101:
 #          round-robin, every port of the range used twice (server: 4 times)
 # VM b (client) writes the ports its connections report to $EZ_PAIR_DIR; VM a
-# checks the capture against both sides' reports (flows_check.py): every
+# checks the capture against both sides' reports (flowcheck): every
 # data packet of a connection carries the port its sender reported.
 set -u
 
 : "${EZ_HOST:?run me with: testbed pair -- $0}" "${EZ_PAIR_DIR:?}" "${EZ_TEST_ADDR:?}" "${EZ_PEER_ADDR:?}"
 dir=$EZ_PAIR_DIR
-here=$(cd "$(dirname "$0")" && pwd)
 peer=./tests/integration/flowpeer
 [ -x "$peer" ] || { echo "FAIL: run from the build directory ($peer missing)"; exit 1; }
 MSGS=${EZ_FLOW_MSGS:-200}
@@ -40,8 +39,11 @@ CASES="auto 8 auto auto 7471
 fixed 3 fixed:0xCAFE fixed:0xD00D 7472
 range 8 range:0xE000-0xE003 range:0xE100-0xE101 7473"
 
+t0=$(date +%s)
+stamp() { echo "[$(($(date +%s) - t0)) s] $*"; }
 status=0
 echo "$CASES" | while read -r name n cpol spol port; do
+	stamp "case $name"
 	case $EZ_HOST in
 	a)
 		tcpdump -i eth0 -n -U -w "$dir/$name.pcap" udp port 4791 2>"$dir/$name.tcpdump.err" &
@@ -59,22 +61,25 @@ echo "$CASES" | while read -r name n cpol spol port; do
 		kill -0 $srv 2>/dev/null || fail "$name: server exited early: $(cat "$dir/$name.server.log")"
 		touch "$dir/$name.listening"
 		wait $srv; st=$?
+		stamp "$name: server done"
 		wait_for "$dir/$name.client-done" 60 || fail "$name: client did not finish"
 		sleep 0.5
 		kill -INT $tcpdump; wait $tcpdump
 		cat "$dir/$name.server.log"
 		[ $st -eq 0 ] || fail "$name: server exited $st"
 		echo "case $name: $n connections, client $cpol, server $spol, $MSGS msgs each"
-		timeout 60 python3 "$here/flows_check.py" "$dir/$name.pcap" "$dir/$name.client" \
+		timeout 60 ./tests/integration/flowcheck "$dir/$name.pcap" "$dir/$name.client" \
 			"$dir/$name.server" "$EZ_PEER_ADDR" "$EZ_TEST_ADDR" "$cpol" "$spol" $n ||
 			fail "$name: capture does not match the reported ports"
 		echo "PASS: two_host_flows $name"
+		stamp "$name: checked"
 		touch "$dir/$name.checked"
 		;;
 	b)
 		wait_for "$dir/$name.listening" 120 || fail "$name: server never listened"
 		timeout 60 $peer client -a "$EZ_PEER_ADDR" -p $port -n $n -m $MSGS -P "$cpol" \
 			-o "$dir/$name.client" -t 50 >"$dir/$name.client.log" 2>&1; st=$?
+		stamp "$name: client done"
 		cat "$dir/$name.client.log"
 		touch "$dir/$name.client-done"
 		[ $st -eq 0 ] || fail "$name: client exited $st"
