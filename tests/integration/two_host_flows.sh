@@ -3,10 +3,12 @@
 #
 # Run in the two-host test bed from the build directory:
 #     ../tests/testbed/testbed pair --timeout 300 --cwd "$PWD" -- ../tests/integration/two_host_flows.sh
-# Three cases, one after the other, each with its own capture on VM a (the
+# Four cases, one after the other, each with its own capture on VM a (the
 # server) and its own listener port:
 #   auto   8 connections, client and server EZ_SPORT_AUTO: 8 distinct client
 #          ports, each 0xC000 + its QPN mod 16384 (likewise the server's)
+#   auto2proc  the same with two client processes of 4 connections each:
+#          their 8 ports are distinct with no coordination between them
 #   fixed  3 connections, client fixed 0xCAFE, server fixed 0xD00D: each
 #          direction carries its own side's port only
 #   range  8 connections, client range 0xE000-0xE003, server 0xE100-0xE101:
@@ -20,7 +22,7 @@ set -u
 dir=$EZ_PAIR_DIR
 peer=./tests/integration/flowpeer
 [ -x "$peer" ] || { echo "FAIL: run from the build directory ($peer missing)"; exit 1; }
-MSGS=${EZ_FLOW_MSGS:-200}
+MSGS=${EZ_FLOW_MSGS:-100}
 
 fail() { echo "FAIL ($EZ_HOST): $*"; touch "$dir/failed"; exit 1; }
 
@@ -34,15 +36,16 @@ wait_for() {
 	done
 }
 
-# name conns client-policy server-policy listener-port
-CASES="auto 8 auto auto 7471
-fixed 3 fixed:0xCAFE fixed:0xD00D 7472
-range 8 range:0xE000-0xE003 range:0xE100-0xE101 7473"
+# name conns client-policy server-policy listener-port client-processes
+CASES="auto 8 auto auto 7471 1
+auto2proc 8 auto auto 7474 2
+fixed 3 fixed:0xCAFE fixed:0xD00D 7472 1
+range 8 range:0xE000-0xE003 range:0xE100-0xE101 7473 1"
 
 t0=$(date +%s)
 stamp() { echo "[$(($(date +%s) - t0)) s] $*"; }
 status=0
-echo "$CASES" | while read -r name n cpol spol port; do
+echo "$CASES" | while read -r name n cpol spol port procs; do
 	stamp "case $name"
 	case $EZ_HOST in
 	a)
@@ -77,8 +80,18 @@ echo "$CASES" | while read -r name n cpol spol port; do
 		;;
 	b)
 		wait_for "$dir/$name.listening" 120 || fail "$name: server never listened"
-		timeout 60 $peer client -a "$EZ_PEER_ADDR" -p $port -n $n -m $MSGS -P "$cpol" \
-			-o "$dir/$name.client" -t 50 >"$dir/$name.client.log" 2>&1; st=$?
+		# Several client processes at once: their automatic ports must not
+		# collide although nothing is shared between them.
+		pids=
+		for k in $(seq $procs); do
+			timeout 60 $peer client -a "$EZ_PEER_ADDR" -p $port -n $((n / procs)) -m $MSGS \
+				-P "$cpol" -o "$dir/$name.client.$k" -t 50 >"$dir/$name.client.$k.log" 2>&1 &
+			pids="$pids $!"
+		done
+		st=0
+		for pid in $pids; do wait $pid || st=$?; done
+		for k in $(seq $procs); do cat "$dir/$name.client.$k"; done >"$dir/$name.client"
+		cat "$dir"/$name.client.*.log >"$dir/$name.client.log"
 		stamp "$name: client done"
 		cat "$dir/$name.client.log"
 		touch "$dir/$name.client-done"
