@@ -308,7 +308,7 @@ struct ez_conn_info {
 	uint32_t remote_qp_num;
 	enum ibv_mtu path_mtu;
 	uint32_t flow_label;	/* GRH flow label of our direction */
-	uint16_t udp_sport;	/* RoCEv2 UDP source port of our direction */
+	uint16_t udp_sport;	/* RoCEv2 UDP source port of our direction (0: sport_mech NONE) */
 	char device[64];
 	uint8_t port;
 	struct sockaddr_storage local, peer;
