@@ -55,3 +55,8 @@ tests_integration_flowpeer_SOURCES = tests/integration/flowpeer.c
 tests_integration_flowpeer_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
 tests_integration_flowpeer_LDFLAGS = -no-install
 dist_noinst_SCRIPTS += tests/integration/two_host_flows.sh
+# Two VMs on a virtual wire; not part of `make check` (it boots two guests).
+check-flows-pair: tests/integration/flowpeer tests/integration/flowcheck
+	$(top_srcdir)/tests/testbed/testbed pair --timeout 300 --cwd $(abs_builddir) -- \
+		$(abs_top_srcdir)/tests/integration/two_host_flows.sh
+.PHONY: check-flows-pair
