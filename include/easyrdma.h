@@ -225,8 +225,11 @@ struct ez_conn_cbs {
 	void (*on_connect)(struct ez_conn *conn, int status, void *arg);
 	/* A message: keep buf as long as needed, then ez_buf_release() it. */
 	void (*on_recv)(struct ez_conn *conn, struct ez_buf *buf, void *arg);
-	/* Once, after on_connect(0): the connection is down (peer or local close:
-	 * 0; device or transport error: < 0). Every op has completed before it. */
+	/* Once, after on_connect(0): the connection is down. 0: closed with
+	 * ez_conn_close() on either side; -ECONNRESET: the peer went away
+	 * without closing (its process died); other < 0: device or transport
+	 * error. Every op has completed, and every message that arrived has
+	 * been delivered, before it runs. */
 	void (*on_disconnect)(struct ez_conn *conn, int status, void *arg);
 };
 
