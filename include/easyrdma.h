@@ -295,11 +295,12 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
  * shows in its message; frees req. */
 int ez_reject(struct ez_conn_req *req, const void *reason, size_t len);
 
-/* Starts closing; never blocks. Queued and posted work completes with
- * -ECANCELED (posted work that already finished reports its real status),
- * then on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet
- * connected), then the handle is freed. Call it exactly once per handle,
- * also after an error; no callback runs after it for a dead connection. */
+/* Starts closing; never blocks. Work waiting for credits completes with
+ * -ECANCELED; a goodbye goes behind the posted work, then the QP enters ERR
+ * (posted work reports its real status, or -ECANCELED when flushed); then
+ * on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet connected)
+ * and the handle is freed. Call it exactly once per handle, also after an
+ * error; no callback runs after it for a dead connection. */
 void ez_conn_close(struct ez_conn *conn);
 
 /* The message of the connection's last error ("" if none). */
