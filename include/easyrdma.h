@@ -244,8 +244,11 @@ struct ez_conn_cbs {
 	void (*on_connect)(struct ez_conn *conn, int status, void *arg);
 	/* A message: keep buf as long as needed, then ez_buf_release() it. */
 	void (*on_recv)(struct ez_conn *conn, struct ez_buf *buf, void *arg);
-	/* Once, after on_connect(0): the connection is down (peer or local close:
-	 * 0; device or transport error: < 0). Every op has completed before it. */
+	/* Once, after on_connect(0): the connection is down. 0: closed with
+	 * ez_conn_close() on either side; -ECONNRESET: the peer went away
+	 * without closing (its process died); other < 0: device or transport
+	 * error. Every op has completed, and every message that arrived has
+	 * been delivered, before it runs. */
 	void (*on_disconnect)(struct ez_conn *conn, int status, void *arg);
 };
 
@@ -292,11 +295,12 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
  * shows in its message; frees req. */
 int ez_reject(struct ez_conn_req *req, const void *reason, size_t len);
 
-/* Starts closing; never blocks. Queued and posted work completes with
- * -ECANCELED (posted work that already finished reports its real status),
- * then on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet
- * connected), then the handle is freed. Call it exactly once per handle,
- * also after an error; no callback runs after it for a dead connection. */
+/* Starts closing; never blocks. Work waiting for credits completes with
+ * -ECANCELED; a goodbye goes behind the posted work, then the QP enters ERR
+ * (posted work reports its real status, or -ECANCELED when flushed); then
+ * on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet connected)
+ * and the handle is freed. Call it exactly once per handle, also after an
+ * error; no callback runs after it for a dead connection. */
 void ez_conn_close(struct ez_conn *conn);
 
 /* The message of the connection's last error ("" if none). */
