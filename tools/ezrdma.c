@@ -280,14 +280,14 @@ static int serve(const char *addr, const char *port)
 	if (ez_ctx_new(loop, 0, &ctx) ||
 	    ez_listen(ctx, addr, port, NULL, s_request, NULL, &listener))
 		die("listen");
-	printf("ezrdma: listening on %s port %u (pid %d)\n", addr ? addr : "*",
-	       ez_listener_port(listener), (int)getpid());
 	ev_signal_init(&si, s_stop, SIGINT);
 	ev_signal_init(&st, s_stop, SIGTERM);
 	ev_signal_init(&su, s_usr1, SIGUSR1);
 	ev_signal_start(loop, &si);
 	ev_signal_start(loop, &st);
 	ev_signal_start(loop, &su);
+	printf("ezrdma: listening on %s port %u (pid %d)\n", addr ? addr : "*",
+	       ez_listener_port(listener), (int)getpid());
 	ev_run(loop, 0);
 	if (ez_ctx_free(ctx))
 		die("ez_ctx_free");
