@@ -2,7 +2,8 @@
 
 # The samples are built by `make` (the integration tier runs them) and their
 # sources are installed as examples for users to copy.
-noinst_PROGRAMS += samples/rpc_server samples/rpc_client
+noinst_PROGRAMS += samples/rpc_server samples/rpc_client samples/storage_daemon \
+	samples/storage_client
 SAMPLE_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
 # -no-install: real executables that find the library in the build tree; a
 # libtool wrapper would relink on first run, which takes seconds in a VM.
@@ -12,9 +13,16 @@ samples_rpc_server_LDFLAGS = -no-install
 samples_rpc_client_SOURCES = samples/rpc_client.c samples/rpc_proto.h
 samples_rpc_client_LDADD = $(SAMPLE_LDADD)
 samples_rpc_client_LDFLAGS = -no-install
+samples_storage_daemon_SOURCES = samples/storage_daemon.c samples/storage_proto.h
+samples_storage_daemon_LDADD = $(SAMPLE_LDADD)
+samples_storage_daemon_LDFLAGS = -no-install
+samples_storage_client_SOURCES = samples/storage_client.c samples/storage_proto.h
+samples_storage_client_LDADD = $(SAMPLE_LDADD)
+samples_storage_client_LDFLAGS = -no-install
 
 examplesdir = $(docdir)/examples
-dist_examples_DATA = samples/rpc_proto.h samples/rpc_server.c samples/rpc_client.c
+dist_examples_DATA = samples/rpc_proto.h samples/rpc_server.c samples/rpc_client.c \
+	samples/storage_proto.h samples/storage_daemon.c samples/storage_client.c
 dist_noinst_SCRIPTS += samples/rpc-demo.sh
 
 if HAVE_CHECK
@@ -23,4 +31,26 @@ tests_integration_test_samples_rpc_SOURCES = tests/integration/test_samples_rpc.
 	tests/integration/spawn.c tests/integration/spawn.h
 tests_integration_test_samples_rpc_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_samples_rpc_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/integration/test_samples_storage
+tests_integration_test_samples_storage_SOURCES = tests/integration/test_samples_storage.c \
+	tests/integration/spawn.c tests/integration/spawn.h
+tests_integration_test_samples_storage_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_samples_storage_LDADD = $(TEST_LDADD)
 endif
+
+# The ezrdma tool is installed; its integration test runs it from the build tree.
+bin_PROGRAMS += tools/ezrdma
+tools_ezrdma_SOURCES = tools/ezrdma.c
+tools_ezrdma_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS) $(MLX5_LIBS) -lm
+dist_man1_MANS += doc/man1/ezrdma.1
+
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/integration/test_ezrdma
+tests_integration_test_ezrdma_SOURCES = tests/integration/test_ezrdma.c \
+	tests/integration/spawn.c tests/integration/spawn.h
+tests_integration_test_ezrdma_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_ezrdma_LDADD = $(TEST_LDADD)
+endif
+
+# The quick start and the design are installed beside the examples.
+dist_doc_DATA = doc/quickstart.md doc/design.md

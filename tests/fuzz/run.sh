@@ -15,9 +15,8 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 # target name, then the library sources it needs (pure code only: no device).
 targets="
 qpfsm_validate lib/qpfsm/validate.c lib/qpfsm/table.c lib/qpfsm/names.c
+handshake lib/conn/handshake.c
 "
-[ -f "$top/tests/fuzz/targets.extra" ] && targets="$targets
-$(cat "$top/tests/fuzz/targets.extra")"
 
 status=0
 echo "$targets" | while read -r name srcs; do

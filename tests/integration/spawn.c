@@ -25,10 +25,28 @@ const char *prog_path(const char *rel)
 {
 	static char paths[8][512];
 	static int next;
-	const char *dir = getenv("EZ_BUILDDIR");
+	const char *dir = getenv("EZ_BUILDDIR"), *slash = strrchr(rel, '/');
 	char *p = paths[next++ % 8];
 
-	snprintf(p, sizeof(paths[0]), "%s/%s", dir && *dir ? dir : ".", rel);
+	if (!dir || !*dir)
+		dir = ".";
+	/* An installed program (linked to the shared library) is a libtool
+	 * wrapper script in the build tree; starting the real binary directly
+	 * saves seconds per start in a slow VM. */
+	if (slash) {
+		snprintf(p, sizeof(paths[0]), "%s/%.*s/.libs/%s", dir, (int)(slash - rel), rel,
+			 slash + 1);
+		if (access(p, X_OK) == 0) {
+			char lib[600];
+			const char *old = getenv("LD_LIBRARY_PATH");
+
+			snprintf(lib, sizeof(lib), "%s/lib/.libs%s%s", dir, old ? ":" : "",
+				 old ? old : "");
+			setenv("LD_LIBRARY_PATH", lib, 1);
+			return p;
+		}
+	}
+	snprintf(p, sizeof(paths[0]), "%s/%s", dir, rel);
 	return p;
 }
 
@@ -52,6 +70,7 @@ int child_start(struct child *c, char *const argv[])
 		/* A test that fails mid-way must not leave a server running. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(fds[1], 1);
+		dup2(fds[1], 2);
 		close(fds[0]);
 		close(fds[1]);
 		execv(argv[0], argv);

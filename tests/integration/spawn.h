@@ -7,7 +7,7 @@
 
 struct child {
 	pid_t pid;
-	int out;		/* read end of the child's stdout (stderr goes to ours) */
+	int out;		/* read end of the child's stdout and stderr */
 	char buf[8192];		/* everything read so far */
 	size_t len;
 };

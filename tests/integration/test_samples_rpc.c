@@ -20,7 +20,7 @@ static int start_server(struct child *srv)
 	int port = 0;
 
 	ck_assert_int_eq(child_start(srv, argv), 0);
-	ck_assert_msg(child_wait_line(srv, "listening on", line, sizeof(line), 30000) == 0,
+	ck_assert_msg(child_wait_line(srv, "listening on", line, sizeof(line), 90000) == 0,
 		      "rpc_server did not say it listens; output: %s", srv->buf);
 	ck_assert_int_eq(sscanf(strstr(line, "port"), "port %d", &port), 1);
 	ck_assert_int_gt(port, 0);
@@ -105,6 +105,7 @@ START_TEST(client_without_server_fails)
 	st = child_finish(&cl, 20000);
 	ck_assert_msg(st == 1, "client exit status %d (want 1: refused)", st);
 	ck_assert_ptr_null(strstr(cl.buf, "verified"));
+	ck_assert_msg(strstr(cl.buf, "rpc_client: connect: "), "client said: %s", cl.buf);
 }
 END_TEST
 
@@ -116,7 +117,7 @@ int main(void)
 	int failed;
 
 	signal(SIGPIPE, SIG_IGN);
-	tcase_set_timeout(tc, 60);
+	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, three_clients_all_replies_verified);
 	tcase_add_test(tc, sigterm_with_busy_client);
 	tcase_add_test(tc, client_without_server_fails);

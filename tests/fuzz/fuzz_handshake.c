@@ -1,0 +1,52 @@
+/* fuzz_handshake.c: libFuzzer target: untrusted private data through the handshake decoder. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/handshake.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const enum hs_kind kinds[] = { HS_REQ, HS_REP, HS_REJ };
+	uint8_t wire[HS_REP_MAX];
+	struct hs_msg m, again;
+	char why[128], text[4 * HS_REP_MAX + 1];
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		int rc = hs_decode(data, size, kinds[k], &m, why, sizeof(why));
+
+		if (rc != 0 && rc != -EPROTO)
+			abort();
+		if (rc == -EPROTO && why[0] == '\0')
+			abort(); /* a refusal always carries a reason for the peer */
+		if (rc == 0) {
+			/* What was accepted fits its kind, and re-encodes to bytes
+			 * that decode to the same message. */
+			if (m.user_len > hs_user_max(kinds[k]))
+				abort();
+			int n = hs_encode(&m, wire, sizeof(wire));
+			if (n < 0 || (size_t)n > sizeof(wire))
+				abort();
+			if (hs_decode(wire, (size_t)n, kinds[k], &again, why, sizeof(why)))
+				abort();
+			if (again.user_len != m.user_len || again.credits != m.credits ||
+			    again.max_msg != m.max_msg || again.caps != m.caps ||
+			    memcmp(again.user, m.user, m.user_len))
+				abort();
+		}
+	}
+	/* Reasons are shown to people: always terminated and printable. */
+	hs_printable(data, size, text, sizeof(text));
+	for (const char *p = text; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			abort();
+	hs_printable(data, size, text, 5);
+	if (strlen(text) > 4)
+		abort();
+	return 0;
+}

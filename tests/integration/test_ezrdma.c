@@ -1,0 +1,173 @@
+/* test_ezrdma.c: end-to-end runs of the ezrdma tool (devices, ping, perf, stat) on a real device. */
+#include "config.h"
+
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spawn.h"
+
+#define EZRDMA prog_path("tools/ezrdma")
+
+static int start_server(struct child *srv)
+{
+	char *argv[] = { (char *)EZRDMA, "ping", "-l", "-a", (char *)test_addr(), "-p", "0", NULL };
+	char line[256];
+	int port = 0;
+
+	ck_assert_int_eq(child_start(srv, argv), 0);
+	/* The first run from a build tree may relink through libtool: be patient. */
+	ck_assert_msg(child_wait_line(srv, "listening on", line, sizeof(line), 90000) == 0,
+		      "ezrdma ping -l did not say it listens; output: %s", srv->buf);
+	ck_assert_int_eq(sscanf(strstr(line, "port"), "port %d", &port), 1);
+	return port;
+}
+
+static void stop_server(struct child *srv)
+{
+	char line[128];
+
+	kill(srv->pid, SIGTERM);
+	ck_assert_int_eq(child_wait_line(srv, "server stopped", line, sizeof(line), 10000), 0);
+	ck_assert_int_eq(child_finish(srv, 10000), 0);
+}
+
+/* The test device is listed with an Ethernet port and the RoCEv2 GID of the
+ * test address (IPv4-mapped). */
+START_TEST(devices_lists_rxe_with_rocev2_gid)
+{
+	const char *dev = getenv("EZ_DEVICE") ? getenv("EZ_DEVICE") : "rxe0";
+	char *argv[] = { (char *)EZRDMA, "devices", NULL };
+	char want[128], line[256];
+	struct child c;
+
+	ck_assert_int_eq(child_start(&c, argv), 0);
+	ck_assert_int_eq(child_finish(&c, 45000), 0);
+	snprintf(want, sizeof(want), "%s: ", dev);
+	ck_assert_msg(strstr(c.buf, want), "no '%s' in: %s", want, c.buf);
+	ck_assert_msg(strstr(c.buf, "mlx5 sport control: "), "no mlx5 line in: %s", c.buf);
+	ck_assert_msg(strstr(c.buf, "link layer Ethernet"), "no Ethernet port in: %s", c.buf);
+	snprintf(want, sizeof(want), "::ffff:%s RoCEv2", test_addr());
+	ck_assert_msg(strstr(c.buf, want), "no '%s' GID in: %s", want, c.buf);
+	ck_assert_int_eq(child_wait_line(&c, "active MTU", line, sizeof(line), 0), 0);
+}
+END_TEST
+
+/* ping -c 5 prints 5 reply lines with seq 1..5 and a loss-free summary. */
+START_TEST(ping_five_replies)
+{
+	struct child srv, c;
+	char port[16], want[64];
+	char *argv[] = { (char *)EZRDMA, "ping", (char *)test_addr(), "-p", port, "-c", "5",
+			 "-i", "0.2", NULL };
+	const char *p;
+	int i, lines = 0;
+
+	snprintf(port, sizeof(port), "%d", start_server(&srv));
+	ck_assert_int_eq(child_start(&c, argv), 0);
+	ck_assert_int_eq(child_finish(&c, 30000), 0);
+	for (p = c.buf; (p = strstr(p, " bytes from ")); p++)
+		lines++;
+	ck_assert_msg(lines == 5, "%d reply lines in: %s", lines, c.buf);
+	for (i = 1; i <= 5; i++) {
+		snprintf(want, sizeof(want), "seq=%d time=", i);
+		ck_assert_msg(strstr(c.buf, want), "no '%s' in: %s", want, c.buf);
+	}
+	ck_assert_msg(strstr(c.buf, "5 messages sent, 5 received, 0% loss"), "summary: %s", c.buf);
+	ck_assert_msg(strstr(c.buf, "rtt min/avg/max/mdev = "), "summary: %s", c.buf);
+	stop_server(&srv);
+}
+END_TEST
+
+/* `ezrdma stat PID` makes the server print one counter line per connection;
+ * the counters moved. */
+START_TEST(stat_prints_server_counters)
+{
+	struct child srv, c, st;
+	char port[16], pid[16], line[512];
+	char *argv[] = { (char *)EZRDMA, "ping", (char *)test_addr(), "-p", port, "-c", "100",
+			 "-i", "0.05", NULL };
+	char *sargv[] = { (char *)EZRDMA, "stat", pid, NULL };
+	unsigned long long sent = 0;
+
+	snprintf(port, sizeof(port), "%d", start_server(&srv));
+	snprintf(pid, sizeof(pid), "%d", (int)srv.pid);
+	ck_assert_int_eq(child_start(&c, argv), 0);
+	ck_assert_int_eq(child_wait_line(&c, "seq=3 ", line, sizeof(line), 30000), 0);
+	ck_assert_int_eq(child_start(&st, sargv), 0);
+	ck_assert_int_eq(child_finish(&st, 20000), 0);
+	ck_assert_int_eq(child_wait_line(&srv, "stat: qp", line, sizeof(line), 10000), 0);
+	ck_assert_int_eq(sscanf(strstr(line, "sent"), "sent %llu msgs", &sent), 1);
+	ck_assert_uint_ge(sent, 3);
+	ck_assert_int_eq(child_finish(&c, 30000), 0);
+	stop_server(&srv);
+}
+END_TEST
+
+/* A short perf run of every test: exit 0 and a JSON summary with figures. */
+START_TEST(perf_json_summary)
+{
+	struct child srv, c;
+	char port[16];
+	char *argv[] = { (char *)EZRDMA, "perf", (char *)test_addr(), "-p", port, "-n", "20",
+			 "-b", "16384", "--json", NULL };
+	double avg = 0, rate = 0, mbps = 0, conns = 0;
+	const char *j;
+
+	snprintf(port, sizeof(port), "%d", start_server(&srv));
+	ck_assert_int_eq(child_start(&c, argv), 0);
+	{
+		int st = child_finish(&c, 120000);
+
+		ck_assert_msg(st == 0, "perf exited %d: %s", st, c.buf);
+	}
+	j = strstr(c.buf, "{\"host\"");
+	ck_assert_msg(j, "no JSON in: %s", c.buf);
+	ck_assert_int_eq(sscanf(strstr(j, "\"avg\""), "\"avg\": %lf", &avg), 1);
+	ck_assert_int_eq(sscanf(strstr(j, "\"msg_rate\""), "\"msg_rate\": %lf", &rate), 1);
+	ck_assert_int_eq(sscanf(strstr(j, "\"write_MBps\""), "\"write_MBps\": %lf", &mbps), 1);
+	ck_assert_int_eq(sscanf(strstr(j, "\"conn_per_s\""), "\"conn_per_s\": %lf", &conns), 1);
+	ck_assert_msg(avg > 0 && rate > 0 && mbps > 0 && conns > 0, "figures: %s", j);
+	stop_server(&srv);
+}
+END_TEST
+
+/* Nobody listening: ping says so and exits 1. */
+START_TEST(ping_without_server_fails)
+{
+	struct child srv, c;
+	char port[16];
+	char *argv[] = { (char *)EZRDMA, "ping", (char *)test_addr(), "-p", port, "-c", "1", NULL };
+
+	snprintf(port, sizeof(port), "%d", start_server(&srv));
+	stop_server(&srv);
+	ck_assert_int_eq(child_start(&c, argv), 0);
+	ck_assert_int_eq(child_finish(&c, 30000), 1);
+	ck_assert_ptr_null(strstr(c.buf, "bytes from"));
+	ck_assert_msg(strstr(c.buf, "ezrdma: connect "), "ping said: %s", c.buf);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ezrdma");
+	TCase *tc = tcase_create("tool");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, devices_lists_rxe_with_rocev2_gid);
+	tcase_add_test(tc, ping_five_replies);
+	tcase_add_test(tc, stat_prints_server_counters);
+	tcase_add_test(tc, perf_json_summary);
+	tcase_add_test(tc, ping_without_server_fails);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_VERBOSE);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
