@@ -24,7 +24,7 @@ testbed=$top/tests/testbed/testbed
 PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
 	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils
 	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 busybox-static kmod
-	iproute2 tcpdump clang"
+	iproute2 tcpdump clang xz-utils"
 
 say() { printf '\n==== %s\n' "$*"; }
 die() { echo "dev.sh: $*" >&2; exit 1; }
