@@ -24,7 +24,7 @@ if [ "$quick" = 1 ]; then
 	lat_iters=200 rate_iters=1000 bw_iters=100 conn_ns="20" mem_n=100
 	lat_sizes="64"
 else
-	lat_iters=1000 rate_iters=10000 bw_iters=1000 conn_ns="100 500" mem_n=1000
+	lat_iters=500 rate_iters=5000 bw_iters=500 conn_ns="100 500" mem_n=1000
 	lat_sizes="2 64 4096"
 fi
 
