@@ -372,7 +372,7 @@ static struct {
 	struct ez_srqpool *pool;
 	/* data tests */
 	double *samples;
-	uint32_t sent, got, completed, posted_ops;
+	uint32_t sent, got, completed;
 	uint32_t phase_end;	/* rate/bw: post up to this many (warm-up, then all) */
 	double t_start, t_last;
 	uint8_t *msg;
