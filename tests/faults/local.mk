@@ -29,5 +29,10 @@ tests_faults_test_leak_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_leak_LDADD = $(TEST_LDADD)
 endif
 
-dist_noinst_SCRIPTS += tests/faults/run-asan.sh
+# Two VMs (testbed pair): run by tests/faults/linkdown.sh, not by check-integration.
+check_PROGRAMS += tests/faults/linkdown
+tests_faults_linkdown_SOURCES = tests/faults/linkdown.c
+tests_faults_linkdown_LDADD = lib/libezcore.la
+
+dist_noinst_SCRIPTS += tests/faults/run-asan.sh tests/faults/linkdown.sh
 EXTRA_DIST += tests/faults/lsan.supp
