@@ -166,7 +166,9 @@ static void conn_end(struct ez_conn *conn, int status)
 	conn->end_status = status;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
 	conn->state = CS_CLOSING;
-	if (conn->qp) {
+	/* RESET -> ERR is not a valid transition: a QP that never left RESET
+	 * (setup failed before INIT) is simply destroyed. */
+	if (conn->qp && conn->qp->state != IBV_QPS_RESET) {
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 		if (ez_qp_modify(conn->qp, &a, IBV_QP_STATE) &&
