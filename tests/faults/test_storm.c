@@ -170,8 +170,10 @@ START_TEST(aborted_connects)
 		}
 	}
 	printf("aborted: %d connects closed half-way: %d on_connect(-ECANCELED), %d connected "
-	       "first, %d other; server: %d requests, %d connected, %d failed after accept\n",
-	       NABORT, canceled, connected_first, other, s.requests, s.connected, s.connect_failed);
+	       "first, %d other; server: %d requests, %d connected, %d failed after accept, "
+	       "%d accepts failed%s%s\n",
+	       NABORT, canceled, connected_first, other, s.requests, s.connected, s.connect_failed,
+	       s.accept_errors, s.accept_errors ? ", the last: " : "", s.accept_msg);
 	ck_assert_int_eq(other, 0);
 	ck_assert_int_eq(canceled + connected_first, NABORT);
 
