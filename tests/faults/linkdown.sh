@@ -8,4 +8,4 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bdir=$(cd "$1" && pwd) || exit 2
 make -C "$bdir" tests/faults/linkdown >/dev/null || exit 1
 exec "$here/../testbed/testbed" pair --timeout "${EZ_TESTBED_TIMEOUT:-300}" --cwd "$bdir" -- \
-	timeout --kill-after=10 90 ./tests/faults/linkdown
+	timeout --kill-after=10 200 ./tests/faults/linkdown
