@@ -196,6 +196,23 @@ int ez_ctx_timeout_ms(const struct ez_ctx *ctx);
 #define EZ_ACCEPT_DATA_MAX 180
 #define EZ_REJECT_DATA_MAX 132
 
+/* How a connection's RoCEv2 UDP source port is chosen (ez_conn_opts.sport_policy;
+ * see ez_conn_opts(3)). Fabrics hash the source port to pick a path (ECMP, LAG). */
+enum ez_sport_policy {
+	EZ_SPORT_DEFAULT = 0,	/* udp_sport if set (as EZ_SPORT_FIXED), else rdma_cm's label */
+	EZ_SPORT_AUTO,		/* 0xC000 + (local QPN mod 16384): distinct for any 16384
+				 * consecutive QPs of a device, whichever process owns them */
+	EZ_SPORT_RANGE,		/* round-robin over sport_min..sport_max, per context */
+	EZ_SPORT_FIXED,		/* udp_sport */
+};
+
+/* How the chosen port reaches the wire (ez_conn_info.sport_mech). */
+enum ez_sport_mech {
+	EZ_SPORT_MECH_NONE = 0,	/* InfiniBand or RoCEv1 port: no UDP, the policy is a no-op */
+	EZ_SPORT_MECH_FLOW_LABEL, /* GRH flow label at RTR (RoCEv2, any device) */
+	EZ_SPORT_MECH_MLX5DV,	/* mlx5dv_modify_qp_udp_sport() in RTS (mlx5 devices) */
+};
+
 /* Zero in any field means its default (given in brackets). */
 struct ez_conn_opts {
 	uint32_t send_depth;	   /* sends/RDMA ops posted or queued at once [64] */
@@ -215,6 +232,8 @@ struct ez_conn_opts {
 	const void *private_data;  /* application bytes for the peer's handshake */
 	uint32_t private_data_len; /* <= EZ_CONNECT_DATA_MAX (connect) or EZ_ACCEPT_DATA_MAX (accept) */
 	struct ez_srqpool *srqpool; /* receive from this pool [a private pool of recv_depth buffers] */
+	enum ez_sport_policy sport_policy; /* our direction's UDP source port [EZ_SPORT_DEFAULT] */
+	uint16_t sport_min, sport_max;	/* EZ_SPORT_RANGE bounds, inclusive, in 0xC000..0xFFFF */
 };
 
 /* Callbacks of one connection (any may be NULL). */
@@ -297,6 +316,8 @@ struct ez_conn_info {
 	uint32_t peer_credits;	/* receive credits the peer advertised */
 	uint32_t send_credits;	/* credits available now */
 	uint32_t max_inline;
+	enum ez_sport_policy sport_policy; /* the policy in effect */
+	enum ez_sport_mech sport_mech;	/* NONE: udp_sport and flow_label mean nothing */
 };
 int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info);
 

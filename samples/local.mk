@@ -51,3 +51,6 @@ tests_integration_test_ezrdma_SOURCES = tests/integration/test_ezrdma.c \
 tests_integration_test_ezrdma_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_ezrdma_LDADD = $(TEST_LDADD)
 endif
+
+# The quick start and the design are installed beside the examples.
+dist_doc_DATA = doc/quickstart.md doc/design.md

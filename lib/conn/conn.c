@@ -11,6 +11,7 @@
 #include "conn.h"
 #include "cq.h"
 #include "device.h"
+#include "flow.h"
 #include "listener.h"
 #include "log.h"
 #include "opts.h"
@@ -364,8 +365,20 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 						    ez_strerror(errno)));
 	if (conn->o.path_mtu && conn->o.path_mtu < a.path_mtu)
 		a.path_mtu = conn->o.path_mtu;
-	if (conn->o.udp_sport && a.ah_attr.is_global)
-		a.ah_attr.grh.flow_label = ez_udp_sport_to_flow_label(conn->o.udp_sport);
+	/* Each side's label sets its own direction's port: the passive side
+	 * applies its own policy here just as the active side does. */
+	conn->sport_policy = flow_policy(&conn->o);
+	ret = flowdev_mech(conn->dev->verbs, conn->port, a.ah_attr.is_global,
+			   a.ah_attr.grh.sgid_index, &conn->sport_mech);
+	if (ret)
+		return conn_fail_ret(conn, ret);
+	if (conn->sport_mech != EZ_SPORT_MECH_NONE)
+		conn->sport = flow_pick_sport(&conn->o, conn->qpn, &conn->ctx->sport_rr);
+	else if (conn->sport_policy != EZ_SPORT_DEFAULT)
+		ezi_log_debug("QP %u: %s port %u: no UDP (InfiniBand or RoCEv1), sport policy %s ignored",
+			      conn->qpn, conn->dev->name, conn->port, flow_policy_str(conn->sport_policy));
+	if (conn->sport && conn->sport_mech == EZ_SPORT_MECH_FLOW_LABEL)
+		a.ah_attr.grh.flow_label = ez_udp_sport_to_flow_label(conn->sport);
 	if (rd_dest >= 0)
 		a.max_dest_rd_atomic = (uint8_t)rd_dest;
 	a.min_rnr_timer = conn->o.min_rnr_timer;
@@ -389,6 +402,11 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	ret = ez_qp_modify(conn->qp, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
+	if (conn->sport && conn->sport_mech == EZ_SPORT_MECH_MLX5DV) {
+		ret = flowdev_set_mlx5_sport(conn->qp, conn->sport);
+		if (ret)
+			return conn_fail_ret(conn, ret);
+	}
 	return 0;
 }
 
@@ -755,7 +773,13 @@ int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
 	info->remote_qp_num = a.dest_qp_num;
 	info->path_mtu = a.path_mtu;
 	info->flow_label = a.ah_attr.grh.flow_label;
-	if (!info->flow_label && a.dest_qp_num)
+	info->sport_policy = conn->sport_policy;
+	info->sport_mech = conn->sport_mech;
+	if (conn->sport_mech == EZ_SPORT_MECH_NONE && conn->reached_rtr)
+		info->udp_sport = 0;	/* no UDP on this port */
+	else if (conn->sport_mech == EZ_SPORT_MECH_MLX5DV && conn->sport)
+		info->udp_sport = conn->sport;
+	else if (!info->flow_label && a.dest_qp_num)
 		info->udp_sport = ez_flow_label_to_udp_sport(calc_flow_label(conn->qpn, a.dest_qp_num));
 	else
 		info->udp_sport = ez_flow_label_to_udp_sport(info->flow_label);

@@ -66,6 +66,9 @@ struct ez_conn {
 	struct ibv_qp *qp;
 	uint32_t qpn;
 	uint8_t port;
+	uint16_t sport;		/* chosen by the policy; 0: rdma_cm's label */
+	enum ez_sport_policy sport_policy;
+	enum ez_sport_mech sport_mech;
 	struct ez_conn *qpn_next;
 	struct ez_conn *next, *prev;	/* ctx list */
 
