@@ -80,7 +80,7 @@ START_TEST(null_arguments)
 	ASSERT_ERR_HAS(ez_conn_info(NULL, &info), -EINVAL, "ez_conn_info: conn (nil)");
 	ASSERT_ERR_HAS(ez_conn_stats(NULL, &st), -EINVAL, "ez_conn_stats: conn (nil)");
 	ASSERT_ERR_HAS(ez_ctx_process(NULL), -EINVAL, "ez_ctx_process: ctx is NULL");
-	ASSERT_ERR(ez_srqpool_new(NULL, NULL, NULL, NULL), -EINVAL, "ez_srqpool_new: ctx (nil)");
+	ASSERT_ERR(ez_srqpool_new(NULL, NULL, NULL, NULL), -EINVAL, "ez_srqpool_new: ctx (nil), pool pointer (nil)");
 	ck_assert_int_eq(ez_ctx_fd(NULL), -EINVAL);
 	ck_assert_int_eq(ez_ctx_timeout_ms(NULL), -1);
 	/* The documented no-ops. */
