@@ -166,7 +166,9 @@ void conn_teardown(struct ez_conn *conn)
 		return;
 	conn->torn = 1;
 	ctx_timer_stop(conn->ctx, &conn->bye_timer);
-	if (conn->qp) {
+	/* RESET -> ERR is not a valid transition: a QP that never left RESET
+	 * (setup failed before INIT) is simply destroyed. */
+	if (conn->qp && conn->qp->state != IBV_QPS_RESET) {
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 		if (ez_qp_modify(conn->qp, &a, IBV_QP_STATE) &&

@@ -140,8 +140,13 @@ static void srv_ep_connect(struct ez_conn *conn, int status, void *arg)
 	struct srv *s = e->user;
 
 	ep_on_connect(conn, status, arg);
-	if (!status)
+	if (!status) {
 		s->connected++;
+	} else {
+		s->connect_failed++;
+		e->closed = 1;
+		ez_conn_close(conn);
+	}
 }
 
 static void srv_ep_disconnect(struct ez_conn *conn, int status, void *arg)
@@ -181,11 +186,13 @@ static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void 
 
 void srv_start(struct fb *b, struct srv *s, int cap)
 {
+	struct ez_listen_opts lo = { .backlog = 1024 };
+
 	s->b = b;
 	s->cap = cap;
 	s->eps = calloc((size_t)cap, sizeof(*s->eps));
 	ck_assert_ptr_nonnull(s->eps);
-	ck_assert_msg(ez_listen(b->ctx, test_addr(), "0", NULL, srv_on_request, s, &s->l) == 0,
+	ck_assert_msg(ez_listen(b->ctx, test_addr(), "0", &lo, srv_on_request, s, &s->l) == 0,
 		      "ez_listen: %s", ez_errmsg());
 	snprintf(s->port, sizeof(s->port), "%u", ez_listener_port(s->l));
 }

@@ -56,6 +56,7 @@ struct srv {
 	char accept_msg[256];
 	int connected;		/* server eps that reached on_connect(0) */
 	int disconnected;
+	int connect_failed;	/* accepted, then on_connect(< 0) */
 };
 
 void srv_start(struct fb *b, struct srv *s, int cap);

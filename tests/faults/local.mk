@@ -15,7 +15,24 @@ INTEGRATION_TESTS += tests/faults/test_kill
 tests_faults_test_kill_SOURCES = tests/faults/test_kill.c $(FAULT_SRC)
 tests_faults_test_kill_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_kill_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/faults/test_storm
+tests_faults_test_storm_SOURCES = tests/faults/test_storm.c $(FAULT_SRC)
+tests_faults_test_storm_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_storm_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/faults/test_exhaust
+tests_faults_test_exhaust_SOURCES = tests/faults/test_exhaust.c $(FAULT_SRC)
+tests_faults_test_exhaust_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_exhaust_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/faults/test_leak
+tests_faults_test_leak_SOURCES = tests/faults/test_leak.c $(FAULT_SRC)
+tests_faults_test_leak_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_leak_LDADD = $(TEST_LDADD)
 endif
 
-dist_noinst_SCRIPTS += tests/faults/run-asan.sh
+# Two VMs (testbed pair): run by tests/faults/linkdown.sh, not by check-integration.
+check_PROGRAMS += tests/faults/linkdown
+tests_faults_linkdown_SOURCES = tests/faults/linkdown.c
+tests_faults_linkdown_LDADD = lib/libezcore.la
+
+dist_noinst_SCRIPTS += tests/faults/run-asan.sh tests/faults/linkdown.sh
 EXTRA_DIST += tests/faults/lsan.supp

@@ -73,13 +73,14 @@ START_TEST(null_arguments)
 	ASSERT_ERR_HAS(ez_mr_reg(b.ctx, NULL, NULL, 64, 0, &mr), -EINVAL, "addr (nil)");
 	ASSERT_ERR_HAS(ez_mr_reg(b.ctx, NULL, mem, sizeof(mem), 0x10, &mr), -EINVAL,
 		   "ez_mr_reg: unknown access bits 0x10");
-	ASSERT_ERR(ez_mr_reg(b.ctx, "no-such-dev", mem, sizeof(mem), 0, &mr), -ENODEV, "no RDMA device named no-such-dev");
+	ASSERT_ERR_HAS(ez_mr_reg(b.ctx, "no-such-dev", mem, sizeof(mem), 0, &mr), -ENODEV,
+		       "no RDMA device named no-such-dev (");
 	ck_assert_ptr_null(mr);
 	ASSERT_ERR_HAS(ez_mr_export(NULL, &key), -EINVAL, "ez_mr_export: mr (nil)");
 	ASSERT_ERR_HAS(ez_conn_info(NULL, &info), -EINVAL, "ez_conn_info: conn (nil)");
 	ASSERT_ERR_HAS(ez_conn_stats(NULL, &st), -EINVAL, "ez_conn_stats: conn (nil)");
 	ASSERT_ERR_HAS(ez_ctx_process(NULL), -EINVAL, "ez_ctx_process: ctx is NULL");
-	ASSERT_ERR(ez_srqpool_new(NULL, NULL, NULL, NULL), -EINVAL, "ez_srqpool_new: ctx (nil)");
+	ASSERT_ERR(ez_srqpool_new(NULL, NULL, NULL, NULL), -EINVAL, "ez_srqpool_new: ctx (nil), pool pointer (nil)");
 	ck_assert_int_eq(ez_ctx_fd(NULL), -EINVAL);
 	ck_assert_int_eq(ez_ctx_timeout_ms(NULL), -1);
 	/* The documented no-ops. */

@@ -1,0 +1,401 @@
+/* linkdown.c: two-VM link-down fault (run by linkdown.sh under `testbed pair`): what each side's connections do, and the listener afterwards. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <ev.h>
+
+#include "easyrdma.h"
+
+/*
+ * VM a: the server. Listens and streams on its own to every connection (so
+ * its transport notices the loss). VM b: the client. Opens a connection with
+ * short transport timeouts (S: 4.096 us * 2^15 = 134 ms, 3 retries: gives up
+ * after ~0.5 s of silence; shorter ones fail spuriously between two TCG
+ * guests) and one with long ones (L: 2^19 -> 2.1 s, 7 retries: ~17 s),
+ * streams on both, takes its eth0 down for OUTAGE_S seconds, brings it up,
+ * then connects again (N) until the listener answers.
+ * Rendezvous through files in $EZ_PAIR_DIR.
+ */
+#define OUTAGE_S 3.0
+
+static struct ev_loop *loop;
+static struct ez_ctx *ctx;
+static const char *dir, *host;
+static int failures;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double t0;
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%7.3f ", now_s() - t0);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+#define CHECK(cond, ...)                                        \
+	do {                                                    \
+		if (!(cond)) {                                  \
+			say("FAIL %s:%d: %s", __FILE__, __LINE__, #cond); \
+			say(__VA_ARGS__);                       \
+			failures++;                             \
+		}                                               \
+	} while (0)
+
+static void put_file(const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static int get_file(const char *name, char *buf, size_t len)
+{
+	char path[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return n > 0;
+}
+
+static void spin(double secs)
+{
+	double end = now_s() + secs;
+
+	while (now_s() < end)
+		ev_run(loop, EVRUN_ONCE);
+}
+
+struct side {
+	const char *name;
+	struct ez_conn *conn;
+	int connected, connect_status;
+	int ended, end_status;
+	char msg[256];
+	double t_end;
+	uint64_t sent, recv, errs;
+	int outstanding;
+};
+
+static void on_op(struct ez_conn *conn, int status, void *arg)
+{
+	struct side *s = arg;
+
+	(void)conn;
+	s->outstanding--;
+	if (status)
+		s->errs++;
+}
+
+static void on_connect(struct ez_conn *conn, int status, void *arg)
+{
+	struct side *s = arg;
+
+	s->connected = 1;
+	s->connect_status = status;
+	snprintf(s->msg, sizeof(s->msg), "%s", ez_conn_errmsg(conn));
+	say("%s: on_connect(%d) %s", s->name, status, s->msg);
+}
+
+static void on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	struct side *s = arg;
+
+	(void)conn;
+	s->recv++;
+	ez_buf_release(buf);
+}
+
+static void on_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct side *s = arg;
+
+	s->ended = 1;
+	s->end_status = status;
+	s->t_end = now_s();
+	snprintf(s->msg, sizeof(s->msg), "%s", ez_conn_errmsg(conn));
+	say("%s: on_disconnect(%d, \"%s\") after %llu sent, %llu received, %llu op errors",
+	    s->name, status, s->msg, (unsigned long long)s->sent, (unsigned long long)s->recv,
+	    (unsigned long long)s->errs);
+}
+
+static const struct ez_conn_cbs cbs = { on_connect, on_recv, on_disconnect };
+
+/* One message now and then on every live connection. */
+static struct side *streams[40];
+static int nstreams;
+
+static void on_pace(struct ev_loop *l, ev_timer *w, int revents)
+{
+	int i;
+
+	(void)l;
+	(void)w;
+	(void)revents;
+	for (i = 0; i < nstreams; i++) {
+		struct side *s = streams[i];
+
+		if (s->connected && !s->connect_status && !s->ended && s->outstanding < 8 &&
+		    ez_send(s->conn, &s->sent, sizeof(s->sent), on_op, s) == 0) {
+			s->sent++;
+			s->outstanding++;
+		}
+	}
+}
+
+/* ---- a: the server ----------------------------------------------------- */
+
+static struct side acc[32];
+static int naccepted;
+/* Generous connect timeouts: two TCG guests on a loaded host take seconds. */
+static const struct ez_conn_opts s_opts = { .qp_timeout = 15, .retry_count = 3,
+					    .connect_timeout_ms = 20000 };
+static const struct ez_conn_opts l_opts = { .qp_timeout = 19, .retry_count = 7,
+					    .connect_timeout_ms = 20000 };
+
+static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	size_t len;
+	const char *d = ez_conn_req_data(req, &len);
+	struct side *s = &acc[naccepted];
+	char which = len ? d[0] : '?';
+
+	(void)l;
+	(void)arg;
+	if (naccepted == 32) {
+		ez_reject(req, "full", 4);
+		return;
+	}
+	/* The client says which timeouts this connection has; the server's
+	 * direction uses the same. */
+	s->name = which == 'S' ? "a/S" : which == 'L' ? "a/L" : "a/N";
+	if (ez_accept(req, which == 'L' ? &l_opts : &s_opts, &cbs, s, &s->conn)) {
+		say("ez_accept: %s", ez_errmsg());
+		failures++;
+		return;
+	}
+	naccepted++;
+	streams[nstreams++] = s;
+}
+
+/* The last connection of that name (N: the one that worked, if any). */
+static struct side *find(const char *name)
+{
+	struct side *f = NULL;
+	int i;
+
+	for (i = 0; i < naccepted; i++)
+		if (!strcmp(acc[i].name, name) && (!f || !acc[i].connect_status))
+			f = &acc[i];
+	return f;
+}
+
+static int server(void)
+{
+	struct ez_listener *l;
+	char port[16], buf[64];
+	double t_down = 0, t_up = 0, end;
+	struct side *S, *L, *N;
+	int i;
+
+	if (ez_listen(ctx, getenv("EZ_TEST_ADDR"), "0", NULL, on_request, NULL, &l)) {
+		say("ez_listen: %s", ez_errmsg());
+		return 1;
+	}
+	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
+	put_file("port", port);
+	say("listening on %s:%s", getenv("EZ_TEST_ADDR"), port);
+	end = now_s() + 150;
+	while (!get_file("done", buf, sizeof(buf)) && now_s() < end) {
+		spin(0.02);
+		if (!t_down && get_file("down", buf, sizeof(buf))) {
+			t_down = now_s();
+			say("peer's link is down");
+		}
+		if (!t_up && get_file("up", buf, sizeof(buf))) {
+			t_up = now_s();
+			say("peer's link is up again");
+		}
+	}
+	spin(0.5);
+	S = find("a/S");
+	L = find("a/L");
+	N = find("a/N");
+	CHECK(S && L && N, "accepted %d connections", naccepted);
+	if (S && L && N) {
+		/* S gives up within its timeout x retries (plus pacing and a slow
+		 * guest) once the peer went silent. */
+		CHECK(S->ended && S->end_status == -ETIMEDOUT && strstr(S->msg, "retry"),
+		      "a/S: ended %d, status %d, %s", S->ended, S->end_status, S->msg);
+		CHECK(S->ended && S->t_end > t_down - 0.5 && S->t_end - t_down < 3.0,
+		      "a/S ended %.3f s after the link went down", S->t_end - t_down);
+		/* L outlives the outage on its own transport: it ends, if at all,
+		 * only after the link came back (by the peer's disconnect). */
+		CHECK(!L->ended || L->t_end > t_up, "a/L ended %.3f s before the link came up",
+		      t_up - L->t_end);
+		/* The listener took a new connection afterwards, which worked. */
+		CHECK(N->connected && !N->connect_status && N->recv > 0,
+		      "a/N: connected %d status %d, %llu received", N->connected, N->connect_status,
+		      (unsigned long long)N->recv);
+		say("server: S %s after %.3f s (%s); L %s%s; N: %llu received",
+		    S->ended ? "ended" : "alive", S->t_end - t_down, S->msg,
+		    L->ended ? "ended: " : "alive", L->ended ? L->msg : "",
+		    (unsigned long long)N->recv);
+	}
+	for (i = 0; i < naccepted; i++)
+		ez_conn_close(acc[i].conn);
+	ez_listener_close(l);
+	spin(0.5);
+	put_file("server-done", "1");
+	return failures != 0;
+}
+
+/* ---- b: the client ----------------------------------------------------- */
+
+static int client(void)
+{
+	struct side S = { .name = "b/S" }, L = { .name = "b/L" }, N = { .name = "b/N" };
+	struct ez_conn_opts so = s_opts, lo = l_opts, no = { 0 };
+	char port[16], buf[16];
+	double end = now_s() + 30, t_down, t_up;
+	int i;
+
+	while (!get_file("port", port, sizeof(port)) && now_s() < end)
+		usleep(20000);
+	so.private_data = "S";
+	so.private_data_len = 1;
+	lo.private_data = "L";
+	lo.private_data_len = 1;
+	no.private_data = "N";
+	no.private_data_len = 1;
+	if (ez_connect(ctx, getenv("EZ_PEER_ADDR"), port, &so, &cbs, &S, &S.conn) ||
+	    ez_connect(ctx, getenv("EZ_PEER_ADDR"), port, &lo, &cbs, &L, &L.conn)) {
+		say("ez_connect: %s", ez_errmsg());
+		return 1;
+	}
+	streams[nstreams++] = &S;
+	streams[nstreams++] = &L;
+	end = now_s() + 30;
+	while ((!S.connected || !L.connected) && now_s() < end)
+		spin(0.02);
+	CHECK(S.connected && !S.connect_status && L.connected && !L.connect_status,
+	      "connects: S %d, L %d", S.connect_status, L.connect_status);
+	spin(1.5);
+	CHECK(S.recv > 0 && L.recv > 0, "no traffic before the outage");
+
+	say("ip link set eth0 down (for %.0f s)", OUTAGE_S);
+	t_down = now_s();
+	if (system("ip link set eth0 down"))
+		failures++;
+	put_file("down", "1");
+	spin(OUTAGE_S);
+	if (system("ip link set eth0 up"))
+		failures++;
+	t_up = now_s();
+	put_file("up", "1");
+	say("ip link set eth0 up");
+	spin(1.0);
+
+	/* What the link-down side saw: the port event (-ENETDOWN) or the first
+	 * send that rxe could not transmit (-EIO, local QP operation error)
+	 * ends every connection at once, whatever its timeouts. */
+	CHECK(S.ended && L.ended, "b: S ended %d, L ended %d", S.ended, L.ended);
+	CHECK((S.end_status == -ENETDOWN && strstr(S.msg, "port 1 went down")) ||
+	      (S.end_status == -EIO && strstr(S.msg, "local QP operation error")), "b/S: %d %s",
+	      S.end_status, S.msg);
+	CHECK((L.end_status == -ENETDOWN && strstr(L.msg, "port 1 went down")) ||
+	      (L.end_status == -EIO && strstr(L.msg, "local QP operation error")), "b/L: %d %s",
+	      L.end_status, L.msg);
+	CHECK(S.ended && S.t_end > t_down && S.t_end - t_down < 2.5 && L.ended && L.t_end > t_down &&
+	      L.t_end - t_down < 2.5,
+	      "b: ended %.3f / %.3f s after the link went down", S.t_end - t_down, L.t_end - t_down);
+
+	/* The listener on a keeps accepting: connect again until it answers. */
+	end = now_s() + 60;
+	for (i = 0; i < 12 && now_s() < end; i++) {
+		memset(&N, 0, sizeof(N));
+		N.name = "b/N";
+		no.connect_timeout_ms = 10000;
+		if (ez_connect(ctx, getenv("EZ_PEER_ADDR"), port, &no, &cbs, &N, &N.conn))
+			break;
+		streams[nstreams] = &N;
+		nstreams = 3;
+		while (!N.connected && now_s() < end)
+			spin(0.02);
+		if (!N.connect_status)
+			break;
+		ez_conn_close(N.conn);
+		spin(0.3);
+	}
+	while (N.connected && !N.connect_status && N.recv < 3 && now_s() < end)
+		spin(0.02);
+	say("b/N: connected %.1f s after the link came up, %d attempts", now_s() - t_up, i + 1);
+	CHECK(N.connected && !N.connect_status && N.recv >= 3, "b/N: connected %d status %d (%s), %llu received",
+	      N.connected, N.connect_status, N.msg, (unsigned long long)N.recv);
+	put_file("done", "1");
+	end = now_s() + 15;
+	while (!get_file("server-done", buf, sizeof(buf)) && now_s() < end)
+		spin(0.05);
+	ez_conn_close(S.conn);
+	ez_conn_close(L.conn);
+	ez_conn_close(N.conn);
+	spin(0.5);
+	return failures != 0;
+}
+
+int main(void)
+{
+	ev_timer pace;
+	int ret;
+
+	t0 = now_s();
+	dir = getenv("EZ_PAIR_DIR");
+	host = getenv("EZ_HOST");
+	if (!dir || !host || !getenv("EZ_TEST_ADDR") || !getenv("EZ_PEER_ADDR")) {
+		fprintf(stderr, "linkdown: run me under `testbed pair` (see linkdown.sh)\n");
+		return 2;
+	}
+	loop = ev_default_loop(0);
+	if (ez_ctx_new(loop, 0, &ctx)) {
+		say("ez_ctx_new: %s", ez_errmsg());
+		return 1;
+	}
+	ev_timer_init(&pace, on_pace, 0.01, 0.01);
+	ev_timer_start(loop, &pace);
+	ret = strcmp(host, "a") == 0 ? server() : client();
+	ev_timer_stop(loop, &pace);
+	if (ez_ctx_free(ctx))
+		say("ez_ctx_free: %s", ez_errmsg());
+	say("%s: %s (%d failed checks)", host, ret ? "FAILED" : "passed", failures);
+	return ret;
+}

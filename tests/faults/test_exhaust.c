@@ -1,0 +1,406 @@
+/* test_exhaust.c: resource exhaustion: the device's CQ capacity, QP limits, memory registration failures, an SRQ pool at its cap. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <infiniband/verbs.h>
+
+#include "easyrdma.h"
+#include "fault.h"
+
+static int device_attr(struct ibv_device_attr *attr, char *name, size_t len)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *v;
+	const char *want = getenv("EZ_DEVICE");
+	int i, ret = -1;
+
+	for (i = 0; list && list[i]; i++) {
+		if (want && strcmp(want, ibv_get_device_name(list[i])))
+			continue;
+		v = ibv_open_device(list[i]);
+		if (v) {
+			ret = ibv_query_device(v, attr);
+			snprintf(name, len, "%s", ibv_get_device_name(list[i]));
+			ibv_close_device(v);
+		}
+		break;
+	}
+	if (list)
+		ibv_free_device_list(list);
+	return ret;
+}
+
+/* Connections with deep send queues until the device's CQ (max_cqe) cannot
+ * take one more: that connection fails with a message that names the limit;
+ * the others keep working, and closing one makes room again. */
+START_TEST(cq_capacity_exhausted)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct ibv_device_attr attr;
+	char dev[64], want[160];
+	struct ez_conn_opts deep = { .send_depth = 10000, .recv_depth = 2, .max_msg_size = 64 };
+	enum { MAXC = 16 };
+	struct ep c[MAXC + 1];
+	int i, n = 0, fail = -1;
+
+	memset(c, 0, sizeof(c));
+	ck_assert_int_eq(device_attr(&attr, dev, sizeof(dev)), 0);
+	printf("device %s: max_qp %d, max_cqe %d, max_cq %d, max_mr %d, max_srq %d, max_pd %d\n",
+	       dev, attr.max_qp, attr.max_cqe, attr.max_cq, attr.max_mr, attr.max_srq, attr.max_pd);
+	fb_init(&b);
+	s.opts.recv_depth = 2;
+	s.opts.send_depth = 2;
+	s.opts.max_msg_size = 64;
+	srv_start(&b, &s, MAXC + 2);
+	for (i = 0; i < MAXC; i++) {
+		ck_assert_int_eq(ep_connect(&b, &c[i], s.port, &deep), 0);
+		ck_assert(fb_run(&b, &c[i].connected, 1, 10));
+		if (c[i].connect_status) {
+			fail = i;
+			break;
+		}
+		n++;
+	}
+	ck_assert_msg(fail >= 0, "%d connections of send_depth 10000 and no CQ limit?", n);
+	printf("CQ exhausted after %d connections: on_connect(%d, \"%s\")\n", n,
+	       c[fail].connect_status, c[fail].connect_msg);
+	ck_assert_int_eq(c[fail].connect_status, -ENOSPC);
+	snprintf(want, sizeof(want), "CQ of %s: ", dev);
+	ck_assert_msg(strncmp(c[fail].connect_msg, want, strlen(want)) == 0, "%s",
+		      c[fail].connect_msg);
+	snprintf(want, sizeof(want), "completions outstanding would exceed max_cqe %d",
+		 attr.max_cqe);
+	ck_assert_ptr_nonnull(strstr(c[fail].connect_msg, want));
+	ez_conn_close(c[fail].conn);
+	c[fail].closed = 1;
+	/* The others work. */
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(ep_send_seq(&c[i], 0), 0);
+	for (i = 0; i < n; i++)
+		ck_assert(fb_run(&b, &c[i].received, 1, 5));
+	/* The server side hits the limit too: ez_accept() fails, the client
+	 * reads why in the reject. */
+	{
+		struct ep x = { 0 };
+
+		s.opts.send_depth = 12000;
+		ck_assert_int_eq(ep_connect(&b, &x, s.port, NULL), 0);
+		ck_assert(fb_run(&b, &x.connected, 1, 10));
+		printf("server out of CQ room: client on_connect(%d, \"%s\"); accept said \"%s\"\n",
+		       x.connect_status, x.connect_msg, s.accept_msg);
+		ck_assert_int_eq(x.connect_status, -ECONNREFUSED);
+		ck_assert_ptr_nonnull(strstr(x.connect_msg, "rejected by peer: accept failed: CQ of "));
+		ck_assert_int_eq(s.accept_errors, 1);
+		ck_assert_ptr_nonnull(strstr(s.accept_msg, "would exceed max_cqe"));
+		ez_conn_close(x.conn);
+		s.opts.send_depth = 2;
+	}
+	/* Room again after a close. */
+	ep_close(&c[0]);
+	ck_assert(fb_run(&b, &c[0].disconnected, 1, 5));
+	fb_spin(&b, 0.3);
+	ck_assert_int_eq(ep_connect(&b, &c[MAXC], s.port, &deep), 0);
+	ck_assert(fb_run(&b, &c[MAXC].connected, 1, 10));
+	ck_assert_msg(c[MAXC].connect_status == 0, "after a close: %s", c[MAXC].connect_msg);
+	ck_assert_int_eq(ep_send_seq(&c[MAXC], 0), 0);
+	ck_assert(fb_run(&b, &c[MAXC].received, 1, 5));
+	for (i = 1; i <= MAXC; i++)
+		if (i < n || i == MAXC)
+			ep_close(&c[i]);
+	fb_spin(&b, 0.5);
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
+/* Registration of memory that is not there, or not accessible. */
+START_TEST(mr_registration_failures)
+{
+	struct fb b;
+	struct ez_mr *mr = NULL;
+	char dev[64], want[160];
+	struct ibv_device_attr attr;
+	void *none;
+	static char ok[4096];
+
+	ck_assert_int_eq(device_attr(&attr, dev, sizeof(dev)), 0);
+	fb_init(&b);
+	/* An address range with nothing mapped. */
+	none = mmap(NULL, 1 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(none, MAP_FAILED);
+	ck_assert_int_eq(munmap(none, 1 << 20), 0);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, none, 1 << 20, 0, &mr), -EFAULT);
+	snprintf(want, sizeof(want), "ibv_reg_mr(%s, 1048576 bytes, access 0x1): Bad address", dev);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_ptr_null(mr);
+	printf("unmapped range: %s\n", ez_errmsg());
+	/* Mapped but PROT_NONE: the pages cannot be pinned. */
+	none = mmap(NULL, 1 << 16, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(none, MAP_FAILED);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, none, 1 << 16, EZ_MR_REMOTE_WRITE, &mr), -EFAULT);
+	snprintf(want, sizeof(want), "ibv_reg_mr(%s, 65536 bytes, access 0x3): Bad address", dev);
+	ck_assert_str_eq(ez_errmsg(), want);
+	printf("PROT_NONE range: %s\n", ez_errmsg());
+	munmap(none, 1 << 16);
+	/* A length that wraps the address space. */
+	{
+		int r = ez_mr_reg(b.ctx, NULL, ok, SIZE_MAX - 4096, 0, &mr);
+
+		printf("length SIZE_MAX-4096: %d %s\n", r, ez_errmsg());
+		ck_assert_int_lt(r, 0);
+		ck_assert_ptr_nonnull(strstr(ez_errmsg(), "ibv_reg_mr("));
+		ck_assert_ptr_null(mr);
+	}
+	/* Nothing leaked in the context; a good registration still works. */
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, ok, sizeof(ok), 0, &mr), 0);
+	ck_assert_int_eq(ez_mr_dereg(mr), 0);
+	fb_fini(&b);	/* 0 MRs alive, or ez_ctx_free() says -EBUSY */
+}
+END_TEST
+
+/* Drops CAP_IPC_LOCK from this process (Check runs each test in its own),
+ * so that RLIMIT_MEMLOCK applies to root too. */
+static void drop_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	ck_assert_int_eq(syscall(SYS_capget, &h, d), 0);
+	d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+	d[CAP_TO_INDEX(CAP_IPC_LOCK)].permitted &= ~CAP_TO_MASK(CAP_IPC_LOCK);
+	ck_assert_int_eq(syscall(SYS_capset, &h, d), 0);
+}
+
+/* The memlock limit reached: the registration fails with -ENOMEM and a
+ * message; a connection that needs to register its buffers says why. */
+START_TEST(mr_memlock_limit)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct ep c = { 0 };
+	struct rlimit rl = { 2 << 20, 2 << 20 };
+	struct ez_mr *mr = NULL;
+	struct ez_conn_opts big_bufs = { .send_depth = 64, .recv_depth = 2, .max_msg_size = 65536 };
+	size_t len = 8 << 20;
+	char dev[64], want[160];
+	struct ibv_device_attr attr;
+	void *big = aligned_alloc(4096, len);
+	int r;
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 1, len);
+	ck_assert_int_eq(device_attr(&attr, dev, sizeof(dev)), 0);
+	/* Before any RDMA fd is opened: the kernel refuses commands on an fd
+	 * opened with other credentials (ib_safe_file_access: EACCES). */
+	drop_ipc_lock();
+	ck_assert_int_eq(setrlimit(RLIMIT_MEMLOCK, &rl), 0);
+	fb_init(&b);
+	srv_start(&b, &s, 4);
+	r = ez_mr_reg(b.ctx, NULL, big, len, 0, &mr);
+	printf("8 MiB with RLIMIT_MEMLOCK 2 MiB: %d %s\n", r, ez_errmsg());
+	ck_assert_int_eq(r, -ENOMEM);
+	snprintf(want, sizeof(want), "ibv_reg_mr(%s, 8388608 bytes, access 0x1): Cannot allocate memory",
+		 dev);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_ptr_null(mr);
+	/* 64 x 64 KiB of send buffers cannot be registered either. */
+	ck_assert_int_eq(ep_connect(&b, &c, s.port, &big_bufs), 0);
+	ck_assert(fb_run(&b, &c.connected, 1, 10));
+	printf("connection needing 4 MiB of send buffers: on_connect(%d, \"%s\")\n",
+	       c.connect_status, c.connect_msg);
+	ck_assert_int_eq(c.connect_status, -ENOMEM);
+	ck_assert_str_eq(c.connect_msg,
+			 "ibv_reg_mr(send buffers, 4194304 bytes, local read): Cannot allocate memory");
+	ez_conn_close(c.conn);
+	fb_spin(&b, 0.2);
+	srv_stop(&s);
+	fb_fini(&b);
+	free(big);
+}
+END_TEST
+
+/* ---- a shared pool at its cap under a burst --------------------------- */
+
+struct holder {
+	struct ep e;
+	struct ez_buf *held[4096];
+	int nheld;
+	int max_held;
+};
+
+static void hold_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	struct holder *h = arg;
+	uint64_t seq = UINT64_MAX;
+
+	(void)conn;
+	if (ez_buf_len(buf) >= sizeof(seq))
+		memcpy(&seq, ez_buf_data(buf), sizeof(seq));
+	if (seq != h->e.next_seq)
+		h->e.bad_seq++;
+	h->e.next_seq = seq + 1;
+	h->e.received++;
+	h->held[h->nheld++] = buf;
+	if (h->nheld > h->max_held)
+		h->max_held = h->nheld;
+}
+
+static void release_all(struct holder *h)
+{
+	while (h->nheld)
+		ez_buf_release(h->held[--h->nheld]);
+}
+
+struct burst {
+	struct ep e;
+	uint64_t next;
+	int total;
+	int enobufs;
+	int op_ok, op_err;
+};
+
+static void burst_op(struct ez_conn *conn, int status, void *arg)
+{
+	struct burst *u = arg;
+
+	(void)conn;
+	if (status)
+		u->op_err++;
+	else
+		u->op_ok++;
+}
+
+/* Sends until the library says -ENOBUFS (back-pressure) or all are out. */
+static void burst_push(struct burst *u)
+{
+	while ((int)u->next < u->total) {
+		int r = ez_send(u->e.conn, &u->next, sizeof(u->next), burst_op, u);
+
+		if (r == -ENOBUFS) {
+			u->enobufs++;
+			return;
+		}
+		ck_assert_msg(r == 0, "ez_send: %d %s", r, ez_errmsg());
+		u->next++;
+	}
+}
+
+struct pool_srv {
+	struct holder h[2];
+	int n;
+	struct ez_srqpool *pool;
+};
+
+static void pool_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	struct pool_srv *ps = arg;
+	struct ez_conn_opts o = { .srqpool = ps->pool };
+	struct ez_conn_cbs cbs = ep_cbs;
+	struct holder *h = &ps->h[ps->n++];
+
+	(void)l;
+	cbs.on_recv = hold_recv;
+	ck_assert_msg(ez_accept(req, &o, &cbs, h, &h->e.conn) == 0, "%s", ez_errmsg());
+}
+
+START_TEST(srqpool_at_cap_under_burst)
+{
+	struct fb b;
+	struct pool_srv ps;
+	struct ez_srqpool_opts po = { .buf_size = 256, .nbufs = 32, .max_bufs = 32,
+				      .low_watermark = 8 };
+	struct ez_srqpool_stats st;
+	struct ez_listener *l;
+	struct burst u[2];
+	struct ez_conn_opts co = { .send_depth = 64, .max_msg_size = 256 };
+	char port[8];
+	enum { PER = 1000 };
+	int i, rounds = 0;
+	double t0 = now_s();
+
+	memset(&ps, 0, sizeof(ps));
+	memset(u, 0, sizeof(u));
+	fb_init(&b);
+	ck_assert_int_eq(ez_srqpool_new(b.ctx, NULL, &po, &ps.pool), 0);
+	ck_assert_int_eq(ez_listen(b.ctx, test_addr(), "0", NULL, pool_request, &ps, &l), 0);
+	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
+	for (i = 0; i < 2; i++) {
+		u[i].total = PER;
+		ck_assert_int_eq(ep_connect(&b, &u[i].e, port, &co), 0);
+		ck_assert(fb_run(&b, &u[i].e.connected, 1, 10));
+		ck_assert_msg(u[i].e.connect_status == 0, "%s", u[i].e.connect_msg);
+	}
+	ck_assert(fb_run(&b, &ps.h[1].e.connected, 1, 5));
+	/* The application holds every buffer it gets and gives them back in
+	 * batches: the pool sits at its cap, senders see -ENOBUFS. */
+	while ((ps.h[0].e.received < PER || ps.h[1].e.received < PER) && now_s() - t0 < 45) {
+		burst_push(&u[0]);
+		burst_push(&u[1]);
+		fb_spin(&b, 0.01);
+		ck_assert_int_eq(ez_srqpool_stats(ps.pool, &st), 0);
+		ck_assert_uint_le(st.total, 32);	/* never above the cap */
+		if (++rounds % 3 == 0) {
+			release_all(&ps.h[0]);
+			release_all(&ps.h[1]);
+		}
+	}
+	release_all(&ps.h[0]);
+	release_all(&ps.h[1]);
+	ck_assert_int_eq(ez_srqpool_stats(ps.pool, &st), 0);
+	printf("srqpool at cap 32: %d + %d messages in %.1f s; senders saw -ENOBUFS %d + %d "
+	       "times; held at most %d + %d; pool: lowest posted %llu, limit events %llu, "
+	       "growths %llu, RNR NAKs sent %lld\n",
+	       ps.h[0].e.received, ps.h[1].e.received, now_s() - t0, u[0].enobufs, u[1].enobufs,
+	       ps.h[0].max_held, ps.h[1].max_held, (unsigned long long)st.lowest_posted,
+	       (unsigned long long)st.limit_events, (unsigned long long)st.growths,
+	       (long long)st.rnr_naks_sent);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(ps.h[i].e.received, PER);	/* nothing lost */
+		ck_assert_int_eq(ps.h[i].e.bad_seq, 0);		/* in order */
+		ck_assert(fb_run(&b, &u[i].op_ok, PER, 5));
+		ck_assert_int_eq(u[i].op_err, 0);
+	}
+	ck_assert_uint_eq(st.total, 32);
+	ck_assert_uint_eq(st.growths, 0);
+	ck_assert_int_gt(u[0].enobufs + u[1].enobufs, 0);
+	for (i = 0; i < 2; i++) {
+		ep_close(&u[i].e);
+		ck_assert(fb_run(&b, &ps.h[i].e.disconnected, 1, 5));
+		ez_conn_close(ps.h[i].e.conn);
+	}
+	fb_spin(&b, 0.3);
+	ez_listener_close(l);
+	ck_assert_int_eq(ez_srqpool_free(ps.pool), 0);
+	fb_fini(&b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *su = suite_create("faults_exhaust");
+	TCase *tc = tcase_create("exhaust");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, cq_capacity_exhausted);
+	tcase_add_test(tc, mr_registration_failures);
+	tcase_add_test(tc, mr_memlock_limit);
+	tcase_add_test(tc, srqpool_at_cap_under_burst);
+	suite_add_tcase(su, tc);
+	sr = srunner_create(su);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
