@@ -4,8 +4,9 @@
 # Both work on a fresh Debian 12 machine as root with no input: they install the
 # Debian packages that are missing, bootstrap (autoreconf), configure in ./build
 # and build with make -j2, then
-#   demo  runs the ping-pong over a real RDMA device (Soft-RoCE in a VM when the
-#         machine has none) and prints its round trips and latency;
+#   demo  runs the RPC echo sample (rpc_server and rpc_client) over a real RDMA
+#         device (Soft-RoCE in a VM when the machine has none) and prints its
+#         round trips and latency;
 #   test  runs the unit tier (make check), the integration tier in the test bed
 #         (make check-integration), the two-VM RoCEv2 capture and make distcheck,
 #         prints every Check summary line, and ends with
@@ -61,13 +62,12 @@ build_tree() {
 	timeout 1800 make -C "$build" -j2 || die "make failed"
 }
 
+# The RPC echo sample: rpc_server and rpc_client over RDMA (samples/rpc-demo.sh).
 demo() {
 	install_packages
 	build_tree
-	timeout 600 make -C "$build" -j2 tests/integration/test_verbs_pingpong >/dev/null ||
-		die "cannot build the ping-pong"
-	say "raw-verbs ping-pong over a real RDMA device (Soft-RoCE VM if none here)"
-	"$testbed" run --cwd "$build" --timeout 600 -- tests/integration/test_verbs_pingpong
+	say "RPC echo sample over a real RDMA device (a Soft-RoCE VM if there is none here)"
+	"$testbed" run --cwd "$build" --timeout 900 -- "$top/samples/rpc-demo.sh" "$build"
 }
 
 passed=0 failed=0
@@ -96,7 +96,8 @@ count_trs() {
 # Each test log's Check summary ("100%: Checks: N, Failures: N, Errors: N").
 check_lines() {
 	local f
-	find "$build" -path "$build/easyrdma-*" -prune -o -name '*.log' -print | sort | while IFS= read -r f; do
+	find "$build" -path "$build/easyrdma-*" -prune -o -name '*.log' ! -name test-suite.log -print |
+		sort | while IFS= read -r f; do
 		grep -h '^[0-9]*%: Checks: ' "$f" | sed "s|^|${f#"$build"/}: |"
 	done
 }

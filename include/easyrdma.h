@@ -196,6 +196,23 @@ int ez_ctx_timeout_ms(const struct ez_ctx *ctx);
 #define EZ_ACCEPT_DATA_MAX 180
 #define EZ_REJECT_DATA_MAX 132
 
+/* How a connection's RoCEv2 UDP source port is chosen (ez_conn_opts.sport_policy;
+ * see ez_conn_opts(3)). Fabrics hash the source port to pick a path (ECMP, LAG). */
+enum ez_sport_policy {
+	EZ_SPORT_DEFAULT = 0,	/* udp_sport if set (as EZ_SPORT_FIXED), else rdma_cm's label */
+	EZ_SPORT_AUTO,		/* 0xC000 + (local QPN mod 16384): distinct for any 16384
+				 * consecutive QPs of a device, whichever process owns them */
+	EZ_SPORT_RANGE,		/* round-robin over sport_min..sport_max, per context */
+	EZ_SPORT_FIXED,		/* udp_sport */
+};
+
+/* How the chosen port reaches the wire (ez_conn_info.sport_mech). */
+enum ez_sport_mech {
+	EZ_SPORT_MECH_NONE = 0,	/* InfiniBand or RoCEv1 port: no UDP, the policy is a no-op */
+	EZ_SPORT_MECH_FLOW_LABEL, /* GRH flow label at RTR (RoCEv2, any device) */
+	EZ_SPORT_MECH_MLX5DV,	/* mlx5dv_modify_qp_udp_sport() in RTS (mlx5 devices) */
+};
+
 /* Zero in any field means its default (given in brackets). */
 struct ez_conn_opts {
 	uint32_t send_depth;	   /* sends/RDMA ops posted or queued at once [64] */
@@ -215,6 +232,8 @@ struct ez_conn_opts {
 	const void *private_data;  /* application bytes for the peer's handshake */
 	uint32_t private_data_len; /* <= EZ_CONNECT_DATA_MAX (connect) or EZ_ACCEPT_DATA_MAX (accept) */
 	struct ez_srqpool *srqpool; /* receive from this pool [a private pool of recv_depth buffers] */
+	enum ez_sport_policy sport_policy; /* our direction's UDP source port [EZ_SPORT_DEFAULT] */
+	uint16_t sport_min, sport_max;	/* EZ_SPORT_RANGE bounds, inclusive, in 0xC000..0xFFFF */
 };
 
 /* Callbacks of one connection (any may be NULL). */
@@ -225,8 +244,11 @@ struct ez_conn_cbs {
 	void (*on_connect)(struct ez_conn *conn, int status, void *arg);
 	/* A message: keep buf as long as needed, then ez_buf_release() it. */
 	void (*on_recv)(struct ez_conn *conn, struct ez_buf *buf, void *arg);
-	/* Once, after on_connect(0): the connection is down (peer or local close:
-	 * 0; device or transport error: < 0). Every op has completed before it. */
+	/* Once, after on_connect(0): the connection is down. 0: closed with
+	 * ez_conn_close() on either side; -ECONNRESET: the peer went away
+	 * without closing (its process died); other < 0: device or transport
+	 * error. Every op has completed, and every message that arrived has
+	 * been delivered, before it runs. */
 	void (*on_disconnect)(struct ez_conn *conn, int status, void *arg);
 };
 
@@ -273,11 +295,12 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
  * shows in its message; frees req. */
 int ez_reject(struct ez_conn_req *req, const void *reason, size_t len);
 
-/* Starts closing; never blocks. Queued and posted work completes with
- * -ECANCELED (posted work that already finished reports its real status),
- * then on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet
- * connected), then the handle is freed. Call it exactly once per handle,
- * also after an error; no callback runs after it for a dead connection. */
+/* Starts closing; never blocks. Work waiting for credits completes with
+ * -ECANCELED; a goodbye goes behind the posted work, then the QP enters ERR
+ * (posted work reports its real status, or -ECANCELED when flushed); then
+ * on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet connected)
+ * and the handle is freed. Call it exactly once per handle, also after an
+ * error; no callback runs after it for a dead connection. */
 void ez_conn_close(struct ez_conn *conn);
 
 /* The message of the connection's last error ("" if none). */
@@ -297,6 +320,8 @@ struct ez_conn_info {
 	uint32_t peer_credits;	/* receive credits the peer advertised */
 	uint32_t send_credits;	/* credits available now */
 	uint32_t max_inline;
+	enum ez_sport_policy sport_policy; /* the policy in effect */
+	enum ez_sport_mech sport_mech;	/* NONE: udp_sport and flow_label mean nothing */
 };
 int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info);
 

@@ -24,7 +24,7 @@ if EZ_NEVER
 TESTS += $(INTEGRATION_TESTS)
 endif
 dist_noinst_SCRIPTS += tests/integration/device-probe.sh tests/integration/two_host_capture.sh
-EXTRA_DIST += tests/testbed
+EXTRA_DIST += tests/testbed .ci/run
 
 # The integration tier: every test must run; no device is a failure here.
 check-integration: $(INTEGRATION_TESTS)
@@ -32,3 +32,11 @@ check-integration: $(INTEGRATION_TESTS)
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(INTEGRATION_TESTS)'
 
 .PHONY: check-integration
+
+# The README's example must build against the installed library and its
+# pkg-config file (make installcheck; distcheck runs it).
+installcheck-local:
+	$(AWK) '/^```c$$/ { f = 1; next } /^```$$/ { f = 0 } f' $(srcdir)/README.md >readme-example.c
+	$(CC) -Wall -Werror -o readme-example readme-example.c \
+		`PKG_CONFIG_PATH="$(DESTDIR)$(pkgconfigdir)" $(PKG_CONFIG) --cflags --libs easyrdma` $(EV_LIBS)
+	rm -f readme-example readme-example.c

@@ -42,6 +42,7 @@ struct ez_ctx {
 	struct device *devices;
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
+	uint32_t sport_rr;		/* EZ_SPORT_RANGE cursor of the context's connections */
 };
 
 int ctx_watch_add(struct ez_ctx *ctx, struct ctx_watch *w);

@@ -9,10 +9,16 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/handshake.c lib/conn/handshake.h \
 	lib/conn/opts.c lib/conn/opts.h \
 	lib/conn/mr.c lib/conn/mr.h \
-	lib/conn/pool.c lib/conn/pool.h
+	lib/conn/pool.c lib/conn/pool.h \
+	lib/conn/flow.c lib/conn/flow.h \
+	lib/conn/flowdev.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
+UNIT_TESTS += tests/unit/test_flow
+tests_unit_test_flow_SOURCES = tests/unit/test_flow.c
+tests_unit_test_flow_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_flow_LDADD = $(TEST_LDADD)
 tests_unit_test_handshake_SOURCES = tests/unit/test_handshake.c
 tests_unit_test_handshake_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_handshake_LDADD = $(TEST_LDADD)

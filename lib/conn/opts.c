@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "flow.h"
 #include "opts.h"
 
 int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out)
@@ -70,5 +71,5 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 	if (out->private_data_len && !out->private_data)
 		return ezi_fail(-EINVAL, "ez_conn_opts.private_data is NULL with private_data_len %u",
 				out->private_data_len);
-	return 0;
+	return flow_opts_check(out);
 }

@@ -1,0 +1,20 @@
+# tests/bench/local.mk: the benchmark program (easyrdma's side of tests/bench/compare) and its check.
+
+# Built by `make` so tests/bench/compare finds it; never run by `make check`
+# itself except through the integration test below.
+noinst_PROGRAMS += tests/bench/ezbench
+tests_bench_ezbench_SOURCES = tests/bench/ezbench.c
+tests_bench_ezbench_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
+# A real executable, not a libtool wrapper that relinks on first run in the VM.
+tests_bench_ezbench_LDFLAGS = -no-install
+
+dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py
+EXTRA_DIST += tests/bench/README.md
+
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/integration/test_ezbench
+tests_integration_test_ezbench_SOURCES = tests/integration/test_ezbench.c \
+	tests/integration/spawn.c tests/integration/spawn.h
+tests_integration_test_ezbench_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_ezbench_LDADD = $(TEST_LDADD)
+endif

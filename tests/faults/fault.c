@@ -1,0 +1,265 @@
+/* fault.c: the fault suite's bench: loop, echo server, counting endpoints, resource counters. */
+#include "config.h"
+
+#include <check.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fault.h"
+
+const char *test_addr(void)
+{
+	const char *a = getenv("EZ_TEST_ADDR");
+
+	return a && *a ? a : "192.0.2.1";
+}
+
+double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+void fb_init(struct fb *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->loop = ev_loop_new(EVFLAG_AUTO);
+	ck_assert_ptr_nonnull(b->loop);
+	ck_assert_msg(ez_ctx_new(b->loop, 0, &b->ctx) == 0, "ez_ctx_new: %s", ez_errmsg());
+	/* EVRUN_ONCE must come back now and then to look at the deadline. */
+	ev_timer_init(&b->tick, on_tick, 0.02, 0.02);
+	ev_timer_start(b->loop, &b->tick);
+}
+
+int fb_run(struct fb *b, const volatile int *flag, int want, double secs)
+{
+	double end = now_s() + secs;
+
+	while (*flag < want && now_s() < end)
+		ev_run(b->loop, EVRUN_ONCE);
+	return *flag >= want;
+}
+
+void fb_spin(struct fb *b, double secs)
+{
+	static const int never = 0;
+
+	fb_run(b, &never, 1, secs);
+}
+
+void fb_fini(struct fb *b)
+{
+	ck_assert_msg(ez_ctx_free(b->ctx) == 0, "ez_ctx_free: %s", ez_errmsg());
+	ev_timer_stop(b->loop, &b->tick);
+	ev_loop_destroy(b->loop);
+}
+
+/* ---- endpoints -------------------------------------------------------- */
+
+static void ep_on_connect(struct ez_conn *conn, int status, void *arg)
+{
+	struct ep *e = arg;
+
+	e->connected++;
+	e->connect_status = status;
+	snprintf(e->connect_msg, sizeof(e->connect_msg), "%s", ez_conn_errmsg(conn));
+}
+
+static void ep_on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	struct ep *e = arg;
+	uint64_t seq = UINT64_MAX;
+
+	if (e->closed)
+		e->recv_after_close++;
+	if (ez_buf_len(buf) >= sizeof(seq))
+		memcpy(&seq, ez_buf_data(buf), sizeof(seq));
+	if (seq != e->next_seq)
+		e->bad_seq++;
+	e->next_seq = seq + 1;
+	e->received++;
+	if (e->echo && !e->closed) {
+		int ret = ez_send(conn, ez_buf_data(buf), ez_buf_len(buf), NULL, NULL);
+
+		ck_assert_msg(ret == 0, "echo: %d %s", ret, ez_errmsg());
+	}
+	ez_buf_release(buf);
+}
+
+static void ep_on_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct ep *e = arg;
+
+	e->disconnected++;
+	e->disconnect_status = status;
+	snprintf(e->disconnect_msg, sizeof(e->disconnect_msg), "%s", ez_conn_errmsg(conn));
+	if (e->close_on_disconnect && !e->closed) {
+		e->closed = 1;
+		ez_conn_close(conn);
+	}
+}
+
+const struct ez_conn_cbs ep_cbs = { ep_on_connect, ep_on_recv, ep_on_disconnect };
+
+int ep_connect(struct fb *b, struct ep *e, const char *port, const struct ez_conn_opts *o)
+{
+	return ez_connect(b->ctx, test_addr(), port, o, &ep_cbs, e, &e->conn);
+}
+
+int ep_send_seq(struct ep *e, uint64_t seq)
+{
+	return ez_send(e->conn, &seq, sizeof(seq), NULL, NULL);
+}
+
+void ep_close(struct ep *e)
+{
+	if (!e->closed && e->conn) {
+		e->closed = 1;
+		ez_conn_close(e->conn);
+	}
+}
+
+/* ---- the server ------------------------------------------------------- */
+
+static void srv_ep_connect(struct ez_conn *conn, int status, void *arg)
+{
+	struct ep *e = arg;
+	struct srv *s = e->user;
+
+	ep_on_connect(conn, status, arg);
+	if (!status)
+		s->connected++;
+}
+
+static void srv_ep_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct ep *e = arg;
+	struct srv *s = e->user;
+
+	s->disconnected++;
+	ep_on_disconnect(conn, status, arg);
+}
+
+static const struct ez_conn_cbs srv_cbs = { srv_ep_connect, ep_on_recv, srv_ep_disconnect };
+
+static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	struct srv *s = arg;
+	struct ep *e;
+
+	(void)l;
+	s->requests++;
+	if (s->neps == s->cap) {
+		ck_assert_int_eq(ez_reject(req, "full", 4), 0);
+		return;
+	}
+	e = &s->eps[s->neps];
+	memset(e, 0, sizeof(*e));
+	e->user = s;
+	e->echo = 1;
+	e->close_on_disconnect = 1;
+	if (ez_accept(req, &s->opts, &srv_cbs, e, &e->conn)) {
+		s->accept_errors++;
+		snprintf(s->accept_msg, sizeof(s->accept_msg), "%s", ez_errmsg());
+		return;
+	}
+	s->neps++;
+}
+
+void srv_start(struct fb *b, struct srv *s, int cap)
+{
+	s->b = b;
+	s->cap = cap;
+	s->eps = calloc((size_t)cap, sizeof(*s->eps));
+	ck_assert_ptr_nonnull(s->eps);
+	ck_assert_msg(ez_listen(b->ctx, test_addr(), "0", NULL, srv_on_request, s, &s->l) == 0,
+		      "ez_listen: %s", ez_errmsg());
+	snprintf(s->port, sizeof(s->port), "%u", ez_listener_port(s->l));
+}
+
+/* Closes what is still open and waits until every handle is gone. */
+void srv_stop(struct srv *s)
+{
+	int i;
+
+	if (s->l)
+		ez_listener_close(s->l);
+	s->l = NULL;
+	for (i = 0; i < s->neps; i++) {
+		if (!s->eps[i].closed) {
+			s->eps[i].closed = 1;
+			ez_conn_close(s->eps[i].conn);
+		}
+	}
+	fb_spin(s->b, 0.3);
+	free(s->eps);
+	s->eps = NULL;
+}
+
+/* ---- resource counters ------------------------------------------------ */
+
+int count_fds(void)
+{
+	char path[64];
+	int n = 0, fd;
+
+	/* Probing keeps the count free of the fd a directory listing would add. */
+	for (fd = 0; fd < 65536; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (access(path, F_OK) == 0)
+			n++;
+		else if (fd > 4096)
+			break;
+	}
+	return n;
+}
+
+long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, rss = 0;
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+int rdma_res_count(const char *what)
+{
+	char cmd[160];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "rdma res show %s 2>/dev/null | grep -c 'pid %d '", what,
+		 (int)getpid());
+	f = popen(cmd, "r");
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}

@@ -1,0 +1,77 @@
+/* fault.h: the fault suite's bench: a loop, a context, echo servers, counting clients, resource counters. */
+#ifndef EZ_FAULT_H
+#define EZ_FAULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <ev.h>
+
+#include "easyrdma.h"
+
+const char *test_addr(void);
+double now_s(void);
+
+struct fb {
+	struct ev_loop *loop;
+	struct ez_ctx *ctx;
+	ev_timer tick;
+};
+
+void fb_init(struct fb *b);
+/* Runs the loop until *flag >= want or secs pass; returns *flag >= want. */
+int fb_run(struct fb *b, const volatile int *flag, int want, double secs);
+/* Runs the loop for secs whatever happens. */
+void fb_spin(struct fb *b, double secs);
+void fb_fini(struct fb *b);
+
+/* One side of a connection, counting what its callbacks saw. */
+struct ep {
+	struct ez_conn *conn;
+	int connected, connect_status;
+	char connect_msg[256];
+	int disconnected, disconnect_status;
+	char disconnect_msg[256];
+	int received;
+	uint64_t next_seq;	/* messages carry a sequence number: none lost, none reordered */
+	int bad_seq;
+	int recv_after_close;
+	int closed;
+	int echo;		/* send every message back */
+	int close_on_disconnect;
+	void *user;
+};
+
+extern const struct ez_conn_cbs ep_cbs;
+
+/* A server that accepts every request as an ep (echoing) with opts. */
+struct srv {
+	struct fb *b;
+	struct ez_listener *l;
+	char port[8];
+	int requests;
+	struct ez_conn_opts opts;
+	struct ep *eps;
+	int neps, cap;
+	int accept_errors;
+	char accept_msg[256];
+	int connected;		/* server eps that reached on_connect(0) */
+	int disconnected;
+};
+
+void srv_start(struct fb *b, struct srv *s, int cap);
+void srv_stop(struct srv *s);
+
+/* ez_connect() of an ep to the server's port. */
+int ep_connect(struct fb *b, struct ep *e, const char *port, const struct ez_conn_opts *o);
+/* Sends a message carrying the ep's next outgoing sequence number. */
+int ep_send_seq(struct ep *e, uint64_t seq);
+void ep_close(struct ep *e);
+
+/* Resource counters. */
+int count_fds(void);
+long rss_kb(void);
+size_t heap_in_use(void);
+/* `rdma res show <what>` lines (qp, cq, mr, pd, cm_id) for this process; -1 if unknown. */
+int rdma_res_count(const char *what);
+
+#endif
