@@ -244,7 +244,10 @@ static int server(void)
 		}
 		if (!t_up && get_file("up", buf, sizeof(buf))) {
 			t_up = now_s();
-			say("peer's link is up again");
+			say("peer's link is up again; neighbours:");
+			fflush(stdout);
+			if (system("ip neigh show dev eth0"))
+				say("ip neigh failed");
 		}
 	}
 	spin(0.5);
@@ -340,6 +343,10 @@ static int client(void)
 	      L.t_end - t_down < 2.5,
 	      "b: ended %.3f / %.3f s after the link went down", S.t_end - t_down, L.t_end - t_down);
 
+	say("neighbours after the outage:");
+	fflush(stdout);
+	if (system("ip neigh show dev eth0; ip link show eth0 | head -1; rdma link show"))
+		say("ip/rdma failed");
 	/* The listener on a keeps accepting: connect again until it answers. */
 	end = now_s() + 60;
 	for (i = 0; i < 12 && now_s() < end; i++) {
