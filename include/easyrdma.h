@@ -174,6 +174,13 @@ enum {
 	/* No libev watcher: the application polls ez_ctx_fd() for POLLIN with
 	 * its own loop (epoll, poll, io_uring) and calls ez_ctx_process(). */
 	EZ_CTX_NO_LOOP = 1u << 0,
+	/* Busy-poll mode, for latency: the completion queues are polled on
+	 * every pass instead of waiting for the completion channel (which is
+	 * never armed), so a completion costs no interrupt and no wakeup, and
+	 * one core spins. On a libev loop an ev_idle watcher keeps the loop
+	 * turning; with EZ_CTX_NO_LOOP, call ez_ctx_process() in a loop
+	 * without waiting on the fd. */
+	EZ_CTX_BUSY_POLL = 1u << 1,
 };
 
 /* A context on loop (NULL: libev's default loop), or with EZ_CTX_NO_LOOP
