@@ -218,8 +218,9 @@ lat_round() {
 		next_port
 		if tool_pair fi_pingpong "fi_pingpong -p verbs -e msg -S $s -I $lat_iters -B $port" \
 			"fi_pingpong -p verbs -e msg -S $s -I $lat_iters -P $port $addr" &&
-			awk -v s="$s" '$1 == s { ok = 1 } END { exit !ok }' "$tmp/cli"; then
-			record "lat_${s}_fi" anchor "$r" "$(awk -v s="$s" '$1 == s { print $7; exit }' "$tmp/cli")"
+			awk -v s="$s" '$1 == s || $1 == (s / 1024) "k" { ok = 1 } END { exit !ok }' "$tmp/cli"; then
+			# fi_pingpong writes 4096 as "4k"
+			record "lat_${s}_fi" anchor "$r" "$(awk -v s="$s" '$1 == s || $1 == (s / 1024) "k" { print $7; exit }' "$tmp/cli")"
 		else
 			fail "lat_${s}_fi" anchor "$r" "$(grep -v '^ *-' "$tmp/cli" | tail -3)"
 		fi
