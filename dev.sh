@@ -8,12 +8,15 @@
 #         device (Soft-RoCE in a VM when the machine has none) and prints its
 #         round trips and latency;
 #   test  runs the unit tier (make check), the integration tier in the test bed
-#         (make check-integration), the two-VM RoCEv2 capture and make distcheck,
+#         (make check-integration), the two-VM RoCEv2 capture, make distcheck,
+#         the libFuzzer targets for a bounded time and the fault suite under
+#         AddressSanitizer+UBSan,
 #         prints every Check summary line, and ends with
 #         "tests: N passed, N failed". It exits non-zero when anything failed or
 #         when the integration tier could not run.
 # Environment: EZ_VM_ACCEL=kvm|tcg and the rest of tests/testbed/testbed's;
-# EZ_SKIP_DISTCHECK=1 leaves make distcheck out.
+# EZ_SKIP_DISTCHECK=1 leaves make distcheck out; EZ_FUZZ_SECONDS (30) bounds
+# each fuzz target.
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")" || exit 1
@@ -24,7 +27,7 @@ testbed=$top/tests/testbed/testbed
 PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
 	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils
 	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 busybox-static kmod
-	iproute2 tcpdump clang"
+	iproute2 tcpdump clang xz-utils"
 
 say() { printf '\n==== %s\n' "$*"; }
 die() { echo "dev.sh: $*" >&2; exit 1; }
@@ -63,6 +66,16 @@ build_tree() {
 }
 
 # The RPC echo sample: rpc_server and rpc_client over RDMA (samples/rpc-demo.sh).
+# A second tree configured with --enable-sanitizers, for the fault suite.
+asan_build() {
+	mkdir -p "$top/build-asan"
+	if [ ! -f "$top/build-asan/Makefile" ]; then
+		(cd "$top/build-asan" && timeout 600 ../configure --enable-sanitizers >/dev/null) ||
+			{ echo "dev.sh: configure --enable-sanitizers failed" >&2; return 1; }
+	fi
+	timeout 1800 make -C "$top/build-asan" -j2 >/dev/null
+}
+
 demo() {
 	install_packages
 	build_tree
@@ -122,6 +135,7 @@ test_all() {
 	f0=$failed
 	"$testbed" run --cwd "$build" --timeout 1200 -- make check-integration; st=$?
 	echo "(integration tier: $((SECONDS - t)) s)"
+	count_trs tests/faults || result fail "fault suite did not run"
 	if ! count_trs tests/integration; then
 		result fail "integration tier could not run (test bed exited $st)"
 	elif [ $st -ne 0 ] && [ $failed -eq $f0 ]; then
@@ -149,6 +163,22 @@ test_all() {
 		fi
 		echo "(distcheck: $((SECONDS - t)) s)"
 	fi
+
+	say "fuzzing: libFuzzer targets, ${EZ_FUZZ_SECONDS:-30} s each (make fuzz)"
+	if timeout 900 make -C "$build" fuzz FUZZ_SECONDS="${EZ_FUZZ_SECONDS:-30}"; then
+		result pass "fuzz (handshake decoder, qpfsm validator)"
+	else
+		result fail "fuzz (handshake decoder, qpfsm validator)"
+	fi
+
+	say "fault suite under AddressSanitizer and UBSan (build-asan/, in the test bed)"
+	t=$SECONDS
+	if asan_build && EZ_TESTBED_TIMEOUT=1200 "$top/tests/faults/run-asan.sh" "$top/build-asan"; then
+		result pass "fault suite under ASan+UBSan"
+	else
+		result fail "fault suite under ASan+UBSan"
+	fi
+	echo "(ASan fault suite: $((SECONDS - t)) s)"
 
 	say "Check summaries"
 	check_lines

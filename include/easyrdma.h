@@ -174,6 +174,13 @@ enum {
 	/* No libev watcher: the application polls ez_ctx_fd() for POLLIN with
 	 * its own loop (epoll, poll, io_uring) and calls ez_ctx_process(). */
 	EZ_CTX_NO_LOOP = 1u << 0,
+	/* Busy-poll mode, for latency: the completion queues are polled on
+	 * every pass instead of waiting for the completion channel (which is
+	 * never armed), so a completion costs no interrupt and no wakeup, and
+	 * one core spins. On a libev loop an ev_idle watcher keeps the loop
+	 * turning; with EZ_CTX_NO_LOOP, call ez_ctx_process() in a loop
+	 * without waiting on the fd. */
+	EZ_CTX_BUSY_POLL = 1u << 1,
 };
 
 /* A context on loop (NULL: libev's default loop), or with EZ_CTX_NO_LOOP
@@ -244,8 +251,11 @@ struct ez_conn_cbs {
 	void (*on_connect)(struct ez_conn *conn, int status, void *arg);
 	/* A message: keep buf as long as needed, then ez_buf_release() it. */
 	void (*on_recv)(struct ez_conn *conn, struct ez_buf *buf, void *arg);
-	/* Once, after on_connect(0): the connection is down (peer or local close:
-	 * 0; device or transport error: < 0). Every op has completed before it. */
+	/* Once, after on_connect(0): the connection is down. 0: closed with
+	 * ez_conn_close() on either side; -ECONNRESET: the peer went away
+	 * without closing (its process died); other < 0: device or transport
+	 * error. Every op has completed, and every message that arrived has
+	 * been delivered, before it runs. */
 	void (*on_disconnect)(struct ez_conn *conn, int status, void *arg);
 };
 
@@ -292,11 +302,12 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
  * shows in its message; frees req. */
 int ez_reject(struct ez_conn_req *req, const void *reason, size_t len);
 
-/* Starts closing; never blocks. Queued and posted work completes with
- * -ECANCELED (posted work that already finished reports its real status),
- * then on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet
- * connected), then the handle is freed. Call it exactly once per handle,
- * also after an error; no callback runs after it for a dead connection. */
+/* Starts closing; never blocks. Work waiting for credits completes with
+ * -ECANCELED; a goodbye goes behind the posted work, then the QP enters ERR
+ * (posted work reports its real status, or -ECANCELED when flushed); then
+ * on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet connected)
+ * and the handle is freed. Call it exactly once per handle, also after an
+ * error; no callback runs after it for a dead connection. */
 void ez_conn_close(struct ez_conn *conn);
 
 /* The message of the connection's last error ("" if none). */
@@ -308,7 +319,7 @@ struct ez_conn_info {
 	uint32_t remote_qp_num;
 	enum ibv_mtu path_mtu;
 	uint32_t flow_label;	/* GRH flow label of our direction */
-	uint16_t udp_sport;	/* RoCEv2 UDP source port of our direction */
+	uint16_t udp_sport;	/* RoCEv2 UDP source port of our direction (0: sport_mech NONE) */
 	char device[64];
 	uint8_t port;
 	struct sockaddr_storage local, peer;

@@ -198,6 +198,7 @@ static void on_connect(struct ez_conn *conn, int status, void *arg)
 		ev_break(cl->loop, EVBREAK_ALL);
 		return;
 	}
+	printf("rpc_client: connected, sending %u requests, window %u\n", cl->total, cl->window);
 	cl->start_ns = now_ns();
 	while (cl->sent < cl->total && cl->sent < cl->window && !cl->closing && !cl->backlog)
 		send_next(cl);
@@ -259,6 +260,7 @@ int main(int argc, char **argv)
 		return 1;
 	o.send_depth = cl->window * 2;	/* room for sends whose completion lags */
 	cl->loop = EV_DEFAULT;
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* lines reach a pipe as they come */
 
 	ret = ez_ctx_new(cl->loop, 0, &ctx);
 	if (!ret)

@@ -257,14 +257,14 @@ int main(int argc, char **argv)
 			ez_ctx_free(srv.ctx);
 		return 1;
 	}
-	printf("rpc_server: listening on %s port %u\n", addr ? addr : "*",
-	       ez_listener_port(srv.listener));
-
+	/* Signal watchers first: a signal must never find the default action. */
 	ev_signal_init(&sigint, on_signal, SIGINT);
 	ev_signal_init(&sigterm, on_signal, SIGTERM);
 	sigint.data = sigterm.data = &srv;
 	ev_signal_start(srv.loop, &sigint);
 	ev_signal_start(srv.loop, &sigterm);
+	printf("rpc_server: listening on %s port %u\n", addr ? addr : "*",
+	       ez_listener_port(srv.listener));
 
 	ev_run(srv.loop, 0);
 

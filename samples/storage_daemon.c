@@ -246,6 +246,10 @@ int main(int argc, char **argv)
 	ev_signal_init(&d.sigterm, on_signal, SIGTERM);
 	ev_signal_init(&d.sigusr1, on_signal, SIGUSR1);
 	d.stats.data = d.sigint.data = d.sigterm.data = d.sigusr1.data = &d;
+	ev_timer_start(d.loop, &d.stats);
+	ev_signal_start(d.loop, &d.sigint);
+	ev_signal_start(d.loop, &d.sigterm);
+	ev_signal_start(d.loop, &d.sigusr1);	/* before anyone can learn our port */
 
 	/* Then the library joins that loop, and the store is registered once:
 	 * local access is enough, as the daemon itself issues the RDMA ops. An
@@ -265,10 +269,6 @@ int main(int argc, char **argv)
 	printf("storage_daemon: %zu MiB store, listening on %s port %u\n", d.store_len >> 20,
 	       addr ? addr : "*", ez_listener_port(d.listener));
 
-	ev_timer_start(d.loop, &d.stats);
-	ev_signal_start(d.loop, &d.sigint);
-	ev_signal_start(d.loop, &d.sigterm);
-	ev_signal_start(d.loop, &d.sigusr1);
 	ev_run(d.loop, 0);
 
 	ret = ez_mr_dereg(d.store_mr);

@@ -280,14 +280,14 @@ static int serve(const char *addr, const char *port)
 	if (ez_ctx_new(loop, 0, &ctx) ||
 	    ez_listen(ctx, addr, port, NULL, s_request, NULL, &listener))
 		die("listen");
-	printf("ezrdma: listening on %s port %u (pid %d)\n", addr ? addr : "*",
-	       ez_listener_port(listener), (int)getpid());
 	ev_signal_init(&si, s_stop, SIGINT);
 	ev_signal_init(&st, s_stop, SIGTERM);
 	ev_signal_init(&su, s_usr1, SIGUSR1);
 	ev_signal_start(loop, &si);
 	ev_signal_start(loop, &st);
 	ev_signal_start(loop, &su);
+	printf("ezrdma: listening on %s port %u (pid %d)\n", addr ? addr : "*",
+	       ez_listener_port(listener), (int)getpid());
 	ev_run(loop, 0);
 	if (ez_ctx_free(ctx))
 		die("ez_ctx_free");
@@ -478,6 +478,7 @@ static struct {
 	ev_timer progress;
 	/* results */
 	double lat_avg, lat_med, lat_p99, rate, mbps, conn_rate, conn_ms;
+	uint64_t cr_t, cr_connect_ns;	/* connection test: start of this connect, sum */
 } X;
 
 static uint32_t iters(unsigned t, uint32_t n)
@@ -493,6 +494,10 @@ static void perf_progress(struct ev_loop *l, ev_timer *w, int revents)
 {
 	double s = (now_ns() - X.t0) / 1e9;
 
+	if (!X.phase) {		/* still connecting */
+		fprintf(stderr, "perf: connecting to %s port %s\n", C.host, C.port);
+		return;
+	}
 	fprintf(stderr, "perf: %s %u/%u done, %.1f s", tname[__builtin_ctz(X.phase)], X.done,
 		X.n, s);
 	if (X.phase == T_BW)
@@ -641,6 +646,7 @@ static void cr_connect(struct ez_conn *conn, int status, void *arg)
 		return;
 	}
 	X.done++;
+	X.cr_connect_ns += now_ns() - X.cr_t;
 	ez_conn_close(conn);	/* on_disconnect starts the next one */
 }
 
@@ -659,12 +665,14 @@ static void cr_next(void)
 		X.conn_rate = X.n / s;
 		X.conn_ms = s * 1e3 / X.n;
 		if (!json)
-			printf("conn: %u connections: %.1f conn/s, %.2f ms each (connect + close)\n",
-			       X.n, X.conn_rate, X.conn_ms);
+			printf("conn: %u connections: %.1f conn/s, %.2f ms each "
+			       "(connect %.2f ms + close)\n", X.n, X.conn_rate, X.conn_ms,
+			       X.cr_connect_ns / 1e6 / X.n);
 		ev_timer_stop(loop, &X.progress);
 		ev_break(loop, EVBREAK_ALL);
 		return;
 	}
+	X.cr_t = now_ns();
 	if (ez_connect(ctx, C.host, C.port, NULL, &cbs, NULL, &cr_conn))
 		die("ez_connect");
 }
@@ -821,7 +829,8 @@ int main(int argc, char **argv)
 		printf("{\"host\": \"%s\", \"size\": %u, \"block\": %u, \"window\": %u, "
 		       "\"lat_us\": {\"avg\": %.2f, \"median\": %.2f, \"p99\": %.2f}, "
 		       "\"msg_rate\": %.0f, \"write_MBps\": %.2f, \"conn_per_s\": %.2f, "
-		       "\"conn_ms\": %.3f}\n", C.host, C.size, X.bsize, X.window, X.lat_avg,
-		       X.lat_med, X.lat_p99, X.rate, X.mbps, X.conn_rate, X.conn_ms);
+		       "\"conn_ms\": %.3f, \"connect_ms\": %.3f}\n", C.host, C.size, X.bsize, X.window,
+		       X.lat_avg, X.lat_med, X.lat_p99, X.rate, X.mbps, X.conn_rate, X.conn_ms,
+		       X.cr_connect_ns / 1e6 / (X.n ? X.n : 1));
 	return C.failed ? 1 : 0;
 }

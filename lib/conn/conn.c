@@ -21,6 +21,8 @@
 /* Where the device does not send IBV_EVENT_QP_LAST_WQE_REACHED (Soft-RoCE),
  * a QP on an SRQ is destroyed this long after it entered ERR. */
 #define DRAIN_FALLBACK_MS 100
+/* How long a closing side waits for its goodbye message to be acked. */
+#define BYE_WAIT_MS 100
 
 /* IB CM reject reasons rdma_cm passes through as the REJECTED status. */
 #define IB_REJ_INVALID_SERVICE_ID 8
@@ -55,6 +57,7 @@ static void conn_free(struct ez_conn *conn)
 	ctx_timer_stop(ctx, &conn->connect_timer);
 	ctx_timer_stop(ctx, &conn->drain_timer);
 	ctx_timer_stop(ctx, &conn->defer_timer);
+	ctx_timer_stop(ctx, &conn->bye_timer);
 	/* A private pool lives as long as the handle: the application may hold
 	 * its buffers until it closes. */
 	if (conn->own_pool && conn->pool) {
@@ -123,7 +126,7 @@ static void on_defer(struct ctx_timer *t)
 
 void conn_drain_check(struct ez_conn *conn)
 {
-	if (!conn->ended || conn->state == CS_DEAD || conn->defer_timer.armed)
+	if (!conn->ended || !conn->torn || conn->state == CS_DEAD || conn->defer_timer.armed)
 		return;
 	if (conn->posted == 0 && (conn->last_wqe || conn->drain_expired))
 		ctx_timer_start(conn->ctx, &conn->defer_timer, 0);
@@ -157,6 +160,38 @@ void conn_on_comm_est(struct ez_conn *conn)
 
 /* The QP enters ERR here: rdma_disconnect() only does that for a QP that
  * rdma_cm created. The flushed completions drain before conn_finish(). */
+void conn_teardown(struct ez_conn *conn)
+{
+	if (conn->torn)
+		return;
+	conn->torn = 1;
+	ctx_timer_stop(conn->ctx, &conn->bye_timer);
+	/* RESET -> ERR is not a valid transition: a QP that never left RESET
+	 * (setup failed before INIT) is simply destroyed. */
+	if (conn->qp && conn->qp->state != IBV_QPS_RESET) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+		if (ez_qp_modify(conn->qp, &a, IBV_QP_STATE) &&
+		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
+			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
+	}
+	if (conn->id && conn->was_connected)
+		rdma_disconnect(conn->id);
+	if (conn->qp && conn->reached_rtr)
+		ctx_timer_start(conn->ctx, &conn->drain_timer, DRAIN_FALLBACK_MS);
+	else
+		conn->drain_expired = 1;
+	conn_drain_check(conn);
+}
+
+static void on_bye_timer(struct ctx_timer *t)
+{
+	conn_teardown(container_of(t, struct ez_conn, bye_timer));
+}
+
+/* A close by the application first sends a goodbye (so the peer can tell it
+ * from a process that died: both reach it as a CM disconnect), posted behind
+ * the work already on the send queue; the teardown follows its completion. */
 static void conn_end(struct ez_conn *conn, int status)
 {
 	enum conn_state was = conn->state;
@@ -167,22 +202,14 @@ static void conn_end(struct ez_conn *conn, int status)
 	conn->end_status = status;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
 	conn->state = CS_CLOSING;
-	/* RESET -> ERR is not a valid transition: a QP that never left RESET
-	 * (setup failed before INIT) is simply destroyed. */
-	if (conn->qp && conn->qp->state != IBV_QPS_RESET) {
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-
-		if (ez_qp_modify(conn->qp, &a, IBV_QP_STATE) &&
-		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
-			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
+	conn->was_connected = was == CS_CONNECTED || was == CS_ACCEPTING;
+	if (was == CS_CONNECTED && conn->app_closed && !status && conn->qp &&
+	    conn_post_bye(conn) == 0) {
+		conn->bye_posted = 1;
+		ctx_timer_start(conn->ctx, &conn->bye_timer, BYE_WAIT_MS);
+		return;
 	}
-	if (conn->id && (was == CS_CONNECTED || was == CS_ACCEPTING))
-		rdma_disconnect(conn->id);
-	if (conn->qp && conn->reached_rtr)
-		ctx_timer_start(conn->ctx, &conn->drain_timer, DRAIN_FALLBACK_MS);
-	else
-		conn->drain_expired = 1;
-	conn_drain_check(conn);
+	conn_teardown(conn);
 }
 
 void conn_established(struct ez_conn *conn)
@@ -238,6 +265,7 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	conn->connect_timer.fn = on_connect_timeout;
 	conn->drain_timer.fn = on_drain_timer;
 	conn->defer_timer.fn = on_defer;
+	conn->bye_timer.fn = on_bye_timer;
 	conn->next = ctx->conns;
 	if (ctx->conns)
 		ctx->conns->prev = conn;
@@ -297,10 +325,10 @@ static int conn_setup(struct ez_conn *conn)
 	ret = conn_ops_init(conn);
 	if (ret)
 		return ret;
-	ret = device_cq_reserve(dev, (int)conn->o.send_depth + 1);
+	ret = device_cq_reserve(dev, (int)conn->o.send_depth + 2);
 	if (ret)
 		return conn_fail_ret(conn, ret);
-	conn->cq_reserved = (int)conn->o.send_depth + 1;
+	conn->cq_reserved = (int)conn->o.send_depth + 2;
 
 	ia.qp_context = conn;
 	ia.send_cq = dev->cq;
@@ -308,7 +336,8 @@ static int conn_setup(struct ez_conn *conn)
 	ia.srq = srqpool_srq(conn->pool);
 	ia.qp_type = IBV_QPT_RC;
 	ia.sq_sig_all = 1;
-	ia.cap.max_send_wr = conn->o.send_depth + 1;
+	/* send_depth ops, a credit message and a goodbye. */
+	ia.cap.max_send_wr = conn->o.send_depth + 2;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;
@@ -321,7 +350,7 @@ static int conn_setup(struct ez_conn *conn)
 	if (!conn->qp)
 		return conn_fail_ret(conn, ezi_fail(-errno,
 			"ibv_create_qp(%s, RC, max_send_wr %u, srq): %s", dev->name,
-			conn->o.send_depth + 1, ez_strerror(errno)));
+			conn->o.send_depth + 2, ez_strerror(errno)));
 	conn->qpn = conn->qp->qp_num;
 	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
 		ia.cap.max_inline_data : conn->o.inline_threshold;
@@ -567,9 +596,19 @@ void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
 			  ez_strerror(ev->status ? ev->status : ECONNABORTED));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		if (conn->state == CS_CONNECTED) {
-			snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s disconnected", conn->host);
+		/* Messages (and the goodbye) that arrived before the disconnect
+		 * are delivered first. */
+		if (conn->dev)
+			cq_poll(conn->dev);
+		if (conn->ended)
+			break;
+		if (conn->state == CS_CONNECTED && conn->peer_bye) {
+			snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s closed the connection",
+				 conn->host);
 			conn_end(conn, 0);
+		} else if (conn->state == CS_CONNECTED) {
+			conn_fail(conn, -ECONNRESET, "peer %s disconnected without closing (process ended or reset)",
+				  conn->host);
 		} else {
 			conn_fail(conn, -ECONNRESET, "%s(%s): peer disconnected before the connection was established",
 				  conn->step, conn->host);

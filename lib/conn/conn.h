@@ -19,7 +19,7 @@ enum conn_state {
 	CS_DEAD,		/* torn down; waiting for ez_conn_close() */
 };
 
-enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_READ, OP_CREDIT };
+enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_READ, OP_CREDIT, OP_BYE };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus one for credit messages), so the data path never allocates. */
@@ -37,6 +37,8 @@ struct op {
 /* Immediate data of every SEND: credits handed back, and a flag for messages
  * that only carry credits (consumed by the library, never delivered). */
 #define IMM_CREDIT_ONLY 0x80000000u
+/* With IMM_CREDIT_ONLY: the peer is closing on purpose (ez_conn_close). */
+#define IMM_BYE 0x40000000u
 #define IMM_CREDITS_MASK 0xffffu
 
 struct device;
@@ -82,6 +84,11 @@ struct ez_conn {
 	struct op *pend_head, *pend_tail;
 	struct op credit_op;
 	int credit_inflight;
+	struct op bye_op;
+	int bye_posted;
+	int torn;		/* QP in ERR, CM disconnected */
+	int was_connected;
+	int peer_bye;
 	uint8_t *sendbuf;
 	struct ibv_mr *send_mr;
 	int posted;		/* WRs on the send queue (all signaled) */
@@ -98,6 +105,7 @@ struct ez_conn {
 	struct ctx_timer connect_timer;
 	struct ctx_timer drain_timer;
 	struct ctx_timer defer_timer;
+	struct ctx_timer bye_timer;
 
 	uint8_t pdata[EZ_ACCEPT_DATA_MAX];
 	struct ez_conn_stats stats;
@@ -122,9 +130,12 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
 int conn_ops_init(struct ez_conn *conn);
 void conn_ops_fini(struct ez_conn *conn);
 void conn_kick(struct ez_conn *conn);
+int conn_post_bye(struct ez_conn *conn);
 void conn_cancel_pending(struct ez_conn *conn);
 void conn_established(struct ez_conn *conn);
 /* Called whenever posted work drops: finishes a teardown once drained. */
 void conn_drain_check(struct ez_conn *conn);
+/* The goodbye message finished (or never will): QP to ERR, CM disconnect, drain. */
+void conn_teardown(struct ez_conn *conn);
 
 #endif

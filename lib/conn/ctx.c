@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "cq.h"
 #include "ctx.h"
 #include "device.h"
 #include "error.h"
@@ -170,6 +171,12 @@ int ez_ctx_process(struct ez_ctx *ctx)
 
 		w->fn(w);
 	}
+	if (ctx->flags & EZ_CTX_BUSY_POLL) {
+		/* The CQs are never armed in this mode: this poll is the only
+		 * way their completions are seen. */
+		for (struct device *dev = ctx->devices; dev; dev = dev->next)
+			n += cq_poll(dev);
+	}
 	return n;
 }
 
@@ -195,6 +202,11 @@ static void on_loop_io(struct ev_loop *loop, ev_io *io, int revents)
 	ez_ctx_process(io->data);
 }
 
+static void on_loop_idle(struct ev_loop *loop, ev_idle *idle, int revents)
+{
+	ez_ctx_process(idle->data);
+}
+
 int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 {
 	struct ez_ctx *ctx;
@@ -202,8 +214,9 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 
 	if (!out)
 		return ezi_fail(-EINVAL, "ez_ctx_new: ctx pointer is NULL");
-	if (flags & ~EZ_CTX_NO_LOOP)
-		return ezi_fail(-EINVAL, "ez_ctx_new: unknown flags 0x%x", flags & ~EZ_CTX_NO_LOOP);
+	if (flags & ~(EZ_CTX_NO_LOOP | EZ_CTX_BUSY_POLL))
+		return ezi_fail(-EINVAL, "ez_ctx_new: unknown flags 0x%x",
+				flags & ~(EZ_CTX_NO_LOOP | EZ_CTX_BUSY_POLL));
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return ezi_fail(-ENOMEM, "ez_ctx_new: out of memory");
@@ -244,6 +257,11 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 		ev_io_init(&ctx->io, on_loop_io, ctx->epfd, EV_READ);
 		ctx->io.data = ctx;
 		ev_io_start(ctx->loop, &ctx->io);
+		if (flags & EZ_CTX_BUSY_POLL) {
+			ev_idle_init(&ctx->idle, on_loop_idle);
+			ctx->idle.data = ctx;
+			ev_idle_start(ctx->loop, &ctx->idle);
+		}
 	}
 	*out = ctx;
 	return 0;
@@ -267,8 +285,10 @@ int ez_ctx_free(struct ez_ctx *ctx)
 	if (ctx->nconns || ctx->nlisteners || ctx->npools || ctx->nmrs)
 		return ezi_fail(-EBUSY, "ez_ctx_free: %d connections, %d listeners, %d pools and %d MRs still alive",
 				ctx->nconns, ctx->nlisteners, ctx->npools, ctx->nmrs);
-	if (ctx->loop)
+	if (ctx->loop) {
 		ev_io_stop(ctx->loop, &ctx->io);
+		ev_idle_stop(ctx->loop, &ctx->idle);
+	}
 	while ((dev = ctx->devices)) {
 		ctx->devices = dev->next;
 		device_close(dev);

@@ -32,6 +32,7 @@ struct device;
 struct ez_ctx {
 	struct ev_loop *loop;	/* NULL with EZ_CTX_NO_LOOP */
 	ev_io io;
+	ev_idle idle;		/* EZ_CTX_BUSY_POLL on a libev loop */
 	unsigned int flags;
 	int epfd;
 	struct ctx_watch cm_watch;

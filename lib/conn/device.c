@@ -73,7 +73,9 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 		goto err;
 	}
 	dev->cq_size = dev->cq->cqe;
-	if (ibv_req_notify_cq(dev->cq, 0)) {
+	/* In busy-poll mode the context polls the CQ on every pass; an armed
+	 * CQ would only add an interrupt and a wakeup per completion. */
+	if (!(ctx->flags & EZ_CTX_BUSY_POLL) && ibv_req_notify_cq(dev->cq, 0)) {
 		ret = ezi_fail(-errno, "ibv_req_notify_cq(%s): %s", dev->name, ez_strerror(errno));
 		goto err;
 	}

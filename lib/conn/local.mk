@@ -27,6 +27,10 @@ tests_unit_test_conn_opts_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_conn_opts_LDADD = $(TEST_LDADD)
 
 INTEGRATION_TESTS += tests/integration/test_conn
+INTEGRATION_TESTS += tests/integration/test_flow_policy
+tests_integration_test_flow_policy_SOURCES = tests/integration/test_flow_policy.c
+tests_integration_test_flow_policy_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_flow_policy_LDADD = $(TEST_LDADD)
 tests_integration_test_conn_SOURCES = tests/integration/test_conn.c
 tests_integration_test_conn_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_conn_LDADD = $(TEST_LDADD)
@@ -41,4 +45,18 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 	doc/man3/ez_mr_dereg.3 doc/man3/ez_mr_export.3 doc/man3/ez_mr_len.3 doc/man3/ez_mr_reg.3 \
 	doc/man3/ez_read.3 doc/man3/ez_reject.3 doc/man3/ez_send.3 doc/man3/ez_send_mr.3 \
 	doc/man3/ez_sendv.3 doc/man3/ez_srqpool_free.3 doc/man3/ez_srqpool_new.3 \
-	doc/man3/ez_write.3
+	doc/man3/ez_write.3 doc/man3/ez_conn_opts.3
+
+# The flow tests' peer program, driven by tests/integration/two_host_flows.sh
+# in the two-VM test bed (testbed pair).
+noinst_PROGRAMS += tests/integration/flowpeer tests/integration/flowcheck
+tests_integration_flowcheck_SOURCES = tests/integration/flowcheck.c
+tests_integration_flowpeer_SOURCES = tests/integration/flowpeer.c
+tests_integration_flowpeer_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
+tests_integration_flowpeer_LDFLAGS = -no-install
+dist_noinst_SCRIPTS += tests/integration/two_host_flows.sh
+# Two VMs on a virtual wire; not part of `make check` (it boots two guests).
+check-flows-pair: tests/integration/flowpeer tests/integration/flowcheck
+	$(top_srcdir)/tests/testbed/testbed pair --timeout 300 --cwd $(abs_builddir) -- \
+		$(abs_top_srcdir)/tests/integration/two_host_flows.sh
+.PHONY: check-flows-pair

@@ -49,6 +49,9 @@ int conn_ops_init(struct ez_conn *conn)
 	conn->credit_op.wr.wr_id = (uintptr_t)&conn->credit_op | CQ_OP_TAG;
 	conn->credit_op.wr.opcode = IBV_WR_SEND_WITH_IMM;
 	conn->credit_op.wr.send_flags = IBV_SEND_SIGNALED;
+	conn->bye_op = conn->credit_op;
+	conn->bye_op.kind = OP_BYE;
+	conn->bye_op.wr.wr_id = (uintptr_t)&conn->bye_op | CQ_OP_TAG;
 	return 0;
 }
 
@@ -150,6 +153,19 @@ static void maybe_send_credits(struct ez_conn *conn)
 	conn->credit_inflight = 1;
 	conn->posted++;
 	conn->stats.credit_msgs_sent++;
+}
+
+int conn_post_bye(struct ez_conn *conn)
+{
+	struct op *op = &conn->bye_op;
+	struct ibv_send_wr *bad;
+
+	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_BYE);
+	op->wr.num_sge = 0;
+	if (ibv_post_send(conn->qp, &op->wr, &bad))
+		return -errno;
+	conn->posted++;
+	return 0;
 }
 
 void conn_kick(struct ez_conn *conn)
@@ -402,7 +418,10 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	int status = wc_status_errno(wc->status);
 
 	conn->posted--;
-	if (op->kind == OP_CREDIT) {
+	if (op->kind == OP_BYE) {
+		if (!conn->torn)
+			conn_teardown(conn);
+	} else if (op->kind == OP_CREDIT) {
 		conn->credit_inflight = 0;
 	} else {
 		op_complete(conn, op, status);
@@ -438,6 +457,8 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	}
 	imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
 	conn->send_credits += imm & IMM_CREDITS_MASK;
+	if (imm & IMM_BYE)
+		conn->peer_bye = 1;
 	if (imm & IMM_CREDIT_ONLY) {
 		conn->stats.credit_msgs_recv++;
 		ez_buf_release(buf);

@@ -372,7 +372,8 @@ static struct {
 	struct ez_srqpool *pool;
 	/* data tests */
 	double *samples;
-	uint32_t sent, got, completed, posted_ops;
+	uint32_t sent, got, completed;
+	uint32_t phase_end;	/* rate/bw: post up to this many (warm-up, then all) */
 	double t_start, t_last;
 	uint8_t *msg;
 	void *lbuf;
@@ -456,12 +457,16 @@ static void rate_on_sent(struct ez_conn *conn, int status, void *arg)
 		return;
 	}
 	cli.completed++;
-	if (cli.completed == cfg.warmup)
-		cli.t_start = now_us();
 	if (cli.completed == cfg.warmup + cfg.iters) {
 		cli.t_last = now_us();
 		finish(0);
 		return;
+	}
+	/* The warm-up drains completely before the clock starts, so no
+	 * operation of it overlaps the measured ones. */
+	if (cli.completed == cli.phase_end) {
+		cli.phase_end = cfg.warmup + cfg.iters;
+		cli.t_start = now_us();
 	}
 	rate_post(conn);
 }
@@ -469,10 +474,9 @@ static void rate_on_sent(struct ez_conn *conn, int status, void *arg)
 /* Keeps the window full: posts until send_depth ops are outstanding. */
 static void rate_post(struct ez_conn *conn)
 {
-	uint32_t total = cfg.warmup + cfg.iters;
 	int ret;
 
-	while (cli.sent < total) {
+	while (cli.sent < cli.phase_end) {
 		if (cfg.test == T_BW && cfg.write_op)
 			ret = ez_write(conn, cli.lmr, 0, cfg.size, &cli.c[0].rkey, 0, rate_on_sent, NULL);
 		else if (cfg.test == T_BW)
@@ -636,6 +640,7 @@ static int client_data(void)
 		if (!exit_code)
 			print_lat();
 	} else {
+		cli.phase_end = cfg.warmup ? cfg.warmup : cfg.iters;
 		cli.t_start = now_us();
 		rate_post(cli.c[0].conn);
 		run();

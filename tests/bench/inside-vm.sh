@@ -21,10 +21,10 @@ trap 'rm -rf "$tmp"' EXIT
 port=21000
 
 if [ "$quick" = 1 ]; then
-	lat_iters=300 rate_iters=2000 bw_iters=200 conn_ns="20 50" mem_n=100
+	lat_iters=200 rate_iters=1000 bw_iters=100 conn_ns="20" mem_n=100
 	lat_sizes="64"
 else
-	lat_iters=1000 rate_iters=10000 bw_iters=1000 conn_ns="100 500" mem_n=1000
+	lat_iters=500 rate_iters=5000 bw_iters=500 conn_ns="100 500" mem_n=1000
 	lat_sizes="2 64 4096"
 fi
 
@@ -90,7 +90,7 @@ ez_pair() {
 		wait "$spid" 2>/dev/null
 		return 1
 	fi
-	timeout 600 "$ez" -c "$addr" -p "$port" --timeout 590 "$@" >"$tmp/cli" 2>&1
+	timeout -k 10 600 "$ez" -c "$addr" -p "$port" --timeout 590 "$@" >"$tmp/cli" 2>&1
 	rc=$?
 	reap "$spid"
 	{ echo "## ezbench -s $sargs / -c $*: exit $rc"; cat "$tmp/srv" "$tmp/cli"; } >>"$log"
@@ -102,7 +102,7 @@ ez_pair() {
 tool_pair() {
 	local name=$1 scmd=$2 ccmd=$3 wait=${4:-tcp} spid rc
 	# shellcheck disable=SC2086
-	timeout 300 $scmd >"$tmp/srv" 2>&1 &
+	timeout -k 10 300 $scmd >"$tmp/srv" 2>&1 &
 	spid=$!
 	if [ "$wait" = tcp ]; then
 		if ! wait_tcp "$port"; then
@@ -115,7 +115,7 @@ tool_pair() {
 		sleep 2
 	fi
 	# shellcheck disable=SC2086
-	timeout 300 $ccmd >"$tmp/cli" 2>&1
+	timeout -k 10 300 $ccmd >"$tmp/cli" 2>&1
 	rc=$?
 	reap "$spid"
 	{ echo "## $name: $ccmd: exit $rc"; cat "$tmp/srv" "$tmp/cli"; } >>"$log"
@@ -145,8 +145,11 @@ gid=$(gid_index)
 	echo "kernel: $(uname -r)"
 	echo "cpus: $(nproc)"
 	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
-	echo "device: $dev gid_index: $gid addr: $addr"
-	echo "rounds: $rounds quick: $quick"
+	echo "device: $dev"
+	echo "gid_index: $gid"
+	echo "addr: $addr"
+	echo "rounds: $rounds"
+	echo "quick: $quick"
 	echo "perftest: $(dpkg-query -W -f '${Version}' perftest 2>/dev/null)"
 	echo "ucx: $(dpkg-query -W -f '${Version}' ucx-utils 2>/dev/null || echo missing)"
 	echo "libfabric: $(dpkg-query -W -f '${Version}' libfabric-bin 2>/dev/null || echo missing)"

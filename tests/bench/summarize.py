@@ -4,6 +4,7 @@
 Usage: summarize.py RAW.TSV ENV.TXT JSON_OUT [VM_LINE]
 """
 import json
+import math
 import statistics
 import sys
 
@@ -90,9 +91,12 @@ def main():
                 errs.setdefault(key, []).append(f"round {rnd}: {detail}")
                 continue
             try:
-                vals.setdefault(key, []).append(float(v))
+                x = float(v)
+                if not math.isfinite(x):
+                    raise ValueError(v)
+                vals.setdefault(key, []).append(x)
             except ValueError:
-                errs.setdefault(key, []).append(f"round {rnd}: unparsable value {v!r}")
+                errs.setdefault(key, []).append(f"round {rnd}: unusable value {v!r}")
             if detail:
                 notes[key] = detail
     envd = {}

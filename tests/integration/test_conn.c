@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <unistd.h>
 #include <time.h>
 #include <rdma/rdma_cma.h>
 
@@ -48,17 +51,18 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 }
 
+/* fd_mode 1: EZ_CTX_NO_LOOP, polled by the test; 2: libev with EZ_CTX_BUSY_POLL. */
 static void bench_init(struct bench *b, int fd_mode)
 {
 	memset(b, 0, sizeof(*b));
-	b->fd_mode = fd_mode;
-	if (fd_mode) {
+	b->fd_mode = fd_mode == 1;
+	if (fd_mode == 1) {
 		ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &b->ctx), 0);
 		return;
 	}
 	b->loop = ev_loop_new(EVFLAG_AUTO);
 	ck_assert_ptr_nonnull(b->loop);
-	ck_assert_int_eq(ez_ctx_new(b->loop, 0, &b->ctx), 0);
+	ck_assert_int_eq(ez_ctx_new(b->loop, fd_mode == 2 ? EZ_CTX_BUSY_POLL : 0, &b->ctx), 0);
 	/* EVRUN_ONCE must come back now and then to look at the deadline. */
 	ev_timer_init(&b->tick, on_tick, 0.02, 0.02);
 	ev_timer_start(b->loop, &b->tick);
@@ -1008,6 +1012,18 @@ START_TEST(fd_mode_without_libev)
 }
 END_TEST
 
+/* The CQ is never armed in busy-poll mode, so every message that arrives
+ * proves the per-pass poll; a broken busy path stalls the ping-pong. */
+START_TEST(busy_poll_pingpong)
+{
+	struct bench b;
+
+	bench_init(&b, 2);
+	pingpong(&b, test_addr(), 1000, "busy poll");
+	bench_fini(&b);
+}
+END_TEST
+
 START_TEST(ipv6_pingpong)
 {
 	struct bench b;
@@ -1251,14 +1267,93 @@ START_TEST(repeat_without_growth)
 }
 END_TEST
 
-int main(void)
+/* ---- a peer killed with SIGKILL: the other side ends with an error ---- */
+
+static int child_connected;
+
+static void child_on_connect(struct ez_conn *conn, int status, void *arg)
 {
-	Suite *s = suite_create("conn");
-	TCase *basic = tcase_create("basic"), *rdma = tcase_create("rdma");
-	TCase *close_tc = tcase_create("close"), *errors = tcase_create("errors");
-	TCase *modes = tcase_create("modes"), *scale = tcase_create("scale");
+	(void)conn;
+	(void)arg;
+	if (status)
+		_exit(3);
+	child_connected = 1;
+	/* Tell the parent, then wait to be killed. */
+	if (write(STDOUT_FILENO, "up\n", 3) != 3)
+		_exit(4);
+}
+
+static int kill_client_main(const char *host, const char *port)
+{
+	struct ez_conn_cbs cbs = { child_on_connect, NULL, NULL };
+	struct ez_ctx *ctx;
+	struct ez_conn *conn;
+
+	if (ez_ctx_new(NULL, 0, &ctx) || ez_connect(ctx, host, port, NULL, &cbs, NULL, &conn))
+		return 2;
+	ev_run(EV_DEFAULT, 0);
+	return 0;
+}
+
+START_TEST(peer_killed_ends_with_error)
+{
+	struct bench b;
+	struct server s = { 0 };
+	int pipefd[2], status;
+	char line[8] = "";
+	pid_t pid;
+	ssize_t n;
+	double t0;
+
+	bench_init(&b, 0);
+	server_listen(&b, &s, test_addr());
+	ck_assert_int_eq(pipe(pipefd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(pipefd[1], STDOUT_FILENO);
+		close(pipefd[0]);
+		execl("/proc/self/exe", "test_conn", "--kill-client", test_addr(), b.port, (char *)NULL);
+		_exit(5);
+	}
+	close(pipefd[1]);
+	ck_assert_msg(bench_run(&b, &s.connected, 1, 20), "the child never connected");
+	ck_assert_int_eq(s.connect_status, 0);
+	n = read(pipefd[0], line, sizeof(line) - 1);
+	ck_assert_int_eq(n, 3);
+	ck_assert_str_eq(line, "up\n");
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status));
+	t0 = now_s();
+	ck_assert_msg(bench_run(&b, &s.disconnected, 1, 20), "no disconnect after SIGKILL");
+	ck_assert_int_eq(s.disconnect_status, -ECONNRESET);
+	ck_assert_ptr_nonnull(strstr(ez_conn_errmsg(s.conn), "disconnected without closing"));
+	printf("peer SIGKILLed: server's on_disconnect(%s) after %.1f ms: %s\n",
+	       ez_strerror(s.disconnect_status), (now_s() - t0) * 1e3, ez_conn_errmsg(s.conn));
+	ez_conn_close(s.conn);
+	close(pipefd[0]);
+	bench_fini(&b);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s;
+	TCase *basic, *rdma, *close_tc, *errors, *modes, *scale;
 	SRunner *sr;
 	int failed;
+
+	/* The peer that test peer_killed_ends_with_error kills. */
+	if (argc == 4 && !strcmp(argv[1], "--kill-client"))
+		return kill_client_main(argv[2], argv[3]);
+	s = suite_create("conn");
+	basic = tcase_create("basic");
+	rdma = tcase_create("rdma");
+	close_tc = tcase_create("close");
+	errors = tcase_create("errors");
+	modes = tcase_create("modes");
+	scale = tcase_create("scale");
 
 	tcase_set_timeout(basic, 180);
 	tcase_set_timeout(rdma, 60);
@@ -1275,6 +1370,7 @@ int main(void)
 	tcase_add_test(rdma, rdma_write_without_permission_fails);
 	tcase_add_test(close_tc, close_cancels_outstanding_work);
 	tcase_add_test(close_tc, close_from_callbacks_and_while_connecting);
+	tcase_add_test(close_tc, peer_killed_ends_with_error);
 	tcase_add_test(errors, error_rejected_with_reason);
 	tcase_add_test(errors, error_no_listener);
 	tcase_add_test(errors, error_timeout_unreachable);
@@ -1282,6 +1378,7 @@ int main(void)
 	tcase_add_test(errors, error_no_route);
 	tcase_add_test(errors, error_malformed_handshake_rejected);
 	tcase_add_test(modes, fd_mode_without_libev);
+	tcase_add_test(modes, busy_poll_pingpong);
 	tcase_add_test(modes, ipv6_pingpong);
 	tcase_add_test(scale, hundred_connections);
 	tcase_add_test(scale, repeat_without_growth);

@@ -80,7 +80,10 @@ START_TEST(sigterm_with_busy_client)
 	unsigned long conns, reqs;
 
 	start_client(&cl, port, "100000000", "4", "64");
-	sleep(2);
+	/* Requests are flowing once the client says it is connected. */
+	ck_assert_msg(child_wait_line(&cl, "rpc_client: connected", line, sizeof(line), 90000) == 0,
+		      "client did not connect: %s", cl.buf);
+	sleep(1);
 	ck_assert_msg(waitpid(cl.pid, NULL, WNOHANG) == 0, "client ended early: %s", cl.buf);
 	kill(srv.pid, SIGTERM);
 	ck_assert_int_eq(child_wait_line(&srv, "requests", line, sizeof(line), 10000), 0);
