@@ -8,10 +8,11 @@
 #include "log.h"
 #include "srqpool/srqpool.h"
 
-int cq_poll(struct device *dev)
+/* Polls up to max_batches batches (0: until the CQ is empty). */
+static int poll_some(struct device *dev, int max_batches)
 {
 	struct ibv_wc wc[CQ_POLL_BATCH];
-	int n, i, total = 0;
+	int n, i, total = 0, batches = 0;
 
 	for (;;) {
 		n = ibv_poll_cq(dev->cq, CQ_POLL_BATCH, wc);
@@ -39,9 +40,29 @@ int cq_poll(struct device *dev)
 			}
 		}
 		total += n;
-		if (n < CQ_POLL_BATCH)
+		if (n < CQ_POLL_BATCH || ++batches == max_batches)
 			return total;
 	}
+}
+
+int cq_poll(struct device *dev)
+{
+	return poll_some(dev, 0);
+}
+
+/* A peer that sends as fast as we handle its messages keeps the CQ from
+ * ever emptying: each turn polls a bounded number of completions and
+ * comes back through a zero-delay timer, so CM events, timers and the
+ * application's own watchers still get their turn. */
+static void poll_bounded(struct device *dev)
+{
+	if (poll_some(dev, CQ_POLL_TURN) == CQ_POLL_TURN * CQ_POLL_BATCH)
+		ctx_timer_start(dev->ctx, &dev->poll_more, 0);
+}
+
+void cq_on_poll_more(struct ctx_timer *t)
+{
+	poll_bounded(container_of(t, struct device, poll_more));
 }
 
 void cq_on_channel(struct ctx_watch *w)
@@ -59,5 +80,5 @@ void cq_on_channel(struct ctx_watch *w)
 	/* Arm before the final poll so a completion racing it is not missed. */
 	if (ibv_req_notify_cq(dev->cq, 0))
 		ezi_log_err("ibv_req_notify_cq(%s): %s", dev->name, ez_strerror(errno));
-	cq_poll(dev);
+	poll_bounded(dev);
 }

@@ -5,6 +5,8 @@
 #include "device.h"
 
 #define CQ_POLL_BATCH 32
+/* Batches polled per loop turn when a completion event comes. */
+#define CQ_POLL_TURN 16
 
 /* wr_ids of the library's send-side ops have bit 0 set; receive buffers
  * (struct ez_buf addresses, from srqpool) have it clear. */
@@ -13,5 +15,7 @@
 void cq_on_channel(struct ctx_watch *w);
 /* Polls until the CQ is empty; returns completions handled. */
 int cq_poll(struct device *dev);
+/* The device's poll_more timer: the rest of a bounded turn. */
+void cq_on_poll_more(struct ctx_timer *t);
 
 #endif

@@ -19,6 +19,7 @@ static void on_async(struct ctx_watch *w);
 
 void device_close(struct device *dev)
 {
+	ctx_timer_stop(dev->ctx, &dev->poll_more);
 	ctx_watch_del(dev->ctx, &dev->comp_watch);
 	ctx_watch_del(dev->ctx, &dev->async_watch);
 	if (dev->cq)
@@ -48,6 +49,7 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	dev->verbs = verbs;
 	dev->comp_watch.fd = -1;
 	dev->async_watch.fd = -1;
+	dev->poll_more.fn = cq_on_poll_more;
 	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(verbs->device));
 	if (ibv_query_device(verbs, &dev->attr)) {
 		ret = ezi_fail(-errno, "ibv_query_device(%s): %s", dev->name, ez_strerror(errno));

@@ -20,6 +20,7 @@ struct device {
 	int cq_reserved;	/* completions that may be outstanding at once */
 	struct ctx_watch comp_watch;
 	struct ctx_watch async_watch;
+	struct ctx_timer poll_more;	/* completions left over from a bounded turn */
 	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
 	char name[64];
 };
