@@ -17,18 +17,27 @@
 
 static void on_async(struct ctx_watch *w);
 
+/* Frees the verbs objects of a device; a failure (EBUSY: something still
+ * uses them) is a leak worth a log line, not a reason to stop closing. */
+static void device_release(struct device *dev)
+{
+	int err;
+
+	if (dev->cq && (err = ibv_destroy_cq(dev->cq)))
+		ezi_log_err("ibv_destroy_cq(%s): %s", dev->name, ez_strerror(err));
+	if (dev->cc && (err = ibv_destroy_comp_channel(dev->cc)))
+		ezi_log_err("ibv_destroy_comp_channel(%s): %s", dev->name, ez_strerror(err));
+	if (dev->pd && (err = ibv_dealloc_pd(dev->pd)))
+		ezi_log_err("ibv_dealloc_pd(%s): %s", dev->name, ez_strerror(err));
+	free(dev);
+}
+
 void device_close(struct device *dev)
 {
 	ctx_timer_stop(dev->ctx, &dev->poll_more);
 	ctx_watch_del(dev->ctx, &dev->comp_watch);
 	ctx_watch_del(dev->ctx, &dev->async_watch);
-	if (dev->cq)
-		ibv_destroy_cq(dev->cq);
-	if (dev->cc)
-		ibv_destroy_comp_channel(dev->cc);
-	if (dev->pd)
-		ibv_dealloc_pd(dev->pd);
-	free(dev);
+	device_release(dev);
 }
 
 int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **out)
@@ -97,13 +106,7 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	return 0;
 err:
 	dev->comp_watch.fd = dev->async_watch.fd = -1;
-	if (dev->cq)
-		ibv_destroy_cq(dev->cq);
-	if (dev->cc)
-		ibv_destroy_comp_channel(dev->cc);
-	if (dev->pd)
-		ibv_dealloc_pd(dev->pd);
-	free(dev);
+	device_release(dev);
 	return ret;
 }
 

@@ -57,8 +57,10 @@ int conn_ops_init(struct ez_conn *conn)
 
 void conn_ops_fini(struct ez_conn *conn)
 {
-	if (conn->send_mr)
-		ibv_dereg_mr(conn->send_mr);
+	int err;
+
+	if (conn->send_mr && (err = ibv_dereg_mr(conn->send_mr)))
+		ezi_log_err("ibv_dereg_mr(send buffers of QP %u): %s", conn->qpn, ez_strerror(err));
 	conn->send_mr = NULL;
 	free(conn->sendbuf);
 	conn->sendbuf = NULL;
