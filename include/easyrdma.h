@@ -241,7 +241,13 @@ struct ez_conn_opts {
 	struct ez_srqpool *srqpool; /* receive from this pool [a private pool of recv_depth buffers] */
 	enum ez_sport_policy sport_policy; /* our direction's UDP source port [EZ_SPORT_DEFAULT] */
 	uint16_t sport_min, sport_max;	/* EZ_SPORT_RANGE bounds, inclusive, in 0xC000..0xFFFF */
+	uint32_t paths;		   /* RC QPs (paths) of this connection, 1..EZ_MAX_PATHS [1] */
+	const void *auth_key;	   /* shared secret proved with HMAC in the handshake [none] */
+	uint32_t auth_key_len;	   /* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
 };
+
+#define EZ_MAX_PATHS 8
+#define EZ_AUTH_KEY_MAX 64
 
 /* Callbacks of one connection (any may be NULL). */
 struct ez_conn_cbs {
@@ -257,6 +263,13 @@ struct ez_conn_cbs {
 	 * error. Every op has completed, and every message that arrived has
 	 * been delivered, before it runs. */
 	void (*on_disconnect)(struct ez_conn *conn, int status, void *arg);
+	/* The peer's ez_write_imm() landed: its data is in our memory, imm is
+	 * the peer's 32-bit value, len the bytes written. */
+	void (*on_write_imm)(struct ez_conn *conn, uint32_t imm, uint32_t len, void *arg);
+	/* A path of a multi-path connection failed (status < 0) and was taken
+	 * out; the connection goes on over the paths left (paths_left > 0). */
+	void (*on_path_down)(struct ez_conn *conn, unsigned int path, int status,
+			     unsigned int paths_left, void *arg);
 };
 
 /* A send or RDMA operation finished: 0, -ECANCELED (flushed by a close or an
@@ -280,6 +293,9 @@ typedef void (*ez_request_cb)(struct ez_listener *listener, struct ez_conn_req *
 
 struct ez_listen_opts {
 	int backlog;		/* rdma_listen() backlog [128] */
+	const void *auth_key;	/* requests that do not prove this shared secret are
+				 * refused before on_request sees them [none] */
+	uint32_t auth_key_len;	/* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
 };
 
 /* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free
@@ -380,6 +396,12 @@ int ez_write(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 	     const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg);
 int ez_read(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 	    const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg);
+/* RDMA WRITE with immediate: as ez_write(), then the peer's on_write_imm()
+ * runs with imm once the data is in its memory. Uses one of the peer's
+ * receive credits, like a send. */
+int ez_write_imm(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+		 const struct ez_rkey *remote, uint64_t roff, uint32_t imm,
+		 ez_op_cb cb, void *op_arg);
 
 #ifdef __cplusplus
 }
