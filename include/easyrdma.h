@@ -355,6 +355,7 @@ struct ez_conn_stats {
 	uint64_t credit_msgs_sent, credit_msgs_recv;
 	uint64_t waits_for_credits;	/* ops queued because the peer had no credit */
 	uint64_t op_errors;		/* ops completed with a status != 0 */
+	uint64_t write_imms, write_imms_recv; /* ez_write_imm() posted / landed here */
 };
 int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats *stats);
 
