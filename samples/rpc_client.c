@@ -227,7 +227,7 @@ int main(int argc, char **argv)
 {
 	const char *host = "192.0.2.1", *port = "7471";
 	struct client *cl = calloc(1, sizeof(*cl));
-	struct ez_conn_cbs cbs = { on_connect, on_recv, on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = on_recv, .on_disconnect = on_disconnect };
 	struct ez_conn_opts o = { .max_msg_size = RPC_MAX_MSG };
 	struct ez_ctx *ctx;
 	int opt, ret;

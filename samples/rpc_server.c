@@ -177,7 +177,7 @@ static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg
 		.max_msg_size = RPC_MAX_MSG,
 		.send_depth = 512,		/* >= any client's window, with room */
 	};
-	struct ez_conn_cbs cbs = { on_connect, on_recv, on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = on_recv, .on_disconnect = on_disconnect };
 	struct client *c;
 
 	c = calloc(1, sizeof(*c));

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
 {
 	const char *host = "192.0.2.1", *port = "7473";
 	struct client c = { .n = 60, .window = 4 };
-	struct ez_conn_cbs cbs = { on_connect, on_recv, on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = on_recv, .on_disconnect = on_disconnect };
 	struct ez_conn_opts o = { .max_msg_size = sizeof(struct st_msg) };
 	int opt, ret;
 

@@ -175,7 +175,7 @@ static void on_connect(struct ez_conn *conn, int status, void *arg)
 static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {
 	struct daemon *d = arg;
-	struct ez_conn_cbs cbs = { on_connect, on_recv, session_end };
+	struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = on_recv, .on_disconnect = session_end };
 	/* Every request can have an RDMA op and a reply in flight. */
 	struct ez_conn_opts o = { .max_msg_size = sizeof(struct st_msg), .send_depth = 128 };
 	struct session *s = calloc(1, sizeof(*s));

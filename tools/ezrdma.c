@@ -214,7 +214,7 @@ static void s_connect(struct ez_conn *conn, int status, void *arg)
 
 static void s_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {
-	struct ez_conn_cbs cbs = { s_connect, s_recv, s_end };
+	struct ez_conn_cbs cbs = { .on_connect = s_connect, .on_recv = s_recv, .on_disconnect = s_end };
 	struct ez_conn_opts o = { .max_msg_size = sizeof(struct msg), .recv_depth = 64,
 				  .send_depth = 256 };
 	struct hello h = { 0 };
@@ -358,7 +358,7 @@ static void c_start(uint32_t max_msg)
 	struct hello h = { HELLO_MAGIC, max_msg };
 	struct ez_conn_opts o = { .max_msg_size = max_msg, .send_depth = 256,
 				  .private_data = &h, .private_data_len = sizeof(h) };
-	struct ez_conn_cbs cbs = { c_connect, c_recv, c_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = c_connect, .on_recv = c_recv, .on_disconnect = c_disconnect };
 
 	C.closing = 0;
 	C.buf = calloc(1, max_msg);
@@ -657,7 +657,7 @@ static void cr_disconnect(struct ez_conn *conn, int status, void *arg)
 
 static void cr_next(void)
 {
-	struct ez_conn_cbs cbs = { cr_connect, NULL, cr_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = cr_connect, .on_recv = NULL, .on_disconnect = cr_disconnect };
 
 	if (X.done == X.n) {
 		double s = (now_ns() - X.t0) / 1e9;

@@ -19,7 +19,7 @@ enum conn_state {
 	CS_DEAD,		/* torn down; waiting for ez_conn_close() */
 };
 
-enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_READ, OP_CREDIT, OP_BYE };
+enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus one for credit messages), so the data path never allocates. */

@@ -88,50 +88,73 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
 		cb(conn, status, arg);
 }
 
+/* Whether the op lands in one of the peer's receive buffers, and so needs
+ * one of its credits. A write with immediate does: its immediate value is
+ * delivered through a receive completion. */
+static int needs_credit(const struct op *op)
+{
+	return op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM;
+}
+
+static const char *op_name(const struct op *op)
+{
+	switch (op->kind) {
+	case OP_WRITE:
+		return "RDMA WRITE";
+	case OP_WRITE_IMM:
+		return "RDMA WRITE with immediate";
+	case OP_READ:
+		return "RDMA READ";
+	default:
+		return "SEND";
+	}
+}
+
 static int op_post(struct ez_conn *conn, struct op *op)
 {
 	struct ibv_send_wr *bad;
-	int credits = op->kind == OP_SEND || op->kind == OP_SEND_MR;
+	int is_send = op->kind == OP_SEND || op->kind == OP_SEND_MR;
+	uint32_t give = 0;
 
-	if (credits) {
-		uint32_t give = conn->owed > IMM_CREDITS_MASK ? IMM_CREDITS_MASK : conn->owed;
-
+	/* Sends carry the credits we owe in their immediate data; a write
+	 * with immediate carries the application's value instead. */
+	if (is_send) {
+		give = conn->owed > IMM_CREDITS_MASK ? IMM_CREDITS_MASK : conn->owed;
 		op->wr.imm_data = htonl(give);
 		conn->owed -= give;
+	}
+	if (needs_credit(op))
 		conn->send_credits--;
-		if (ibv_post_send(conn->qp, &op->wr, &bad)) {
-			int err = errno ? errno : EIO;
+	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
+		int err = errno ? errno : EIO;
 
-			conn->owed += give;
+		conn->owed += give;
+		if (needs_credit(op))
 			conn->send_credits++;
-			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
-					     "ibv_post_send(SEND, %u bytes): %s", op->sge.length,
-					     ez_strerror(err));
-		}
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
+				     "ibv_post_send(%s, %u bytes): %s", op_name(op),
+				     op->wr.num_sge ? op->sge.length : 0, ez_strerror(err));
+	}
+	switch (op->kind) {
+	case OP_SEND:
+	case OP_SEND_MR:
 		conn->stats.msgs_sent++;
 		conn->stats.bytes_sent += op->sge.length;
-	} else {
-		if (ibv_post_send(conn->qp, &op->wr, &bad)) {
-			int err = errno ? errno : EIO;
-
-			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
-					     "ibv_post_send(RDMA %s, %u bytes): %s",
-					     op->kind == OP_WRITE ? "WRITE" : "READ", op->sge.length,
-					     ez_strerror(err));
-		}
-		if (op->kind == OP_WRITE)
-			conn->stats.writes++;
-		else
-			conn->stats.reads++;
+		break;
+	case OP_WRITE_IMM:
+		conn->stats.write_imms++;
+		/* fall through */
+	case OP_WRITE:
+		conn->stats.writes++;
+		conn->stats.rdma_bytes += op->wr.num_sge ? op->sge.length : 0;
+		break;
+	default:
+		conn->stats.reads++;
 		conn->stats.rdma_bytes += op->sge.length;
+		break;
 	}
 	conn->posted++;
 	return 0;
-}
-
-static int needs_credit(const struct op *op)
-{
-	return op->kind == OP_SEND || op->kind == OP_SEND_MR;
 }
 
 /* Hands credits back in a message of their own when no send is there to
@@ -341,21 +364,24 @@ int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, e
 }
 
 static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, size_t off,
-		   size_t len, const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb,
-		   void *op_arg)
+		   size_t len, const struct ez_rkey *remote, uint64_t roff, uint32_t imm,
+		   ez_op_cb cb, void *op_arg)
 {
-	const char *fn = kind == OP_WRITE ? "ez_write" : "ez_read";
+	const char *fn = kind == OP_WRITE ? "ez_write" : kind == OP_READ ? "ez_read" : "ez_write_imm";
+	/* A write with immediate of 0 bytes carries only the value: no
+	 * memory on either side is touched. */
+	int bare_imm = kind == OP_WRITE_IMM && len == 0;
 	struct op *op;
 	int ret;
 
 	ret = check_conn(conn, fn);
-	if (!ret)
+	if (!ret && !bare_imm)
 		ret = check_mr(conn, mr, off, len, fn);
 	if (ret)
 		return ret;
-	if (!remote)
+	if (!remote && !bare_imm)
 		return ezi_fail(-EINVAL, "%s: remote is NULL", fn);
-	if (roff > remote->len || len > remote->len - roff)
+	if (remote && (roff > remote->len || len > remote->len - roff))
 		return ezi_fail(-EINVAL, "%s: remote [%llu, +%zu) is outside the peer's %llu bytes",
 				fn, (unsigned long long)roff, len, (unsigned long long)remote->len);
 	op = op_get(conn, fn);
@@ -364,28 +390,39 @@ static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, si
 	op->kind = kind;
 	op->cb = cb;
 	op->arg = op_arg;
-	op->sge.addr = (uintptr_t)mr->mr->addr + off;
+	if (!bare_imm) {
+		op->sge.addr = (uintptr_t)mr->mr->addr + off;
+		op->sge.lkey = mr->mr->lkey;
+	}
 	op->sge.length = (uint32_t)len;
-	op->sge.lkey = mr->mr->lkey;
 	op->wr.next = NULL;
 	op->wr.num_sge = len ? 1 : 0;
-	op->wr.opcode = kind == OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+	op->wr.opcode = kind == OP_WRITE ? IBV_WR_RDMA_WRITE :
+			kind == OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE_WITH_IMM;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
-	op->wr.wr.rdma.remote_addr = remote->addr + roff;
-	op->wr.wr.rdma.rkey = remote->rkey;
+	op->wr.imm_data = htonl(imm);
+	op->wr.wr.rdma.remote_addr = remote ? remote->addr + roff : 0;
+	op->wr.wr.rdma.rkey = remote ? remote->rkey : 0;
 	return op_submit(conn, op);
 }
 
 int ez_write(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 	     const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg)
 {
-	return rdma_op(conn, OP_WRITE, mr, off, len, remote, roff, cb, op_arg);
+	return rdma_op(conn, OP_WRITE, mr, off, len, remote, roff, 0, cb, op_arg);
+}
+
+int ez_write_imm(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+		 const struct ez_rkey *remote, uint64_t roff, uint32_t imm, ez_op_cb cb,
+		 void *op_arg)
+{
+	return rdma_op(conn, OP_WRITE_IMM, mr, off, len, remote, roff, imm, cb, op_arg);
 }
 
 int ez_read(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 	    const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg)
 {
-	return rdma_op(conn, OP_READ, mr, off, len, remote, roff, cb, op_arg);
+	return rdma_op(conn, OP_READ, mr, off, len, remote, roff, 0, cb, op_arg);
 }
 
 static int wc_status_errno(enum ibv_wc_status s)
@@ -455,6 +492,20 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		conn_established(conn);
 	if (conn->state != CS_CONNECTED) {
 		ez_buf_release(buf);
+		return;
+	}
+	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		/* The peer's ez_write_imm(): its data is already in our memory
+		 * and the immediate value is the application's, not credits.
+		 * The receive buffer it used holds nothing: straight back, and
+		 * owed like any message's. */
+		ez_buf_release(buf);
+		conn->stats.write_imms_recv++;
+		conn->owed++;
+		if (conn->cbs.on_write_imm)
+			conn->cbs.on_write_imm(conn, ntohl(wc->imm_data), wc->byte_len, conn->arg);
+		if (conn->state == CS_CONNECTED)
+			conn_kick(conn);
 		return;
 	}
 	imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;

@@ -112,7 +112,7 @@ static void ep_on_disconnect(struct ez_conn *conn, int status, void *arg)
 	}
 }
 
-const struct ez_conn_cbs ep_cbs = { ep_on_connect, ep_on_recv, ep_on_disconnect };
+const struct ez_conn_cbs ep_cbs = { .on_connect = ep_on_connect, .on_recv = ep_on_recv, .on_disconnect = ep_on_disconnect };
 
 int ep_connect(struct fb *b, struct ep *e, const char *port, const struct ez_conn_opts *o)
 {
@@ -158,7 +158,7 @@ static void srv_ep_disconnect(struct ez_conn *conn, int status, void *arg)
 	ep_on_disconnect(conn, status, arg);
 }
 
-static const struct ez_conn_cbs srv_cbs = { srv_ep_connect, ep_on_recv, srv_ep_disconnect };
+static const struct ez_conn_cbs srv_cbs = { .on_connect = srv_ep_connect, .on_recv = ep_on_recv, .on_disconnect = srv_ep_disconnect };
 
 static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {

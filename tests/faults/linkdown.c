@@ -149,7 +149,7 @@ static void on_disconnect(struct ez_conn *conn, int status, void *arg)
 	    (unsigned long long)s->errs);
 }
 
-static const struct ez_conn_cbs cbs = { on_connect, on_recv, on_disconnect };
+static const struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = on_recv, .on_disconnect = on_disconnect };
 
 /* One message now and then on every live connection. */
 static struct side *streams[40];

@@ -322,7 +322,7 @@ static void closer_disconnect(struct ez_conn *conn, int status, void *arg)
 	ez_conn_close(conn);	/* a second close from on_disconnect: ignored */
 }
 
-static const struct ez_conn_cbs closer_cbs = { closer_connect, closer_recv, closer_disconnect };
+static const struct ez_conn_cbs closer_cbs = { .on_connect = closer_connect, .on_recv = closer_recv, .on_disconnect = closer_disconnect };
 
 START_TEST(close_own_connection_in_on_recv)
 {

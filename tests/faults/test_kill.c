@@ -192,7 +192,7 @@ START_TEST(peer_killed_mid_transfer)
 	struct ep k = { 0 };
 	/* Small transport timeouts: 4.096 us * 2^10 = 4.2 ms, 2 retries. */
 	struct ez_conn_opts o = { .qp_timeout = 10, .retry_count = 2, .send_depth = 32 };
-	struct ez_conn_cbs cbs = { stream_on_connect, stream_on_recv, stream_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = stream_on_connect, .on_recv = stream_on_recv, .on_disconnect = stream_on_disconnect };
 	void *lmem = calloc(1, MR_SIZE);
 	double t_kill, took, bound_s;
 	int i, status, sent_after = 0, seen = 0;

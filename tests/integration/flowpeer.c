@@ -235,7 +235,7 @@ static void on_disconnect(struct ez_conn *conn, int status, void *arg)
 static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {
 	struct peer *p = arg;
-	struct ez_conn_cbs cbs = { on_connect, on_recv, on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = on_recv, .on_disconnect = on_disconnect };
 	struct pconn *c;
 
 	(void)l;
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
 		printf("flowpeer: listening on %s:%s\n", addr, port);
 		fflush(stdout);
 	} else {
-		struct ez_conn_cbs cbs = { on_connect, NULL, on_disconnect };
+		struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = NULL, .on_disconnect = on_disconnect };
 
 		for (int i = 0; i < p.nconns; i++) {
 			p.c[i].p = &p;

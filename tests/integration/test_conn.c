@@ -160,8 +160,9 @@ static void srv_echo(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {
 	struct server *s = arg;
-	struct ez_conn_cbs cbs = { srv_on_connect, s->on_recv ? s->on_recv : srv_echo,
-				   srv_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = srv_on_connect,
+				   .on_recv = s->on_recv ? s->on_recv : srv_echo,
+				   .on_disconnect = srv_on_disconnect };
 	const void *d;
 
 	(void)l;
@@ -227,7 +228,7 @@ static int client_connect(struct bench *b, struct client *c, const char *addr,
 			  const struct ez_conn_opts *opts,
 			  void (*on_recv)(struct ez_conn *, struct ez_buf *, void *))
 {
-	struct ez_conn_cbs cbs = { cli_on_connect, on_recv, cli_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = cli_on_connect, .on_recv = on_recv, .on_disconnect = cli_on_disconnect };
 
 	c->b = b;
 	c->t_start = now_s();
@@ -296,7 +297,7 @@ static void pingpong(struct bench *b, const char *addr, int n, const char *label
 	struct server s = { 0 };
 	struct client c = { .target = n };
 	struct ez_conn_opts o = { .private_data = hello, .private_data_len = sizeof(hello) };
-	struct ez_conn_cbs cbs = { ping_on_connect, ping_on_recv, cli_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = ping_on_connect, .on_recv = ping_on_recv, .on_disconnect = cli_on_disconnect };
 	struct ez_conn_info ci, si;
 
 	struct ez_conn_stats cs;
@@ -439,7 +440,7 @@ START_TEST(stream_respects_credits)
 	struct bench b;
 	struct server s = { .on_recv = sink_on_recv, .opts = { .recv_depth = 16 } };
 	struct stream st = { .total = 5000 };
-	struct ez_conn_cbs cbs = { stream_on_connect, NULL, cli_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = stream_on_connect, .on_recv = NULL, .on_disconnect = cli_on_disconnect };
 	struct ez_conn_stats cs;
 	struct ez_conn_info ci;
 
@@ -561,7 +562,7 @@ START_TEST(rdma_write_read_1mib)
 	struct bench b;
 	struct rdma_srv r = { .s = { .on_recv = rsrv_on_recv } };
 	struct rdma_cli rc = { 0 };
-	struct ez_conn_cbs cbs = { cli_on_connect, rcli_on_recv, cli_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = cli_on_connect, .on_recv = rcli_on_recv, .on_disconnect = cli_on_disconnect };
 	struct ez_mr *lmr, *rbmr;
 	struct ez_rkey key, none;
 	uint8_t *src = malloc(RSIZE), *back = calloc(1, RSIZE);
@@ -642,7 +643,7 @@ START_TEST(rdma_write_without_permission_fails)
 	struct bench b;
 	struct rdma_srv r = { .s = { .on_recv = rsrv_on_recv } };
 	struct rdma_cli rc = { 0 };
-	struct ez_conn_cbs cbs = { cli_on_connect, rcli_on_recv, cli_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = cli_on_connect, .on_recv = rcli_on_recv, .on_disconnect = cli_on_disconnect };
 	struct ez_mr *lmr;
 	struct ez_rkey key;
 	static uint8_t src[4096];
@@ -704,7 +705,7 @@ START_TEST(close_cancels_outstanding_work)
 	struct rdma_srv r = { .s = { .on_recv = rsrv_on_recv, .opts = { .recv_depth = 8 } } };
 	struct closer cl = { 0 };
 	struct rdma_cli rc = { 0 };
-	struct ez_conn_cbs cbs = { cli_on_connect, rcli_on_recv, cli_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = cli_on_connect, .on_recv = rcli_on_recv, .on_disconnect = cli_on_disconnect };
 	struct ez_conn_opts co = { .send_depth = 128 };
 	struct ez_mr *lmr;
 	struct ez_rkey key;
@@ -786,7 +787,7 @@ START_TEST(close_from_callbacks_and_while_connecting)
 	struct bench b;
 	struct server s = { 0 };
 	struct client c = { 0 }, c2 = { 0 };
-	struct ez_conn_cbs cbs = { close_in_connect, NULL, cli_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = close_in_connect, .on_recv = NULL, .on_disconnect = cli_on_disconnect };
 
 	bench_init(&b, 0);
 	server_listen(&b, &s, test_addr());
@@ -1070,7 +1071,7 @@ START_TEST(shared_srqpool)
 	struct ez_srqpool *pool;
 	struct ez_srqpool_opts po = { .nbufs = 64, .buf_size = 4096 };
 	struct ez_srqpool_stats st;
-	struct ez_conn_cbs cbs = { ping_on_connect, ping_on_recv, cli_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = ping_on_connect, .on_recv = ping_on_recv, .on_disconnect = cli_on_disconnect };
 	struct ez_conn_opts o;
 
 	bench_init(&b, 0);
@@ -1153,7 +1154,7 @@ START_TEST(hundred_connections)
 	static struct server s;
 	struct many m = { 0 };
 	struct ez_conn_opts o = { .send_depth = 4, .recv_depth = 4, .max_msg_size = 256 };
-	struct ez_conn_cbs cbs = { many_on_connect, many_on_recv, many_on_disconnect };
+	struct ez_conn_cbs cbs = { .on_connect = many_on_connect, .on_recv = many_on_recv, .on_disconnect = many_on_disconnect };
 	double t0;
 	int i;
 
@@ -1236,7 +1237,7 @@ START_TEST(repeat_without_growth)
 	for (i = 0; i < iters; i++) {
 		static struct server s;
 		struct client c = { .target = 3 };
-		struct ez_conn_cbs cbs = { ping_on_connect, ping_on_recv, cli_on_disconnect };
+		struct ez_conn_cbs cbs = { .on_connect = ping_on_connect, .on_recv = ping_on_recv, .on_disconnect = cli_on_disconnect };
 
 		if (i == 20) {	/* after warm-up: devices open, allocator settled */
 			fds0 = count_fds();
@@ -1285,7 +1286,7 @@ static void child_on_connect(struct ez_conn *conn, int status, void *arg)
 
 static int kill_client_main(const char *host, const char *port)
 {
-	struct ez_conn_cbs cbs = { child_on_connect, NULL, NULL };
+	struct ez_conn_cbs cbs = { .on_connect = child_on_connect, .on_recv = NULL, .on_disconnect = NULL };
 	struct ez_ctx *ctx;
 	struct ez_conn *conn;
 
