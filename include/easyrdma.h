@@ -345,6 +345,14 @@ struct ez_conn_info {
 	uint32_t max_inline;
 	enum ez_sport_policy sport_policy; /* the policy in effect */
 	enum ez_sport_mech sport_mech;	/* NONE: udp_sport and flow_label mean nothing */
+	/* Multi-path (ez_conn_opts.paths): the paths negotiated, those still
+	 * carrying traffic, and per path its QPs, our direction's UDP source
+	 * port and 0 or the status that took it out. Path 0 is qp_num. */
+	uint32_t paths, paths_live;
+	uint32_t path_qp_num[EZ_MAX_PATHS];
+	uint32_t path_remote_qp_num[EZ_MAX_PATHS];
+	uint16_t path_udp_sport[EZ_MAX_PATHS];
+	int32_t path_status[EZ_MAX_PATHS];
 };
 int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info);
 
@@ -356,6 +364,12 @@ struct ez_conn_stats {
 	uint64_t waits_for_credits;	/* ops queued because the peer had no credit */
 	uint64_t op_errors;		/* ops completed with a status != 0 */
 	uint64_t write_imms, write_imms_recv; /* ez_write_imm() posted / landed here */
+	/* Per path: ops posted (sends, writes, reads), their payload bytes,
+	 * messages received; and paths taken out after a failure. */
+	uint64_t path_ops[EZ_MAX_PATHS];
+	uint64_t path_bytes[EZ_MAX_PATHS];
+	uint64_t path_msgs_recv[EZ_MAX_PATHS];
+	uint64_t paths_down;
 };
 int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats *stats);
 

@@ -15,6 +15,7 @@
 #include "listener.h"
 #include "log.h"
 #include "opts.h"
+#include "path.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
 
@@ -73,6 +74,7 @@ static void conn_free(struct ez_conn *conn)
 	if (conn->next)
 		conn->next->prev = conn->prev;
 	ctx->nconns--;
+	path_free(conn);
 	free(conn);
 }
 
@@ -85,6 +87,7 @@ static void conn_finish(struct ez_conn *conn)
 		cq_poll(conn->dev);
 	}
 	conn_cancel_pending(conn);
+	path_destroy(conn);
 	if (conn->qp) {
 		device_qp_del(conn->dev, conn);
 		if (ibv_destroy_qp(conn->qp))
@@ -142,11 +145,14 @@ static void on_drain_timer(struct ctx_timer *t)
 	conn_drain_check(conn);
 }
 
-void conn_on_last_wqe(struct ez_conn *conn)
+void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
 {
 	if (!conn)
 		return;
-	ezi_log_debug("QP %u: IBV_EVENT_QP_LAST_WQE_REACHED", conn->qpn);
+	ezi_log_debug("QP %u: IBV_EVENT_QP_LAST_WQE_REACHED", qpn);
+	/* A multi-path connection has drained once every QP has. */
+	if (!path_on_last_wqe(conn, qpn))
+		return;
 	conn->last_wqe = 1;
 	conn_drain_check(conn);
 }
@@ -175,6 +181,7 @@ void conn_teardown(struct ez_conn *conn)
 		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
 	}
+	path_teardown(conn);
 	if (conn->id && conn->was_connected)
 		rdma_disconnect(conn->id);
 	if (conn->qp && conn->reached_rtr)
@@ -249,6 +256,8 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 		return NULL;
 	}
 	*err = conn_opts_resolve(opts, accept, &conn->o);
+	if (!*err)
+		*err = path_alloc(conn);
 	if (*err) {
 		free(conn);
 		return NULL;
@@ -325,10 +334,11 @@ static int conn_setup(struct ez_conn *conn)
 	ret = conn_ops_init(conn);
 	if (ret)
 		return ret;
-	ret = device_cq_reserve(dev, (int)conn->o.send_depth + 2);
+	/* send_depth ops, a credit message and a goodbye per path. */
+	ret = device_cq_reserve(dev, (int)conn->o.send_depth + 1 + (int)conn->npaths);
 	if (ret)
 		return conn_fail_ret(conn, ret);
-	conn->cq_reserved = (int)conn->o.send_depth + 2;
+	conn->cq_reserved = (int)conn->o.send_depth + 1 + (int)conn->npaths;
 
 	ia.qp_context = conn;
 	ia.send_cq = dev->cq;
@@ -355,6 +365,9 @@ static int conn_setup(struct ez_conn *conn)
 	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
 		ia.cap.max_inline_data : conn->o.inline_threshold;
 	device_qp_add(dev, conn);
+	ret = path_create(conn, &ia);
+	if (ret)
+		return ret;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
@@ -368,7 +381,7 @@ static int conn_setup(struct ez_conn *conn)
 	ret = ez_qp_modify(conn->qp, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
-	return 0;
+	return path_modify(conn, &a, mask);
 }
 
 static uint32_t calc_flow_label(uint32_t lqpn, uint32_t rqpn)
@@ -416,6 +429,9 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	conn->reached_rtr = 1;
+	ret = path_modify(conn, &a, mask);
+	if (ret)
+		return ret;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -431,12 +447,15 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	ret = ez_qp_modify(conn->qp, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
+	ret = path_modify(conn, &a, mask);
+	if (ret)
+		return ret;
 	if (conn->sport && conn->sport_mech == EZ_SPORT_MECH_MLX5DV) {
 		ret = flowdev_set_mlx5_sport(conn->qp, conn->sport);
 		if (ret)
 			return conn_fail_ret(conn, ret);
 	}
-	return 0;
+	return path_after_rts(conn);
 }
 
 static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size_t len)
@@ -450,6 +469,7 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 	};
 
 	memcpy(m.user, conn->pdata, conn->o.private_data_len);
+	path_hs_fill(conn, &m);
 	return hs_encode(&m, buf, len);
 }
 
@@ -502,6 +522,11 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	conn->peer_credits = m.credits;
 	conn->send_credits = m.credits;
 	conn->peer_max_msg = m.max_msg;
+	ret = path_take_reply(conn, &m);
+	if (ret) {
+		conn_abort(conn, ret);
+		return;
+	}
 	ret = conn_rtr_rts(conn, -1, -1);
 	if (ret) {
 		conn_abort(conn, ret);
@@ -703,6 +728,7 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
 	conn->step = "ez_accept";
 	req_resp = req->responder_resources;
 	req_init = req->initiator_depth;
+	path_grant(conn, &req->hs);
 	listener_req_unlink(req);
 	free(req);
 
@@ -831,6 +857,7 @@ int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
 	info->peer_credits = conn->peer_credits;
 	info->send_credits = conn->send_credits;
 	info->max_inline = conn->max_inline;
+	path_info(conn, info);
 	return 0;
 }
 

@@ -23,9 +23,12 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus one for credit messages), so the data path never allocates. */
+struct conn_path;
+
 struct op {
 	struct op *next;
 	struct ez_conn *conn;
+	struct conn_path *path;	/* the QP it was posted on */
 	ez_op_cb cb;
 	void *arg;
 	enum op_kind kind;
@@ -107,13 +110,20 @@ struct ez_conn {
 	struct ctx_timer defer_timer;
 	struct ctx_timer bye_timer;
 
+	/* Multi-path (path.c): paths[0] is conn->qp. */
+	struct conn_path *paths;
+	uint32_t npaths;	/* in use (negotiated once the reply is in) */
+	uint32_t paths_live;
+	uint32_t path_rr;
+	int byes_left;
+
 	uint8_t pdata[EZ_ACCEPT_DATA_MAX];
 	struct ez_conn_stats stats;
 	char errmsg[EZ_ERRMSG_MAX];
 };
 
 void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev);
-void conn_on_last_wqe(struct ez_conn *conn);
+void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn);
 void conn_on_comm_est(struct ez_conn *conn);
 /* Records the error in the connection and ends it (no-op once ended). */
 void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)

@@ -11,6 +11,7 @@
 #include "device.h"
 #include "error.h"
 #include "log.h"
+#include "path.h"
 #include "srqpool/srqpool.h"
 
 #define CQ_INITIAL 1024
@@ -182,10 +183,35 @@ struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn)
 {
 	struct ez_conn *c;
 
+	struct conn_path *p;
+
 	for (c = dev->qpn[qpn % DEVICE_QPN_BUCKETS]; c; c = c->qpn_next)
 		if (c->qpn == qpn)
 			return c;
+	for (p = dev->path_qpn[qpn % DEVICE_QPN_BUCKETS]; p; p = p->qpn_next)
+		if (p->qpn == qpn)
+			return p->conn;
 	return NULL;
+}
+
+void device_path_add(struct device *dev, struct conn_path *p)
+{
+	struct conn_path **b = &dev->path_qpn[p->qpn % DEVICE_QPN_BUCKETS];
+
+	p->qpn_next = *b;
+	*b = p;
+}
+
+void device_path_del(struct device *dev, struct conn_path *p)
+{
+	struct conn_path **pp;
+
+	for (pp = &dev->path_qpn[p->qpn % DEVICE_QPN_BUCKETS]; *pp; pp = &(*pp)->qpn_next) {
+		if (*pp == p) {
+			*pp = p->qpn_next;
+			return;
+		}
+	}
 }
 
 /* Ends every connection of the device (port 0: all ports). */
@@ -232,7 +258,7 @@ static void on_async(struct ctx_watch *w)
 				srqpool_on_limit_event(ev.element.srq->srq_context);
 			break;
 		case IBV_EVENT_QP_LAST_WQE_REACHED:
-			conn_on_last_wqe(our_conn(dev, ev.element.qp));
+			conn_on_last_wqe(our_conn(dev, ev.element.qp), ev.element.qp->qp_num);
 			break;
 		case IBV_EVENT_COMM_EST:
 			conn_on_comm_est(our_conn(dev, ev.element.qp));
@@ -240,10 +266,17 @@ static void on_async(struct ctx_watch *w)
 		case IBV_EVENT_QP_FATAL:
 		case IBV_EVENT_QP_REQ_ERR:
 		case IBV_EVENT_QP_ACCESS_ERR:
-		case IBV_EVENT_PATH_MIG_ERR:
-			conn_fail(our_conn(dev, ev.element.qp), -EIO, "device %s: async event %s on QP %u",
-				  dev->name, ibv_event_type_str(ev.event_type), ev.element.qp->qp_num);
+		case IBV_EVENT_PATH_MIG_ERR: {
+			struct ez_conn *c = our_conn(dev, ev.element.qp);
+
+			/* One path of several is taken out; the last, or a
+			 * single path, ends the connection. */
+			if (c && path_on_qp_event(c, ev.element.qp->qp_num, -EIO))
+				conn_fail(c, -EIO, "device %s: async event %s on QP %u",
+					  dev->name, ibv_event_type_str(ev.event_type),
+					  ev.element.qp->qp_num);
 			break;
+		}
 		case IBV_EVENT_PORT_ERR:
 			snprintf(why, sizeof(why), "device %s: port %d went down", dev->name,
 				 ev.element.port_num);

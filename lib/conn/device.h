@@ -22,6 +22,7 @@ struct device {
 	struct ctx_watch async_watch;
 	struct ctx_timer poll_more;	/* completions left over from a bounded turn */
 	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
+	struct conn_path *path_qpn[DEVICE_QPN_BUCKETS];	/* extra QPs of multi-path connections */
 	char name[64];
 };
 
@@ -37,6 +38,11 @@ void device_cq_release(struct device *dev, int n);
 
 void device_qp_add(struct device *dev, struct ez_conn *conn);
 void device_qp_del(struct device *dev, struct ez_conn *conn);
+/* The connection of a QP: its first QP or one of its extra paths. */
 struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn);
+
+struct conn_path;
+void device_path_add(struct device *dev, struct conn_path *p);
+void device_path_del(struct device *dev, struct conn_path *p);
 
 #endif

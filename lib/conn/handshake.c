@@ -20,6 +20,22 @@ size_t hs_user_max(enum hs_kind kind)
 	return 0;
 }
 
+size_t hs_paths_len(unsigned int paths)
+{
+	return paths ? 1 + 3 * ((size_t)paths - 1) : 0;
+}
+
+uint32_t hs_path_psn(uint32_t psn0, unsigned int path)
+{
+	/* A large odd step keeps the paths' sequence spaces far apart. */
+	return (psn0 + path * 0x5a5a5bu) & 0xffffffu;
+}
+
+static int has_paths(const struct hs_msg *m)
+{
+	return (m->caps & HS_CAP_PATHS) && m->kind != HS_REJ;
+}
+
 static void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
@@ -48,10 +64,17 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 {
 	uint8_t *p = buf;
 	size_t max = hs_user_max(m->kind);
+	size_t block = 0;
 
 	if (!max)
 		return -EINVAL;
-	if (m->user_len > max || buflen < HS_HDR_LEN + (size_t)m->user_len)
+	if (has_paths(m)) {
+		if (m->paths < 1 || m->paths > HS_MAX_PATHS)
+			return -EINVAL;
+		block = hs_paths_len(m->paths);
+	}
+	if (m->user_len > max || (size_t)m->user_len + block > max ||
+	    buflen < HS_HDR_LEN + (size_t)m->user_len + block)
 		return -EMSGSIZE;
 	put32(p, HS_MAGIC);
 	p[4] = HS_VERSION;
@@ -62,7 +85,19 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 	put16(p + 10, m->credits);
 	put32(p + 12, m->max_msg);
 	memcpy(p + HS_HDR_LEN, m->user, m->user_len);
-	return HS_HDR_LEN + m->user_len;
+	if (block) {
+		uint8_t *b = p + HS_HDR_LEN + m->user_len;
+
+		b[0] = m->paths;
+		for (unsigned int i = 1; i < m->paths; i++) {
+			uint32_t q = m->path_qpn[i];
+
+			b[3 * i - 2] = (uint8_t)(q >> 16);
+			b[3 * i - 1] = (uint8_t)(q >> 8);
+			b[3 * i] = (uint8_t)q;
+		}
+	}
+	return HS_HDR_LEN + m->user_len + (int)block;
 }
 
 static const char *kind_name(unsigned int kind)
@@ -128,6 +163,37 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 		return -EPROTO;
 	}
 	memcpy(m->user, p + HS_HDR_LEN, m->user_len);
+	m->paths = 1;
+	if (has_paths(m)) {
+		const uint8_t *b = p + HS_HDR_LEN + m->user_len;
+		size_t block;
+
+		if (len < HS_HDR_LEN + (size_t)m->user_len + 1) {
+			snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, the path block starts at %u",
+				 len, HS_HDR_LEN + m->user_len);
+			return -EPROTO;
+		}
+		if (b[0] < 1 || b[0] > HS_MAX_PATHS) {
+			snprintf(why, whylen, "easyrdma handshake: %s offers %u paths, 1..%d allowed",
+				 kind_name(kind), b[0], HS_MAX_PATHS);
+			return -EPROTO;
+		}
+		block = hs_paths_len(b[0]);
+		if (m->user_len + block > hs_user_max(kind)) {
+			snprintf(why, whylen, "easyrdma handshake: %u user bytes and %u paths exceed the %zu bytes of a %s",
+				 m->user_len, b[0], hs_user_max(kind), kind_name(kind));
+			return -EPROTO;
+		}
+		if (len < HS_HDR_LEN + (size_t)m->user_len + block) {
+			snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, %u paths need %zu",
+				 len, b[0], HS_HDR_LEN + (size_t)m->user_len + block);
+			return -EPROTO;
+		}
+		m->paths = b[0];
+		for (unsigned int i = 1; i < m->paths; i++)
+			m->path_qpn[i] = (uint32_t)b[3 * i - 2] << 16 | (uint32_t)b[3 * i - 1] << 8 |
+					 b[3 * i];
+	}
 	return 0;
 }
 

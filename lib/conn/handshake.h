@@ -11,6 +11,13 @@
  *   8  u16 capabilities    10 u16 receive credits     12 u32 max message size
  * rdma_cm on IB/RoCE carries 56 bytes in a REQ, 196 in a REP and 148 in a
  * REJ, and hands the receiver the full (zero-padded) size, hence user_len.
+ *
+ * With HS_CAP_PATHS (REQ and REP only) a path block follows the user bytes:
+ *   u8 paths (1..HS_MAX_PATHS), then one u24 QP number per extra path 1..paths-1.
+ * A peer that predates it ignores the unknown capability and never reads past
+ * user_len, so it sees a single-path request; without the bit a message means
+ * one path. The extra paths' PSNs are not carried: both sides derive them
+ * from QP 0's, which rdma_cm exchanges (hs_path_psn()).
  */
 #define HS_MAGIC 0x455a5244u
 #define HS_VERSION 1
@@ -18,6 +25,7 @@
 #define HS_REQ_MAX 56
 #define HS_REP_MAX 196
 #define HS_REJ_MAX 148
+#define HS_MAX_PATHS 8
 
 enum hs_kind {
 	HS_REQ = 1,		/* connect request: the active side's credits and data */
@@ -28,6 +36,7 @@ enum hs_kind {
 /* Capabilities; unknown bits from a peer are ignored. */
 enum {
 	HS_CAP_CREDITS = 1u << 0, /* credits returned in immediate data */
+	HS_CAP_PATHS = 1u << 1,	/* a path block follows the user bytes */
 };
 
 struct hs_msg {
@@ -38,7 +47,19 @@ struct hs_msg {
 	uint32_t max_msg;
 	uint8_t user_len;
 	uint8_t user[HS_REP_MAX - HS_HDR_LEN];
+	/* With HS_CAP_PATHS: paths offered (REQ) or granted (REP), and the QP
+	 * numbers of paths 1..paths-1 (path_qpn[0] is unused: QP 0's number
+	 * travels in the CM message itself). */
+	uint8_t paths;
+	uint32_t path_qpn[HS_MAX_PATHS];
 };
+
+/* Bytes of the path block for a number of paths (a connect request sends
+ * none for a single path). */
+size_t hs_paths_len(unsigned int paths);
+
+/* The starting PSN of extra path i from QP 0's (24 bits). */
+uint32_t hs_path_psn(uint32_t psn0, unsigned int path);
 
 /* Largest user_len for a kind (0 for an unknown kind). */
 size_t hs_user_max(enum hs_kind kind);

@@ -11,7 +11,8 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/mr.c lib/conn/mr.h \
 	lib/conn/pool.c lib/conn/pool.h \
 	lib/conn/flow.c lib/conn/flow.h \
-	lib/conn/flowdev.c
+	lib/conn/flowdev.c \
+	lib/conn/path.c lib/conn/path.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts

@@ -12,6 +12,7 @@
 #include "device.h"
 #include "log.h"
 #include "mr.h"
+#include "path.h"
 #include "srqpool/srqpool.h"
 
 int conn_ops_init(struct ez_conn *conn)
@@ -115,6 +116,7 @@ static int op_post(struct ez_conn *conn, struct op *op)
 	struct ibv_send_wr *bad;
 	int is_send = op->kind == OP_SEND || op->kind == OP_SEND_MR;
 	uint32_t give = 0;
+	struct conn_path *path = path_pick(conn);
 
 	/* Sends carry the credits we owe in their immediate data; a write
 	 * with immediate carries the application's value instead. */
@@ -125,7 +127,8 @@ static int op_post(struct ez_conn *conn, struct op *op)
 	}
 	if (needs_credit(op))
 		conn->send_credits--;
-	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
+	op->path = path;
+	if (ibv_post_send(path->qp, &op->wr, &bad)) {
 		int err = errno ? errno : EIO;
 
 		conn->owed += give;
@@ -154,6 +157,10 @@ static int op_post(struct ez_conn *conn, struct op *op)
 		break;
 	}
 	conn->posted++;
+	path->posted++;
+	path->posted_bytes += op->wr.num_sge ? op->sge.length : 0;
+	conn->stats.path_ops[path->idx]++;
+	conn->stats.path_bytes[path->idx] += op->wr.num_sge ? op->sge.length : 0;
 	return 0;
 }
 
@@ -170,13 +177,15 @@ static void maybe_send_credits(struct ez_conn *conn)
 	give = conn->owed > IMM_CREDITS_MASK ? IMM_CREDITS_MASK : conn->owed;
 	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | give);
 	op->wr.num_sge = 0;
-	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
+	op->path = path_pick(conn);
+	if (ibv_post_send(op->path->qp, &op->wr, &bad)) {
 		ezi_log_warn("ibv_post_send(credit message): %s", ez_strerror(errno));
 		return;
 	}
 	conn->owed -= give;
 	conn->credit_inflight = 1;
 	conn->posted++;
+	op->path->posted++;
 	conn->stats.credit_msgs_sent++;
 }
 
@@ -185,11 +194,20 @@ int conn_post_bye(struct ez_conn *conn)
 	struct op *op = &conn->bye_op;
 	struct ibv_send_wr *bad;
 
+	/* Each path's goodbye goes behind that path's work: the teardown
+	 * waits for all of them. */
+	if (conn->npaths > 1) {
+		conn->byes_left = path_post_byes(conn);
+		return conn->byes_left ? 0 : -EIO;
+	}
 	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_BYE);
 	op->wr.num_sge = 0;
+	op->path = &conn->paths[0];
 	if (ibv_post_send(conn->qp, &op->wr, &bad))
 		return -errno;
 	conn->posted++;
+	op->path->posted++;
+	conn->byes_left = 1;
 	return 0;
 }
 
@@ -455,17 +473,24 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 {
 	struct ez_conn *conn = op->conn;
 	int status = wc_status_errno(wc->status);
+	int last_path = 0;
 
 	conn->posted--;
+	op->path->posted--;
+	if (op->kind != OP_CREDIT && op->kind != OP_BYE && op->wr.num_sge)
+		op->path->posted_bytes -= op->sge.length;
+	/* A path of several that fails is taken out and the others carry on. */
+	if (status && conn->npaths > 1)
+		status = path_on_error(conn, op, status, &last_path);
 	if (op->kind == OP_BYE) {
-		if (!conn->torn)
+		if (!conn->torn && --conn->byes_left <= 0)
 			conn_teardown(conn);
 	} else if (op->kind == OP_CREDIT) {
 		conn->credit_inflight = 0;
 	} else {
 		op_complete(conn, op, status);
 	}
-	if (status && status != -ECANCELED && !conn->ended)
+	if (status && (conn->npaths > 1 ? last_path : status != -ECANCELED) && !conn->ended)
 		conn_fail(conn, status, "work completion: %s (vendor error 0x%x)",
 			  ibv_wc_status_str(wc->status), wc->vendor_err);
 	if (conn->ended)
@@ -518,6 +543,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	} else {
 		conn->stats.msgs_recv++;
 		conn->stats.bytes_recv += wc->byte_len;
+		conn->stats.path_msgs_recv[path_index(conn, wc->qp_num)]++;
 		if (conn->cbs.on_recv)
 			conn->cbs.on_recv(conn, buf, conn->arg);
 		else

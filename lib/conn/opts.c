@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "flow.h"
+#include "handshake.h"
 #include "opts.h"
 
 int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out)
@@ -38,6 +39,8 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 		out->responder_resources = CONN_DEF_RD_ATOMIC;
 	if (!out->initiator_depth)
 		out->initiator_depth = CONN_DEF_RD_ATOMIC;
+	if (!out->paths)
+		out->paths = 1;
 
 	if (out->send_depth > CONN_MAX_DEPTH)
 		return ezi_fail(-EINVAL, "ez_conn_opts.send_depth %u exceeds %u",
@@ -65,6 +68,17 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 	if (out->udp_sport && out->udp_sport < 0xC000)
 		return ezi_fail(-EINVAL, "ez_conn_opts.udp_sport %u below the RoCEv2 range 0xC000..0xFFFF",
 				out->udp_sport);
+	if (out->paths > EZ_MAX_PATHS)
+		return ezi_fail(-EINVAL, "ez_conn_opts.paths %u not in 1..%d", out->paths,
+				EZ_MAX_PATHS);
+	/* A multi-path handshake carries the extra QP numbers in the same
+	 * private data (56 bytes for a request). */
+	if (out->paths > 1)
+		pmax -= hs_paths_len(out->paths);
+	if (out->private_data_len > pmax && out->paths > 1)
+		return ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %zu for %s with %u paths",
+				out->private_data_len, pmax, accept ? "an accept" : "a connect",
+				out->paths);
 	if (out->private_data_len > pmax)
 		return ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %zu for %s",
 				out->private_data_len, pmax, accept ? "an accept" : "a connect");

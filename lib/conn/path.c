@@ -1,0 +1,375 @@
+/* path.c: multi-path connections: the extra RC QPs, their ladder after QP 0, the path each op takes, a path's failure. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "cq.h"
+#include "device.h"
+#include "flow.h"
+#include "log.h"
+#include "path.h"
+
+_Static_assert(HS_MAX_PATHS == EZ_MAX_PATHS, "the handshake carries up to EZ_MAX_PATHS paths");
+
+/* A WR's weight beyond its bytes, so that zero-length ops count too. */
+#define PATH_WR_COST 64
+
+int path_alloc(struct ez_conn *conn)
+{
+	uint32_t i, n = conn->o.paths ? conn->o.paths : 1;
+
+	conn->paths = calloc(n, sizeof(*conn->paths));
+	if (!conn->paths)
+		return ezi_fail(-ENOMEM, "connection paths: out of memory");
+	for (i = 0; i < n; i++) {
+		conn->paths[i].conn = conn;
+		conn->paths[i].idx = (uint8_t)i;
+	}
+	conn->npaths = n;
+	return 0;
+}
+
+void path_free(struct ez_conn *conn)
+{
+	free(conn->paths);
+	conn->paths = NULL;
+}
+
+void path_grant(struct ez_conn *conn, const struct hs_msg *peer)
+{
+	uint32_t want = (peer->caps & HS_CAP_PATHS) ? peer->paths : 1, i;
+
+	if (want < conn->npaths)
+		conn->npaths = want;
+	for (i = 1; i < conn->npaths; i++)
+		conn->paths[i].remote_qpn = peer->path_qpn[i];
+}
+
+static void path_qp_to_err(struct conn_path *p)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	if (!p->qp || p->qp->state == IBV_QPS_RESET)
+		return;
+	if (ez_qp_modify(p->qp, &a, IBV_QP_STATE) && ibv_modify_qp(p->qp, &a, IBV_QP_STATE))
+		ezi_log_err("QP %u (path %u) to ERR: %s", p->qpn, p->idx, ez_strerror(errno));
+}
+
+static void path_destroy_one(struct ez_conn *conn, struct conn_path *p)
+{
+	if (!p->qp)
+		return;
+	device_path_del(conn->dev, p);
+	if (ibv_destroy_qp(p->qp))
+		ezi_log_err("ibv_destroy_qp(%u, path %u): %s", p->qpn, p->idx, ez_strerror(errno));
+	p->qp = NULL;
+	p->live = 0;
+}
+
+int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia)
+{
+	struct conn_path *p0 = &conn->paths[0];
+	uint32_t i;
+
+	p0->qp = conn->qp;
+	p0->qpn = conn->qpn;
+	p0->live = 1;
+	conn->paths_live = 1;
+	for (i = 1; i < conn->npaths; i++) {
+		struct conn_path *p = &conn->paths[i];
+
+		p->qp = ibv_create_qp(conn->dev->pd, ia);
+		if (!p->qp)
+			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -errno,
+					     "ibv_create_qp(%s, RC, path %u of %u, max_send_wr %u, srq): %s",
+					     conn->dev->name, i, conn->npaths, ia->cap.max_send_wr,
+					     ez_strerror(errno));
+		p->qpn = p->qp->qp_num;
+		p->live = 1;
+		conn->paths_live++;
+		device_path_add(conn->dev, p);
+	}
+	return 0;
+}
+
+/* Consecutive choices of the connection's policy: AUTO (and DEFAULT, whose
+ * rdma_cm label would be the same for every path) from each QP's own number,
+ * RANGE the next ports of the context's cursor, FIXED the ports after the
+ * one asked for. */
+static uint16_t path_sport(struct ez_conn *conn, struct conn_path *p)
+{
+	if (conn->sport_mech == EZ_SPORT_MECH_NONE)
+		return 0;
+	switch (flow_policy(&conn->o)) {
+	case EZ_SPORT_RANGE:
+		return flow_pick_sport(&conn->o, p->qpn, &conn->ctx->sport_rr);
+	case EZ_SPORT_FIXED:
+		return (uint16_t)(FLOW_SPORT_MIN +
+				  (conn->o.udp_sport - FLOW_SPORT_MIN + p->idx) % FLOW_SPORTS);
+	case EZ_SPORT_AUTO:
+	case EZ_SPORT_DEFAULT:
+		break;
+	}
+	return flow_auto_sport(p->qpn);
+}
+
+int path_modify(struct ez_conn *conn, const struct ibv_qp_attr *a, int mask)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 1; i < conn->npaths; i++) {
+		struct conn_path *p = &conn->paths[i];
+		struct ibv_qp_attr b = *a;
+		int m = mask;
+
+		if (a->qp_state == IBV_QPS_RTR) {
+			b.dest_qp_num = p->remote_qpn;
+			b.rq_psn = hs_path_psn(a->rq_psn, i);
+			m |= IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+			p->sport = path_sport(conn, p);
+			if (p->sport && conn->sport_mech == EZ_SPORT_MECH_FLOW_LABEL)
+				b.ah_attr.grh.flow_label = ez_udp_sport_to_flow_label(p->sport);
+		} else if (a->qp_state == IBV_QPS_RTS) {
+			b.sq_psn = hs_path_psn(a->sq_psn, i);
+			m |= IBV_QP_SQ_PSN;
+		}
+		ret = ez_qp_modify(p->qp, &b, m);
+		if (ret)
+			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
+					     "path %u (QP %u): %s", i, p->qpn, ez_errmsg());
+	}
+	return 0;
+}
+
+int path_after_rts(struct ez_conn *conn)
+{
+	uint32_t i;
+	int ret;
+
+	conn->paths[0].sport = conn->sport;
+	if (conn->sport_mech != EZ_SPORT_MECH_MLX5DV)
+		return 0;
+	for (i = 1; i < conn->npaths; i++) {
+		struct conn_path *p = &conn->paths[i];
+
+		if (!p->sport)
+			continue;
+		ret = flowdev_set_mlx5_sport(p->qp, p->sport);
+		if (ret)
+			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret, "path %u: %s",
+					     i, ez_errmsg());
+	}
+	return 0;
+}
+
+int path_take_reply(struct ez_conn *conn, const struct hs_msg *rep)
+{
+	uint32_t granted = (rep->caps & HS_CAP_PATHS) ? rep->paths : 1, i;
+
+	if (granted > conn->npaths)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -EPROTO,
+				     "rdma_connect(%s): the reply grants %u paths, %u were asked",
+				     conn->host, granted, conn->npaths);
+	for (i = granted; i < conn->npaths; i++) {
+		path_destroy_one(conn, &conn->paths[i]);
+		conn->paths_live--;
+	}
+	conn->npaths = granted;
+	for (i = 1; i < granted; i++)
+		conn->paths[i].remote_qpn = rep->path_qpn[i];
+	return 0;
+}
+
+void path_hs_fill(const struct ez_conn *conn, struct hs_msg *m)
+{
+	uint32_t i;
+
+	if (conn->npaths < 2)
+		return;
+	m->caps |= HS_CAP_PATHS;
+	m->paths = (uint8_t)conn->npaths;
+	for (i = 1; i < conn->npaths; i++)
+		m->path_qpn[i] = conn->paths[i].qpn;
+}
+
+static uint64_t path_load(const struct conn_path *p)
+{
+	return p->posted_bytes + (uint64_t)p->posted * PATH_WR_COST;
+}
+
+struct conn_path *path_pick(struct ez_conn *conn)
+{
+	struct conn_path *best = NULL;
+	uint32_t n = conn->npaths, start, i;
+
+	if (n == 1)
+		return &conn->paths[0];
+	/* The cursor moves every time so that equal loads take turns. */
+	start = conn->path_rr++;
+	for (i = 0; i < n; i++) {
+		struct conn_path *p = &conn->paths[(start + i) % n];
+
+		if (p->live && (!best || path_load(p) < path_load(best)))
+			best = p;
+	}
+	return best ? best : &conn->paths[0];
+}
+
+unsigned int path_index(const struct ez_conn *conn, uint32_t qpn)
+{
+	uint32_t i;
+
+	for (i = 1; i < conn->npaths; i++)
+		if (conn->paths[i].qpn == qpn)
+			return i;
+	return 0;
+}
+
+static void path_down(struct ez_conn *conn, struct conn_path *p, int status)
+{
+	p->live = 0;
+	p->down_status = status;
+	conn->paths_live--;
+	conn->stats.paths_down++;
+	/* Work still on its send queue flushes with the path's status. */
+	path_qp_to_err(p);
+	ezi_log_warn("connection %s: path %u (QP %u, UDP source port %u) down: %s; %u paths left",
+		     conn->host, p->idx, p->qpn, p->sport, ez_strerror(status), conn->paths_live);
+	if (conn->cbs.on_path_down)
+		conn->cbs.on_path_down(conn, p->idx, status, conn->paths_live, conn->arg);
+}
+
+int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fails)
+{
+	struct conn_path *p = op->path;
+
+	*conn_fails = 0;
+	if (conn->ended)
+		return status;
+	/* The peer never took these, or took them without our seeing the
+	 * ACK: handing the credits back risks an RNR retry at worst, where
+	 * losing them would shrink the window for good. */
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_CREDIT)
+		conn->owed += ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM)
+		conn->send_credits++;
+	if (!p->live)
+		return status == -ECANCELED && p->down_status ? p->down_status : status;
+	/* A flush with no error of its own: the QP entered ERR from outside
+	 * (a fatal async error, or the test hook). */
+	if (status == -ECANCELED)
+		status = -EIO;
+	if (conn->paths_live <= 1) {
+		*conn_fails = 1;
+		return status;
+	}
+	path_down(conn, p, status);
+	return status;
+}
+
+int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status)
+{
+	struct conn_path *p;
+
+	if (conn->npaths < 2)
+		return 1;
+	if (conn->ended)
+		return 0;
+	p = &conn->paths[path_index(conn, qpn)];
+	if (!p->live)
+		return 0;
+	if (conn->paths_live <= 1)
+		return 1;
+	path_down(conn, p, status);
+	return 0;
+}
+
+int path_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
+{
+	uint32_t i;
+
+	conn->paths[path_index(conn, qpn)].last_wqe = 1;
+	for (i = 0; i < conn->npaths; i++)
+		if (conn->paths[i].qp && !conn->paths[i].last_wqe)
+			return 0;
+	return 1;
+}
+
+int path_post_byes(struct ez_conn *conn)
+{
+	struct ibv_send_wr *bad;
+	uint32_t i;
+	int n = 0;
+
+	for (i = 0; i < conn->npaths; i++) {
+		struct conn_path *p = &conn->paths[i];
+		struct op *op = &p->bye_op;
+
+		if (!p->live)
+			continue;
+		*op = conn->bye_op;
+		op->path = p;
+		op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
+		op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_BYE);
+		op->wr.num_sge = 0;
+		if (ibv_post_send(p->qp, &op->wr, &bad)) {
+			ezi_log_warn("ibv_post_send(goodbye, path %u): %s", i, ez_strerror(errno));
+			continue;
+		}
+		p->posted++;
+		conn->posted++;
+		n++;
+	}
+	return n;
+}
+
+void path_teardown(struct ez_conn *conn)
+{
+	uint32_t i;
+
+	for (i = 1; i < conn->npaths; i++)
+		if (conn->paths[i].qp && !conn->paths[i].down_status)
+			path_qp_to_err(&conn->paths[i]);
+}
+
+void path_destroy(struct ez_conn *conn)
+{
+	uint32_t i;
+
+	if (!conn->paths)
+		return;
+	for (i = 1; i < conn->npaths; i++)
+		path_destroy_one(conn, &conn->paths[i]);
+	conn->paths[0].qp = NULL;
+	conn->paths[0].live = 0;
+}
+
+void path_info(const struct ez_conn *conn, struct ez_conn_info *info)
+{
+	uint32_t i;
+
+	info->paths = conn->npaths;
+	info->paths_live = conn->paths_live;
+	for (i = 0; i < conn->npaths; i++) {
+		const struct conn_path *p = &conn->paths[i];
+
+		info->path_qp_num[i] = p->qpn;
+		info->path_remote_qp_num[i] = i ? p->remote_qpn : info->remote_qp_num;
+		info->path_udp_sport[i] = i ? p->sport : info->udp_sport;
+		info->path_status[i] = p->down_status;
+	}
+}
+
+int path_test_break(struct ez_conn *conn, unsigned int path)
+{
+	if (!conn || path >= conn->npaths || !conn->paths[path].qp)
+		return -EINVAL;
+	path_qp_to_err(&conn->paths[path]);
+	return 0;
+}

@@ -1,0 +1,76 @@
+/* path.h: the paths (RC QPs) of a multi-path connection: the extra QPs, their ladder, the choice per op, a path's failure. */
+#ifndef EZ_CONN_PATH_H
+#define EZ_CONN_PATH_H
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "conn.h"
+#include "handshake.h"
+
+/* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are
+ * created by the library on the same PD, CQ and SRQ and laddered with QP 0's
+ * attributes, each with its own remote QP, PSNs and UDP source port. */
+struct conn_path {
+	struct ez_conn *conn;
+	struct ibv_qp *qp;
+	uint32_t qpn, remote_qpn;
+	uint16_t sport;		/* chosen by the policy (0: rdma_cm's label, path 0 only) */
+	uint8_t idx;
+	uint8_t live;		/* takes new work */
+	uint8_t last_wqe;	/* IBV_EVENT_QP_LAST_WQE_REACHED seen */
+	int posted;		/* WRs on this path's send queue */
+	uint64_t posted_bytes;	/* and their payload */
+	int down_status;	/* why it was taken out (0: live) */
+	struct op bye_op;	/* the goodbye sent down this path at close */
+	struct conn_path *qpn_next;	/* device's table of extra QPs */
+};
+
+/* The path array (o.paths entries; npaths of them in use), path 0 unbound. */
+int path_alloc(struct ez_conn *conn);
+void path_free(struct ez_conn *conn);
+/* The paths a request asks for and the ones this side grants: min of both. */
+void path_grant(struct ez_conn *conn, const struct hs_msg *peer);
+
+/* After QP 0 exists: binds path 0, creates paths 1..npaths-1 with ia. */
+int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia);
+/* QP 0 just took these attributes to INIT, RTR or RTS: the extra paths follow
+ * with their own remote QP, PSNs and port. */
+int path_modify(struct ez_conn *conn, const struct ibv_qp_attr *a, int mask);
+/* Path 0's RTS done: the mlx5 ports of the extra paths (QP in RTS). */
+int path_after_rts(struct ez_conn *conn);
+/* Active side, from the reply: npaths = what was granted; surplus QPs go. */
+int path_take_reply(struct ez_conn *conn, const struct hs_msg *rep);
+/* Our path block in a handshake (nothing for a single path). */
+void path_hs_fill(const struct ez_conn *conn, struct hs_msg *m);
+
+/* The live path with the least work outstanding; ties go round-robin. */
+struct conn_path *path_pick(struct ez_conn *conn);
+
+/* A send-queue completion with status != 0 on a multi-path connection.
+ * Returns the status the op completes with; takes the path out when the
+ * error is its own (not a flush of a close or of a path already down), and
+ * returns 1 in *conn_fails when it was the last one. */
+int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fails);
+/* IBV_EVENT_QP_FATAL and kin on one of the connection's QPs; 1: the
+ * connection must end (single path, or its last). */
+int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status);
+/* IBV_EVENT_QP_LAST_WQE_REACHED on qpn: 1 once every QP has drained. */
+int path_on_last_wqe(struct ez_conn *conn, uint32_t qpn);
+/* Index of the path whose QP is qpn (0 if none). */
+unsigned int path_index(const struct ez_conn *conn, uint32_t qpn);
+
+/* A goodbye down every live path, behind its work; the count posted. */
+int path_post_byes(struct ez_conn *conn);
+/* Extra QPs to ERR (QP 0 is conn.c's). */
+void path_teardown(struct ez_conn *conn);
+/* Extra QPs destroyed (their completions already dispatched). */
+void path_destroy(struct ez_conn *conn);
+
+void path_info(const struct ez_conn *conn, struct ez_conn_info *info);
+
+/* Test hook: moves the path's QP to ERR as a fatal error of the device
+ * would; the library notices through its completions. */
+int path_test_break(struct ez_conn *conn, unsigned int path);
+
+#endif
