@@ -19,7 +19,8 @@ enum conn_state {
 	CS_DEAD,		/* torn down; waiting for ez_conn_close() */
 };
 
-enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE };
+enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
+	       OP_PATH_DOWN };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus one for credit messages), so the data path never allocates. */
@@ -43,6 +44,11 @@ struct op {
 /* With IMM_CREDIT_ONLY: the peer is closing on purpose (ez_conn_close). */
 #define IMM_BYE 0x40000000u
 #define IMM_CREDITS_MASK 0xffffu
+/* With IMM_CREDIT_ONLY: we took path (imm >> IMM_PATH_SHIFT) & IMM_PATH_MASK
+ * out; the peer does too rather than wait for its transport timeout. */
+#define IMM_PATH_DOWN 0x20000000u
+#define IMM_PATH_SHIFT 16
+#define IMM_PATH_MASK 0x7u
 
 struct device;
 

@@ -61,3 +61,10 @@ check-flows-pair: tests/integration/flowpeer tests/integration/flowcheck
 	$(top_srcdir)/tests/testbed/testbed pair --timeout 300 --cwd $(abs_builddir) -- \
 		$(abs_top_srcdir)/tests/integration/two_host_flows.sh
 .PHONY: check-flows-pair
+
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/integration/test_multipath
+tests_integration_test_multipath_SOURCES = tests/integration/test_multipath.c
+tests_integration_test_multipath_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_multipath_LDADD = $(TEST_LDADD)
+endif

@@ -477,7 +477,7 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 
 	conn->posted--;
 	op->path->posted--;
-	if (op->kind != OP_CREDIT && op->kind != OP_BYE && op->wr.num_sge)
+	if (op->kind != OP_CREDIT && op->kind != OP_BYE && op->kind != OP_PATH_DOWN && op->wr.num_sge)
 		op->path->posted_bytes -= op->sge.length;
 	/* A path of several that fails is taken out and the others carry on. */
 	if (status && conn->npaths > 1)
@@ -487,7 +487,7 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 			conn_teardown(conn);
 	} else if (op->kind == OP_CREDIT) {
 		conn->credit_inflight = 0;
-	} else {
+	} else if (op->kind != OP_PATH_DOWN) {
 		op_complete(conn, op, status);
 	}
 	if (status && (conn->npaths > 1 ? last_path : status != -ECANCELED) && !conn->ended)
@@ -537,6 +537,8 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	conn->send_credits += imm & IMM_CREDITS_MASK;
 	if (imm & IMM_BYE)
 		conn->peer_bye = 1;
+	if ((imm & (IMM_CREDIT_ONLY | IMM_PATH_DOWN)) == (IMM_CREDIT_ONLY | IMM_PATH_DOWN))
+		path_on_peer_down(conn, (imm >> IMM_PATH_SHIFT) & IMM_PATH_MASK);
 	if (imm & IMM_CREDIT_ONLY) {
 		conn->stats.credit_msgs_recv++;
 		ez_buf_release(buf);

@@ -231,7 +231,30 @@ unsigned int path_index(const struct ez_conn *conn, uint32_t qpn)
 	return 0;
 }
 
-static void path_down(struct ez_conn *conn, struct conn_path *p, int status)
+/* Our side of the path is dead; the peer's QP may never notice (it only
+ * would by its transport timeout if it sent on it), so it is told on a
+ * path still live. Outside the credit window, like credit messages. */
+static void path_tell_peer(struct ez_conn *conn, struct conn_path *p)
+{
+	struct op *op = &p->down_op;
+	struct ibv_send_wr *bad;
+
+	*op = conn->bye_op;
+	op->kind = OP_PATH_DOWN;
+	op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
+	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_PATH_DOWN |
+				(uint32_t)p->idx << IMM_PATH_SHIFT);
+	op->wr.num_sge = 0;
+	op->path = path_pick(conn);
+	if (!op->path->live || ibv_post_send(op->path->qp, &op->wr, &bad)) {
+		ezi_log_warn("connection %s: path %u down not told to the peer", conn->host, p->idx);
+		return;
+	}
+	op->path->posted++;
+	conn->posted++;
+}
+
+static void path_down(struct ez_conn *conn, struct conn_path *p, int status, int tell)
 {
 	p->live = 0;
 	p->down_status = status;
@@ -239,6 +262,8 @@ static void path_down(struct ez_conn *conn, struct conn_path *p, int status)
 	conn->stats.paths_down++;
 	/* Work still on its send queue flushes with the path's status. */
 	path_qp_to_err(p);
+	if (tell)
+		path_tell_peer(conn, p);
 	ezi_log_warn("connection %s: path %u (QP %u, UDP source port %u) down: %s; %u paths left",
 		     conn->host, p->idx, p->qpn, p->sport, ez_strerror(status), conn->paths_live);
 	if (conn->cbs.on_path_down)
@@ -269,8 +294,19 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 		*conn_fails = 1;
 		return status;
 	}
-	path_down(conn, p, status);
+	path_down(conn, p, status, 1);
 	return status;
+}
+
+void path_on_peer_down(struct ez_conn *conn, unsigned int idx)
+{
+	if (conn->ended || idx >= conn->npaths || !conn->paths[idx].live)
+		return;
+	if (conn->paths_live <= 1) {
+		conn_fail(conn, -ECONNRESET, "peer took the last path (%u) out", idx);
+		return;
+	}
+	path_down(conn, &conn->paths[idx], -ECONNRESET, 0);
 }
 
 int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status)
@@ -286,7 +322,7 @@ int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status)
 		return 0;
 	if (conn->paths_live <= 1)
 		return 1;
-	path_down(conn, p, status);
+	path_down(conn, p, status, 1);
 	return 0;
 }
 

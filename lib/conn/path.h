@@ -23,6 +23,7 @@ struct conn_path {
 	uint64_t posted_bytes;	/* and their payload */
 	int down_status;	/* why it was taken out (0: live) */
 	struct op bye_op;	/* the goodbye sent down this path at close */
+	struct op down_op;	/* tells the peer this path is out (sent on another) */
 	struct conn_path *qpn_next;	/* device's table of extra QPs */
 };
 
@@ -52,6 +53,8 @@ struct conn_path *path_pick(struct ez_conn *conn);
  * error is its own (not a flush of a close or of a path already down), and
  * returns 1 in *conn_fails when it was the last one. */
 int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fails);
+/* The peer took path idx out: so do we (its QP may never time out here). */
+void path_on_peer_down(struct ez_conn *conn, unsigned int idx);
 /* IBV_EVENT_QP_FATAL and kin on one of the connection's QPs; 1: the
  * connection must end (single path, or its last). */
 int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status);

@@ -1,0 +1,540 @@
+/* test_multipath.c: multi-path connections on a real device: K QPs per connection move verified data, negotiation, a path failure, no QP left after close. */
+#include <check.h>
+#include <errno.h>
+#include <ev.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "easyrdma.h"
+#include "conn/path.h"
+
+#define NMSG 600
+#define MSG_SIZE 1024
+#define WR_CHUNK 16384
+#define NWRITE 64
+
+static const char *test_addr(void)
+{
+	const char *a = getenv("EZ_TEST_ADDR");
+
+	return a && *a ? a : "192.0.2.1";
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* `rdma res show qp` lines of this process (-1: the tool is not there). */
+static int qps_of_mine(void)
+{
+	char cmd[160];
+	int n = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma res show qp 2>/dev/null | grep -c 'pid %d '", (int)getpid());
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	pclose(f);
+	return n;
+}
+
+struct side {
+	struct ez_conn *conn;
+	struct ez_conn_info info;
+	int up, failed, down, down_status;
+	/* on_path_down */
+	int path_downs;
+	unsigned int down_path, paths_left;
+	int path_status;
+	/* receiver: each sequence number seen, content checked */
+	uint8_t seen[NMSG];
+	int recvd, dups, bad;
+};
+
+struct bench {
+	struct ev_loop *loop;
+	struct ez_ctx *ctx;
+	struct ez_listener *l;
+	struct ez_conn_opts copts, sopts;
+	struct side cli, srv;
+	ev_timer tick;
+	/* sender */
+	int next_seq, acked, errors;
+	int resend[NMSG], nresend;
+	int break_after, broke;
+	unsigned int break_path;
+	/* writes */
+	uint8_t *src, *dst;
+	struct ez_mr *src_mr, *dst_mr;
+	int writes_done, write_errors;
+};
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop, (void)w, (void)revents;
+}
+
+static void fill(uint8_t *m, int seq)
+{
+	memcpy(m, &seq, sizeof(seq));
+	memset(m + sizeof(seq), (seq * 13 + 5) & 0xff, MSG_SIZE - sizeof(seq));
+}
+
+static void on_connect(struct ez_conn *conn, int status, void *arg)
+{
+	struct side *s = arg;
+
+	if (status) {
+		fprintf(stderr, "connect: %s\n", ez_conn_errmsg(conn));
+		s->failed++;
+		return;
+	}
+	ck_assert_int_eq(ez_conn_info(conn, &s->info), 0);
+	s->up = 1;
+}
+
+static void on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	struct side *s = arg;
+	const uint8_t *d = ez_buf_data(buf);
+	uint8_t want[MSG_SIZE];
+	int seq;
+
+	(void)conn;
+	memcpy(&seq, d, sizeof(seq));
+	if (ez_buf_len(buf) != MSG_SIZE || seq < 0 || seq >= NMSG) {
+		s->bad++;
+	} else {
+		fill(want, seq);
+		if (memcmp(want, d, MSG_SIZE))
+			s->bad++;
+		else if (s->seen[seq]++)
+			s->dups++;
+		else
+			s->recvd++;
+	}
+	ez_buf_release(buf);
+}
+
+static void on_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct side *s = arg;
+
+	if (status)
+		fprintf(stderr, "disconnect: %s\n", ez_conn_errmsg(conn));
+	s->down = 1;
+	s->down_status = status;
+}
+
+static void on_path_down(struct ez_conn *conn, unsigned int path, int status,
+			 unsigned int paths_left, void *arg)
+{
+	struct side *s = arg;
+
+	fprintf(stderr, "path %u down: %s, %u left (%s)\n", path, ez_strerror(status), paths_left,
+		ez_conn_errmsg(conn));
+	s->path_downs++;
+	s->down_path = path;
+	s->path_status = status;
+	s->paths_left = paths_left;
+}
+
+static const struct ez_conn_cbs cbs = {
+	.on_connect = on_connect,
+	.on_recv = on_recv,
+	.on_disconnect = on_disconnect,
+	.on_path_down = on_path_down,
+};
+
+static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	struct bench *b = arg;
+
+	(void)l;
+	ck_assert_ptr_null(b->srv.conn);
+	ck_assert_int_eq(ez_accept(req, &b->sopts, &cbs, &b->srv, &b->srv.conn), 0);
+}
+
+static void run_until(struct bench *b, int *flag, double secs)
+{
+	double end = now_s() + secs;
+
+	while (!*flag && now_s() < end)
+		ev_run(b->loop, EVRUN_ONCE);
+}
+
+static void bench_connect(struct bench *b, uint32_t cpaths, uint32_t spaths)
+{
+	char port[8];
+	double end;
+
+	memset(b, 0, sizeof(*b));
+	b->loop = ev_loop_new(EVFLAG_AUTO);
+	ck_assert_int_eq(ez_ctx_new(b->loop, 0, &b->ctx), 0);
+	ev_timer_init(&b->tick, on_tick, 0.02, 0.02);
+	ev_timer_start(b->loop, &b->tick);
+	b->copts = (struct ez_conn_opts){ .paths = cpaths, .sport_policy = EZ_SPORT_AUTO,
+					  .max_msg_size = MSG_SIZE, .connect_timeout_ms = 20000 };
+	b->sopts = b->copts;
+	b->sopts.paths = spaths;
+	ck_assert_int_eq(ez_listen(b->ctx, test_addr(), "0", NULL, on_request, b, &b->l), 0);
+	snprintf(port, sizeof(port), "%u", ez_listener_port(b->l));
+	ck_assert_int_eq(ez_connect(b->ctx, test_addr(), port, &b->copts, &cbs, &b->cli,
+				    &b->cli.conn), 0);
+	end = now_s() + 30;
+	while ((!b->cli.up || !b->srv.up) && !b->cli.failed && !b->srv.failed && now_s() < end)
+		ev_run(b->loop, EVRUN_ONCE);
+	ck_assert_msg(b->cli.up && b->srv.up, "client up %d, server up %d", b->cli.up, b->srv.up);
+}
+
+static void bench_close(struct bench *b)
+{
+	double end = now_s() + 10;
+
+	if (b->cli.conn)
+		ez_conn_close(b->cli.conn);
+	if (b->srv.conn)
+		ez_conn_close(b->srv.conn);
+	ez_listener_close(b->l);
+	if (b->src_mr)
+		ez_mr_dereg(b->src_mr);
+	if (b->dst_mr)
+		ez_mr_dereg(b->dst_mr);
+	while (ez_ctx_free(b->ctx) == -EBUSY && now_s() < end)
+		ev_run(b->loop, EVRUN_ONCE);
+	free(b->src);
+	free(b->dst);
+	ev_timer_stop(b->loop, &b->tick);
+	ev_loop_destroy(b->loop);
+}
+
+/* Both sides see the same K paths: our QPs are the peer's remote ones, every
+ * QPN and every port distinct, each port the AUTO formula of its QP. */
+static void check_paths(struct bench *b, uint32_t k)
+{
+	const struct ez_conn_info *c = &b->cli.info, *s = &b->srv.info;
+	uint16_t ports[2 * EZ_MAX_PATHS];
+
+	ck_assert_uint_eq(c->paths, k);
+	ck_assert_uint_eq(s->paths, k);
+	ck_assert_uint_eq(c->paths_live, k);
+	ck_assert_uint_eq(s->paths_live, k);
+	ck_assert_uint_eq(c->path_qp_num[0], c->qp_num);
+	ck_assert_uint_eq(c->path_udp_sport[0], c->udp_sport);
+	for (uint32_t i = 0; i < k; i++) {
+		ck_assert_uint_eq(c->path_remote_qp_num[i], s->path_qp_num[i]);
+		ck_assert_uint_eq(s->path_remote_qp_num[i], c->path_qp_num[i]);
+		ck_assert_uint_eq(c->path_udp_sport[i], 0xC000 + (c->path_qp_num[i] & 0x3FFF));
+		ck_assert_uint_eq(s->path_udp_sport[i], 0xC000 + (s->path_qp_num[i] & 0x3FFF));
+		ck_assert_int_eq(c->path_status[i], 0);
+		ports[2 * i] = c->path_udp_sport[i];
+		ports[2 * i + 1] = s->path_udp_sport[i];
+		for (uint32_t j = 0; j < i; j++) {
+			ck_assert_uint_ne(c->path_qp_num[i], c->path_qp_num[j]);
+			ck_assert_uint_ne(s->path_qp_num[i], s->path_qp_num[j]);
+		}
+	}
+	for (uint32_t i = 0; i < 2 * k; i++)
+		for (uint32_t j = i + 1; j < 2 * k; j++)
+			ck_assert_msg(ports[i] != ports[j], "port %u twice", ports[i]);
+	for (uint32_t i = k; i < EZ_MAX_PATHS; i++)
+		ck_assert_uint_eq(c->path_qp_num[i], 0);
+}
+
+static void send_more(struct bench *b);
+
+static void on_sent(struct ez_conn *conn, int status, void *arg)
+{
+	struct bench *b = (struct bench *)((char *)ez_conn_arg(conn) - offsetof(struct bench, cli));
+	int seq = (int)(intptr_t)arg;
+
+	if (status) {
+		/* Lost with its path: the application sends it again. */
+		b->errors++;
+		b->resend[b->nresend++] = seq;
+	} else {
+		b->acked++;
+	}
+	send_more(b);
+}
+
+static void send_more(struct bench *b)
+{
+	uint8_t m[MSG_SIZE];
+
+	for (;;) {
+		int seq, ret;
+
+		if (b->break_after && !b->broke && b->acked >= b->break_after) {
+			ck_assert_int_eq(path_test_break(b->cli.conn, b->break_path), 0);
+			b->broke = 1;
+		}
+		if (b->nresend)
+			seq = b->resend[b->nresend - 1];
+		else if (b->next_seq < NMSG)
+			seq = b->next_seq;
+		else
+			return;
+		fill(m, seq);
+		ret = ez_send(b->cli.conn, m, MSG_SIZE, on_sent, (void *)(intptr_t)seq);
+		if (ret == -ENOBUFS || (ret == -ENOTCONN && b->cli.path_downs == 3))
+			return;
+		ck_assert_msg(ret == 0, "ez_send: %s", ez_errmsg());
+		if (b->nresend)
+			b->nresend--;
+		else
+			b->next_seq++;
+	}
+}
+
+static void on_written(struct ez_conn *conn, int status, void *arg)
+{
+	struct bench *b = arg;
+
+	(void)conn;
+	if (status)
+		b->write_errors++;
+	b->writes_done++;
+}
+
+static void run_sends(struct bench *b)
+{
+	double end = now_s() + 40;
+
+	send_more(b);
+	while (b->srv.recvd < NMSG && !b->srv.bad && now_s() < end)
+		ev_run(b->loop, EVRUN_ONCE);
+	ck_assert_int_eq(b->srv.bad, 0);
+	if (b->srv.recvd != NMSG) {
+		struct ez_conn_info ci, si;
+		struct ez_conn_stats cs, ss;
+
+		ez_conn_info(b->cli.conn, &ci);
+		ez_conn_info(b->srv.conn, &si);
+		ez_conn_stats(b->cli.conn, &cs);
+		ez_conn_stats(b->srv.conn, &ss);
+		fprintf(stderr, "stalled: client send_credits %u paths_live %u sent %llu waits %llu errors %llu; server paths_live %u credit msgs %llu recv %llu paths_down %llu\n",
+			ci.send_credits, ci.paths_live, (unsigned long long)cs.msgs_sent,
+			(unsigned long long)cs.waits_for_credits, (unsigned long long)cs.op_errors,
+			si.paths_live, (unsigned long long)ss.credit_msgs_sent,
+			(unsigned long long)ss.msgs_recv, (unsigned long long)ss.paths_down);
+	}
+	ck_assert_msg(b->srv.recvd == NMSG, "%d of %d messages arrived (%d errors, %d dups)",
+		      b->srv.recvd, NMSG, b->errors, b->srv.dups);
+}
+
+START_TEST(four_paths_move_sends_and_writes)
+{
+	struct bench b;
+	struct ez_conn_stats cs, ss;
+	struct ez_rkey rk;
+	size_t len = (size_t)NWRITE * WR_CHUNK;
+	double end;
+
+	bench_connect(&b, 4, 4);
+	check_paths(&b, 4);
+	ck_assert_int_eq(qps_of_mine(), 8);
+
+	run_sends(&b);
+	ck_assert_int_eq(b.errors, 0);
+	ck_assert_int_eq(b.srv.dups, 0);
+
+	b.src = malloc(len);
+	b.dst = calloc(1, len);
+	for (size_t i = 0; i < len; i++)
+		b.src[i] = (uint8_t)(i * 31 + i / 4096);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, b.src, len, 0, &b.src_mr), 0);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, b.dst, len, EZ_MR_REMOTE_WRITE, &b.dst_mr), 0);
+	ck_assert_int_eq(ez_mr_export(b.dst_mr, &rk), 0);
+	for (int i = 0; i < NWRITE; i++)
+		ck_assert_int_eq(ez_write(b.cli.conn, b.src_mr, (size_t)i * WR_CHUNK, WR_CHUNK, &rk,
+					  (uint64_t)i * WR_CHUNK, on_written, &b), 0);
+	end = now_s() + 30;
+	while (b.writes_done < NWRITE && now_s() < end)
+		ev_run(b.loop, EVRUN_ONCE);
+	ck_assert_int_eq(b.writes_done, NWRITE);
+	ck_assert_int_eq(b.write_errors, 0);
+	ck_assert_msg(memcmp(b.src, b.dst, len) == 0, "written bytes differ");
+
+	ck_assert_int_eq(ez_conn_stats(b.cli.conn, &cs), 0);
+	ck_assert_int_eq(ez_conn_stats(b.srv.conn, &ss), 0);
+	{
+		uint64_t ops = 0, bytes = 0, recvs = 0;
+
+		for (int i = 0; i < 4; i++) {
+			printf("path %d: client QP %u port %u: %llu ops, %llu bytes; server got %llu msgs on QP %u\n",
+			       i, b.cli.info.path_qp_num[i], b.cli.info.path_udp_sport[i],
+			       (unsigned long long)cs.path_ops[i], (unsigned long long)cs.path_bytes[i],
+			       (unsigned long long)ss.path_msgs_recv[i], b.srv.info.path_qp_num[i]);
+			/* Least outstanding work with equal paths: each carries a
+			 * real share of the sends and of the writes. */
+			ck_assert_uint_gt(cs.path_ops[i], (NMSG + NWRITE) / 8);
+			ck_assert_uint_gt(cs.path_bytes[i], ((uint64_t)NMSG * MSG_SIZE + len) / 8);
+			ck_assert_uint_gt(ss.path_msgs_recv[i], NMSG / 8);
+			ops += cs.path_ops[i];
+			bytes += cs.path_bytes[i];
+			recvs += ss.path_msgs_recv[i];
+		}
+		ck_assert_uint_eq(ops, cs.msgs_sent + cs.writes + cs.reads);
+		ck_assert_uint_eq(bytes, cs.bytes_sent + cs.rdma_bytes);
+		ck_assert_uint_eq(recvs, ss.msgs_recv);
+		ck_assert_uint_eq(cs.paths_down, 0);
+	}
+
+	/* A close on one side ends both cleanly (a goodbye down every path). */
+	ez_conn_close(b.cli.conn);
+	b.cli.conn = NULL;
+	run_until(&b, &b.srv.down, 10);
+	ck_assert_int_eq(b.srv.down, 1);
+	ck_assert_int_eq(b.srv.down_status, 0);
+	ck_assert_int_eq(b.cli.down, 1);
+	ck_assert_int_eq(b.cli.down_status, 0);
+	ez_conn_close(b.srv.conn);
+	b.srv.conn = NULL;
+	bench_close(&b);
+}
+END_TEST
+
+START_TEST(negotiated_to_the_smaller_side)
+{
+	struct bench b;
+
+	/* The server caps the client's 4 at 2; the client's surplus QPs go. */
+	bench_connect(&b, 4, 2);
+	check_paths(&b, 2);
+	ck_assert_int_eq(qps_of_mine(), 4);
+	run_sends(&b);
+	bench_close(&b);
+
+	/* A single-path client gets one path from a 4-path server. */
+	bench_connect(&b, 1, 4);
+	check_paths(&b, 1);
+	ck_assert_int_eq(qps_of_mine(), 2);
+	run_sends(&b);
+	bench_close(&b);
+}
+END_TEST
+
+START_TEST(failed_path_taken_out_traffic_goes_on)
+{
+	struct bench b;
+	struct ez_conn_info ci;
+	struct ez_conn_stats before, after;
+
+	bench_connect(&b, 4, 4);
+	check_paths(&b, 4);
+	b.break_after = NMSG / 4;
+	b.break_path = 2;
+	run_sends(&b);
+	ck_assert_int_eq(b.broke, 1);
+	ck_assert_int_eq(b.cli.path_downs, 1);
+	ck_assert_uint_eq(b.cli.down_path, 2);
+	/* A flush the library did not ask for: the QP entered ERR on its own. */
+	ck_assert_int_eq(b.cli.path_status, -EIO);
+	ck_assert_uint_eq(b.cli.paths_left, 3);
+	ck_assert_int_eq(b.cli.down, 0);
+	/* The peer is told and takes its end of the path out too. */
+	ck_assert_int_eq(b.srv.path_downs, 1);
+	ck_assert_uint_eq(b.srv.down_path, 2);
+	ck_assert_int_eq(b.srv.path_status, -ECONNRESET);
+	ck_assert_uint_eq(b.srv.paths_left, 3);
+	ck_assert_int_eq(ez_conn_info(b.cli.conn, &ci), 0);
+	ck_assert_uint_eq(ci.paths, 4);
+	ck_assert_uint_eq(ci.paths_live, 3);
+	ck_assert_int_eq(ci.path_status[2], -EIO);
+	ck_assert_int_eq(ci.path_status[1], 0);
+	printf("path failure: %d sends failed with the path and were sent again, %d duplicates\n",
+	       b.errors, b.srv.dups);
+
+	/* Nothing more goes down the dead path. */
+	ck_assert_int_eq(ez_conn_stats(b.cli.conn, &before), 0);
+	ck_assert_uint_eq(before.paths_down, 1);
+	memset(b.srv.seen, 0, sizeof(b.srv.seen));
+	b.srv.recvd = 0;
+	b.next_seq = 0;
+	run_sends(&b);
+	ck_assert_int_eq(ez_conn_stats(b.cli.conn, &after), 0);
+	ck_assert_uint_eq(after.path_ops[2], before.path_ops[2]);
+	for (int i = 0; i < 4; i++)
+		if (i != 2)
+			ck_assert_uint_gt(after.path_ops[i], before.path_ops[i]);
+
+	/* The last paths failing end the connection as a single path's error does. */
+	ck_assert_int_eq(path_test_break(b.cli.conn, 0), 0);
+	ck_assert_int_eq(path_test_break(b.cli.conn, 1), 0);
+	ck_assert_int_eq(path_test_break(b.cli.conn, 3), 0);
+	memset(b.srv.seen, 0, sizeof(b.srv.seen));
+	b.srv.recvd = 0;
+	b.next_seq = 0;
+	send_more(&b);
+	run_until(&b, &b.cli.down, 10);
+	ck_assert_int_eq(b.cli.down, 1);
+	ck_assert_int_eq(b.cli.down_status, -EIO);
+	ck_assert_int_eq(b.cli.path_downs, 3);	/* two more, then the last ends it */
+	bench_close(&b);
+}
+END_TEST
+
+START_TEST(close_leaves_no_qp)
+{
+	struct bench b;
+
+	bench_connect(&b, 8, 8);
+	check_paths(&b, 8);
+	ck_assert_int_eq(qps_of_mine(), 16);
+	bench_close(&b);
+	ck_assert_int_eq(qps_of_mine(), 0);
+}
+END_TEST
+
+START_TEST(options_checked)
+{
+	struct ez_conn_opts o = { .paths = EZ_MAX_PATHS + 1 };
+	struct ez_conn *conn = NULL;
+	struct ez_ctx *ctx;
+	uint8_t data[EZ_CONNECT_DATA_MAX] = { 0 };
+
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	ck_assert_int_eq(ez_connect(ctx, test_addr(), "7", &o, &cbs, NULL, &conn), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(ez_errmsg(), "paths 9 not in 1..8"));
+	/* 4 paths leave 40 - (1 + 3 * 3) = 30 user bytes in a request. */
+	o = (struct ez_conn_opts){ .paths = 4, .private_data = data, .private_data_len = 31 };
+	ck_assert_int_eq(ez_connect(ctx, test_addr(), "7", &o, &cbs, NULL, &conn), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(ez_errmsg(), "exceeds 30 for a connect with 4 paths"));
+	ck_assert_ptr_null(conn);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("multipath");
+	TCase *tc = tcase_create("rxe");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, four_paths_move_sends_and_writes);
+	tcase_add_test(tc, negotiated_to_the_smaller_side);
+	tcase_add_test(tc, failed_path_taken_out_traffic_goes_on);
+	tcase_add_test(tc, close_leaves_no_qp);
+	tcase_add_test(tc, options_checked);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
