@@ -36,8 +36,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			if (again.user_len != m.user_len || again.credits != m.credits ||
 			    again.max_msg != m.max_msg || again.caps != m.caps ||
-			    memcmp(again.user, m.user, m.user_len))
+			    memcmp(again.user, m.user, m.user_len) || again.paths != m.paths)
 				abort();
+			/* A path block is within its bounds and round-trips. */
+			if (m.paths < 1 || m.paths > HS_MAX_PATHS ||
+			    (m.paths > 1 && (m.user_len + hs_paths_len(m.paths) > hs_user_max(kinds[k]))))
+				abort();
+			for (unsigned int i = 1; i < m.paths; i++)
+				if (m.path_qpn[i] > 0xffffff || again.path_qpn[i] != m.path_qpn[i])
+					abort();
 		}
 	}
 	/* Reasons are shown to people: always terminated and printable. */

@@ -180,6 +180,135 @@ START_TEST(printable_reason)
 }
 END_TEST
 
+static struct hs_msg with_paths(enum hs_kind kind, uint8_t user_len, uint8_t paths)
+{
+	struct hs_msg m = sample(kind, user_len);
+
+	m.caps |= HS_CAP_PATHS;
+	m.paths = paths;
+	for (unsigned int i = 1; i < paths; i++)
+		m.path_qpn[i] = 0xabcd00u + i * 0x010101u;	/* 24 bits */
+	return m;
+}
+
+START_TEST(paths_round_trip)
+{
+	static const enum hs_kind kinds[] = { HS_REQ, HS_REP };
+	uint8_t buf[HS_REP_MAX];
+	char why[160];
+
+	for (unsigned int k = 0; k < 2; k++) {
+		for (unsigned int paths = 1; paths <= HS_MAX_PATHS; paths++) {
+			size_t room = hs_user_max(kinds[k]) - hs_paths_len(paths);
+			struct hs_msg in = with_paths(kinds[k], (uint8_t)room, (uint8_t)paths), out;
+			int n = hs_encode(&in, buf, sizeof(buf));
+
+			ck_assert_int_eq(n, HS_HDR_LEN + (int)room + (int)hs_paths_len(paths));
+			ck_assert_int_eq(hs_decode(buf, (size_t)n, kinds[k], &out, why, sizeof(why)), 0);
+			ck_assert_uint_eq(out.paths, paths);
+			ck_assert_uint_eq(out.user_len, room);
+			ck_assert_mem_eq(out.user, in.user, room);
+			for (unsigned int i = 1; i < paths; i++)
+				ck_assert_uint_eq(out.path_qpn[i], in.path_qpn[i]);
+			/* One user byte more does not fit. */
+			in.user_len++;
+			ck_assert_int_eq(hs_encode(&in, buf, sizeof(buf)), -EMSGSIZE);
+		}
+	}
+	/* The limits the documentation gives: 40 - (1 + 3 (K - 1)) request bytes. */
+	ck_assert_uint_eq(EZ_CONNECT_DATA_MAX - hs_paths_len(2), 36);
+	ck_assert_uint_eq(EZ_CONNECT_DATA_MAX - hs_paths_len(4), 30);
+	ck_assert_uint_eq(EZ_CONNECT_DATA_MAX - hs_paths_len(8), 18);
+}
+END_TEST
+
+START_TEST(paths_block_layout)
+{
+	struct hs_msg m = with_paths(HS_REQ, 1, 3);
+	uint8_t buf[HS_REQ_MAX];
+	static const uint8_t want[] = { 3, 0xac, 0xce, 0x01, 0xad, 0xcf, 0x02 };
+
+	m.user[0] = 0x55;
+	ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), HS_HDR_LEN + 1 + 7);
+	ck_assert_uint_eq(buf[9] & HS_CAP_PATHS, HS_CAP_PATHS);
+	ck_assert_uint_eq(buf[HS_HDR_LEN], 0x55);
+	ck_assert_mem_eq(buf + HS_HDR_LEN + 1, want, sizeof(want));
+}
+END_TEST
+
+/* A peer without the capability: no block means one path, and a request
+ * with a block reads, to a decoder that ignores the bit, as its user bytes
+ * alone. */
+START_TEST(paths_version_compatible)
+{
+	struct hs_msg m = sample(HS_REQ, 5), out;
+	uint8_t buf[HS_REQ_MAX] = { 0 };
+	char why[160];
+
+	hs_encode(&m, buf, sizeof(buf));
+	ck_assert_int_eq(hs_decode(buf, HS_REQ_MAX, HS_REQ, &out, why, sizeof(why)), 0);
+	ck_assert_uint_eq(out.paths, 1);
+	m = with_paths(HS_REQ, 5, 4);
+	hs_encode(&m, buf, sizeof(buf));
+	buf[9] &= (uint8_t)~HS_CAP_PATHS;
+	ck_assert_int_eq(hs_decode(buf, HS_REQ_MAX, HS_REQ, &out, why, sizeof(why)), 0);
+	ck_assert_uint_eq(out.paths, 1);
+	ck_assert_uint_eq(out.user_len, 5);
+	ck_assert_mem_eq(out.user, m.user, 5);
+	/* The bit on a reject means nothing: rejects carry no paths. */
+	m = with_paths(HS_REJ, 5, 4);
+	ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), HS_HDR_LEN + 5);
+}
+END_TEST
+
+START_TEST(paths_bad_block_refused)
+{
+	struct hs_msg m = with_paths(HS_REQ, 4, 4), out;
+	uint8_t buf[HS_REQ_MAX];
+	char why[160];
+	int n = hs_encode(&m, buf, sizeof(buf));
+
+	/* Every truncation inside the block. */
+	for (int len = HS_HDR_LEN + 4; len < n; len++) {
+		why[0] = '\0';
+		ck_assert_int_eq(hs_decode(buf, (size_t)len, HS_REQ, &out, why, sizeof(why)), -EPROTO);
+		ck_assert_ptr_nonnull(strstr(why, "truncated"));
+	}
+	buf[HS_HDR_LEN + 4] = 0;
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "easyrdma handshake: request offers 0 paths, 1..8 allowed");
+	buf[HS_HDR_LEN + 4] = 9;
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "easyrdma handshake: request offers 9 paths, 1..8 allowed");
+	/* User bytes and a block that together overflow a request. */
+	m = with_paths(HS_REQ, 20, 2);
+	hs_encode(&m, buf, sizeof(buf));
+	buf[HS_HDR_LEN + 20] = 8;
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REQ, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "easyrdma handshake: 20 user bytes and 8 paths exceed the 40 bytes of a request");
+	/* Encoding refuses a path count it could not send. */
+	m.paths = 0;
+	ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), -EINVAL);
+	m.paths = HS_MAX_PATHS + 1;
+	ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), -EINVAL);
+}
+END_TEST
+
+START_TEST(paths_psns_distinct_24_bit)
+{
+	static const uint32_t psn0[] = { 0, 1, 0xffffff, 0x123456, 0xfedcba };
+
+	for (unsigned int k = 0; k < 5; k++) {
+		ck_assert_uint_eq(hs_path_psn(psn0[k], 0), psn0[k]);
+		for (unsigned int i = 0; i < HS_MAX_PATHS; i++) {
+			ck_assert_uint_le(hs_path_psn(psn0[k], i), 0xffffff);
+			for (unsigned int j = 0; j < i; j++)
+				ck_assert_uint_ne(hs_path_psn(psn0[k], i), hs_path_psn(psn0[k], j));
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("handshake");
@@ -198,6 +327,11 @@ int main(void)
 	tcase_add_test(tc, zero_credits_or_max_msg_refused);
 	tcase_add_test(tc, limits_match_rdma_cm);
 	tcase_add_test(tc, printable_reason);
+	tcase_add_test(tc, paths_round_trip);
+	tcase_add_test(tc, paths_block_layout);
+	tcase_add_test(tc, paths_version_compatible);
+	tcase_add_test(tc, paths_bad_block_refused);
+	tcase_add_test(tc, paths_psns_distinct_24_bit);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
