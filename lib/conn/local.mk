@@ -59,9 +59,13 @@ tests_integration_flowpeer_LDFLAGS = -no-install
 dist_noinst_SCRIPTS += tests/integration/two_host_flows.sh
 # Two VMs on a virtual wire; not part of `make check` (it boots two guests).
 check-flows-pair: tests/integration/flowpeer tests/integration/flowcheck
-	$(top_srcdir)/tests/testbed/testbed pair --timeout 300 --cwd $(abs_builddir) -- \
+	$(top_srcdir)/tests/testbed/testbed pair --timeout 900 --cwd $(abs_builddir) -- \
 		$(abs_top_srcdir)/tests/integration/two_host_flows.sh
-.PHONY: check-flows-pair
+# The multi-path case alone (a 4-path connection moving 64 MiB).
+check-mpath-pair: tests/integration/flowpeer tests/integration/flowcheck
+	$(top_srcdir)/tests/testbed/testbed pair --timeout 600 --cwd $(abs_builddir) -- \
+		env EZ_FLOW_CASES=mpath $(abs_top_srcdir)/tests/integration/two_host_flows.sh
+.PHONY: check-flows-pair check-mpath-pair
 
 if HAVE_CHECK
 INTEGRATION_TESTS += tests/integration/test_multipath

@@ -1,7 +1,7 @@
 /* flowcheck.c: checks a RoCEv2 capture against the UDP source ports each side's connections reported (C: a TCG guest starts it at once). */
 /*
  * Usage: flowcheck CAPTURE.pcap CLIENT_PORTS SERVER_PORTS CLIENT_IP SERVER_IP
- *                  CLIENT_POLICY SERVER_POLICY NCONNS
+ *                  CLIENT_POLICY SERVER_POLICY NCONNS [MIN_SHARE_PERCENT]
  *
  * CLIENT_PORTS / SERVER_PORTS are flowpeer -o files ("conn I qpn Q
  * remote_qpn R sport P flow_label L mech M policy X" per connection). Every
@@ -13,6 +13,9 @@
  * to a reported connection, and the ports follow each side's policy: auto:
  * 0xC000 + QPN mod 16384, all distinct; fixed:P: all P; range:A-B: every port
  * in the range, used as evenly as possible (round-robin).
+ * With MIN_SHARE_PERCENT (the lines being the paths of one multi-path
+ * connection), each client line's share of the client's captured bytes is
+ * printed and must be at least that.
  */
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -131,8 +134,8 @@ int main(int argc, char **argv)
 	int nc, ns, want, swap;
 	FILE *f;
 
-	if (argc != 9) {
-		fprintf(stderr, "usage: flowcheck CAPTURE CLIENT_PORTS SERVER_PORTS CLIENT_IP SERVER_IP CLIENT_POLICY SERVER_POLICY NCONNS\n");
+	if (argc != 9 && argc != 10) {
+		fprintf(stderr, "usage: flowcheck CAPTURE CLIENT_PORTS SERVER_PORTS CLIENT_IP SERVER_IP CLIENT_POLICY SERVER_POLICY NCONNS [MIN_SHARE_PERCENT]\n");
 		return 2;
 	}
 	nc = load(argv[2], cl);
@@ -226,6 +229,29 @@ int main(int argc, char **argv)
 	}
 	if (stray)
 		ERR("%llu packets belong to no reported connection", (unsigned long long)stray);
+	if (argc == 10) {
+		double min = atof(argv[9]);
+		uint64_t all = 0;
+
+		for (int i = 0; i < nc; i++)
+			for (int k = 0; k < cl[i].got.nports; k++)
+				all += cl[i].got.bytes[k];
+		printf("  byte shares of the client's %llu captured bytes (minimum %.0f %%):\n",
+		       (unsigned long long)all, min);
+		for (int i = 0; i < nc; i++) {
+			uint64_t b = 0;
+			double share;
+
+			for (int k = 0; k < cl[i].got.nports; k++)
+				b += cl[i].got.bytes[k];
+			share = all ? 100.0 * (double)b / (double)all : 0;
+			printf("    path %d UDP source port %u (0x%x): %llu bytes, %.1f %%\n", cl[i].conn,
+			       cl[i].sport, cl[i].sport, (unsigned long long)b, share);
+			if (share < min)
+				ERR("path %d (port %u) carried %.1f %% of the bytes, under %.0f %%", cl[i].conn,
+				    cl[i].sport, share, min);
+		}
+	}
 	printf("  client ports:");
 	for (int i = 0; i < nc; i++)
 		printf(" 0x%x", cl[i].sport);

@@ -3,6 +3,7 @@
  * Usage:
  *   flowpeer server -a ADDR -p PORT -n CONNS -m MSGS [-P POLICY] [-o FILE] [-t SECS]
  *   flowpeer client -a ADDR -p PORT -n CONNS -m MSGS [-s SIZE] [-P POLICY] [-o FILE] [-t SECS]
+ *   either with [-k PATHS]: multi-path connections of PATHS QPs (ez_conn_opts.paths)
  * POLICY: default | auto | fixed:PORT | range:MIN-MAX (ports decimal or 0x hex)
  *
  * The client opens CONNS connections at once and sends MSGS messages of SIZE
@@ -11,6 +12,12 @@
  * (order per connection and content), and exits once CONNS connections have
  * come and gone. Each side writes one line per connection to FILE:
  *   conn I qpn Q remote_qpn R sport P flow_label L mech M policy X
+ * With -k PATHS > 1 the file has one such line per path (I = conn * PATHS +
+ * path), so flowcheck holds every path to its own port. Messages then
+ * arrive in order per path only: the server checks that every sequence
+ * number arrives exactly once instead of in order. Both sides print an
+ * order-independent checksum of the messages (FNV-1a of each, summed) and
+ * the per-path counters of ez_conn_stats().
  * Exit status 0 only when every message arrived intact (server) or every
  * send completed with status 0 (client).
  */
@@ -33,7 +40,9 @@ struct pconn {
 	int idx;
 	int up, down, closed;
 	uint32_t sent, acked, recvd, bad;
-	uint64_t bytes;
+	uint64_t bytes, sum;
+	uint8_t *seen;		/* multi-path: sequence numbers received */
+	struct ez_conn_stats stats;	/* taken before the close */
 	struct ez_conn_info info;
 };
 
@@ -49,7 +58,18 @@ struct peer {
 	const char *out;
 	int failed;
 	uint8_t *msg;
+	uint32_t paths;
 };
+
+/* FNV-1a of one message; the sum over messages does not depend on order. */
+static uint64_t fnv(const uint8_t *d, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ d[i]) * 0x100000001b3ull;
+	return h;
+}
 
 static const char *mech_name(enum ez_sport_mech m)
 {
@@ -102,6 +122,15 @@ static void write_out(struct peer *p)
 
 		if (!c->up)
 			continue;
+		if (p->paths > 1) {
+			for (uint32_t k = 0; k < c->info.paths; k++)
+				fprintf(f, "conn %u qpn %u remote_qpn %u sport %u flow_label %u mech %s policy %s\n",
+					(uint32_t)i * p->paths + k, c->info.path_qp_num[k],
+					c->info.path_remote_qp_num[k], c->info.path_udp_sport[k],
+					ez_udp_sport_to_flow_label(c->info.path_udp_sport[k]),
+					mech_name(c->info.sport_mech), policy_name(c->info.sport_policy));
+			continue;
+		}
 		fprintf(f, "conn %d qpn %u remote_qpn %u sport %u flow_label %u mech %s policy %s\n",
 			i, c->info.qp_num, c->info.remote_qp_num, c->info.udp_sport, c->info.flow_label,
 			mech_name(c->info.sport_mech), policy_name(c->info.sport_policy));
@@ -135,6 +164,7 @@ static void on_sent(struct ez_conn *conn, int status, void *arg)
 	}
 	c->acked++;
 	if (c->acked == c->p->msgs) {
+		ez_conn_stats(c->conn, &c->stats);
 		c->closed = 1;
 		ez_conn_close(c->conn);	/* on_disconnect follows */
 		return;
@@ -154,6 +184,8 @@ static void send_more(struct pconn *c)
 		ret = ez_send(c->conn, p->msg, p->size, on_sent, c);
 		if (ret == -ENOBUFS)
 			return;	/* on_sent continues */
+		if (!ret)
+			c->sum += fnv(p->msg, p->size);
 		if (ret) {
 			fprintf(stderr, "flowpeer: conn %d: ez_send: %s\n", c->idx, ez_errmsg());
 			p->failed = 1;
@@ -177,8 +209,15 @@ static void on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 		c->bad++;
 	} else {
 		memcpy(&seq, d, 4);
-		if (seq != c->recvd)
+		if (c->p->paths > 1) {
+			/* Ordered per path only: each number exactly once. */
+			if (!c->seen)
+				c->seen = calloc(c->p->msgs, 1);
+			if (!c->seen || seq >= c->p->msgs || c->seen[seq]++)
+				c->bad++;
+		} else if (seq != c->recvd) {
 			c->bad++;
+		}
 		/* The fill byte follows the client's own index: check it is uniform. */
 		for (size_t i = 5; i < n; i++)
 			if (d[i] != d[4]) {
@@ -188,6 +227,7 @@ static void on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 	}
 	c->recvd++;
 	c->bytes += n;
+	c->sum += fnv(d, n);
 	ez_buf_release(buf);
 }
 
@@ -225,6 +265,8 @@ static void on_disconnect(struct ez_conn *conn, int status, void *arg)
 	}
 	c->down = 1;
 	p->finished++;
+	if (p->server)
+		ez_conn_stats(conn, &c->stats);
 	if (!c->closed) {
 		c->closed = 1;
 		ez_conn_close(conn);
@@ -284,7 +326,7 @@ int main(int argc, char **argv)
 	p.msgs = 100;
 	p.size = 1024;
 	optind = 2;
-	while ((opt = getopt(argc, argv, "a:p:n:m:s:P:o:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:m:s:P:o:t:k:")) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': port = optarg; break;
@@ -293,6 +335,7 @@ int main(int argc, char **argv)
 		case 's': p.size = (uint32_t)atoi(optarg); break;
 		case 'o': p.out = optarg; break;
 		case 't': secs = atof(optarg); break;
+		case 'k': p.paths = (uint32_t)atoi(optarg); break;
 		case 'P':
 			if (parse_policy(optarg, &p.o)) {
 				fprintf(stderr, "flowpeer: bad policy %s\n", optarg);
@@ -308,6 +351,7 @@ int main(int argc, char **argv)
 	}
 	/* Generous: a TCG guest on a shared host accepts eight at once slowly. */
 	p.o.connect_timeout_ms = 30000;
+	p.o.paths = p.paths;
 	p.msg = malloc(p.size);
 	p.loop = EV_DEFAULT;
 	ret = ez_ctx_new(p.loop, 0, &p.ctx);
@@ -349,6 +393,25 @@ int main(int argc, char **argv)
 		       p.server ? "received" : "sent", p.server ? c->recvd : c->acked, c->bad);
 		total += p.server ? c->recvd : c->acked;
 		bad += c->bad;
+		if (p.paths > 1) {
+			uint64_t all = 0;
+
+			for (uint32_t k = 0; k < c->info.paths; k++)
+				all += p.server ? c->stats.path_msgs_recv[k] : c->stats.path_bytes[k];
+			printf("flowpeer %s: conn %d: %u paths, checksum 0x%016llx over %llu bytes\n",
+			       p.server ? "server" : "client", i, c->info.paths,
+			       (unsigned long long)c->sum,
+			       (unsigned long long)(p.server ? c->bytes : (uint64_t)c->acked * p.size));
+			for (uint32_t k = 0; k < c->info.paths; k++) {
+				uint64_t v = p.server ? c->stats.path_msgs_recv[k] : c->stats.path_bytes[k];
+
+				printf("flowpeer %s: conn %d path %u QP %u -> %u sport %u: %llu %s (%.1f %%)\n",
+				       p.server ? "server" : "client", i, k, c->info.path_qp_num[k],
+				       c->info.path_remote_qp_num[k], c->info.path_udp_sport[k],
+				       (unsigned long long)v, p.server ? "msgs received" : "bytes posted",
+				       all ? 100.0 * (double)v / (double)all : 0.0);
+			}
+		}
 	}
 	if (total != p.msgs * (uint32_t)p.nconns || bad) {
 		fprintf(stderr, "flowpeer: %u of %u messages, %u bad\n", total,
@@ -360,6 +423,8 @@ int main(int argc, char **argv)
 	/* Connections closed in callbacks are freed by the library; let it finish. */
 	for (int i = 0; i < 50 && ez_ctx_free(p.ctx) == -EBUSY; i++)
 		ev_run(p.loop, EVRUN_ONCE | EVRUN_NOWAIT), usleep(10000);
+	for (int i = 0; i < p.nconns; i++)
+		free(p.c[i].seen);
 	free(p.msg);
 	return p.failed ? 1 : 0;
 }
