@@ -337,11 +337,12 @@ static int conn_setup(struct ez_conn *conn)
 	ret = conn_ops_init(conn);
 	if (ret)
 		return ret;
-	/* send_depth ops, a credit message and a goodbye per path. */
-	ret = device_cq_reserve(dev, (int)conn->o.send_depth + 1 + (int)conn->npaths);
+	/* send_depth ops, a credit message, a goodbye per path and, with
+	 * several paths, a notice per path that fails but the last. */
+	ret = device_cq_reserve(dev, (int)conn->o.send_depth + 2 * (int)conn->npaths);
 	if (ret)
 		return conn_fail_ret(conn, ret);
-	conn->cq_reserved = (int)conn->o.send_depth + 1 + (int)conn->npaths;
+	conn->cq_reserved = (int)conn->o.send_depth + 2 * (int)conn->npaths;
 
 	ia.qp_context = conn;
 	ia.send_cq = dev->cq;
@@ -349,8 +350,9 @@ static int conn_setup(struct ez_conn *conn)
 	ia.srq = srqpool_srq(conn->pool);
 	ia.qp_type = IBV_QPT_RC;
 	ia.sq_sig_all = 1;
-	/* send_depth ops, a credit message and a goodbye. */
-	ia.cap.max_send_wr = conn->o.send_depth + 2;
+	/* send_depth ops, a credit message and a goodbye; with several paths
+	 * one QP may also carry the notices of the others' failures. */
+	ia.cap.max_send_wr = conn->o.send_depth + 1 + conn->npaths;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;
@@ -363,7 +365,7 @@ static int conn_setup(struct ez_conn *conn)
 	if (!conn->qp)
 		return conn_fail_ret(conn, ezi_fail(-errno,
 			"ibv_create_qp(%s, RC, max_send_wr %u, srq): %s", dev->name,
-			conn->o.send_depth + 2, ez_strerror(errno)));
+			ia.cap.max_send_wr, ez_strerror(errno)));
 	conn->qpn = conn->qp->qp_num;
 	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
 		ia.cap.max_inline_data : conn->o.inline_threshold;
