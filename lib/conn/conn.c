@@ -101,7 +101,10 @@ static void conn_finish(struct ez_conn *conn)
 		conn->cq_reserved = 0;
 	}
 	if (conn->id) {
-		rdma_destroy_id(conn->id);
+		if (conn->id_parked && device_port_down(conn->dev, conn->port))
+			device_park_id(conn->dev, conn->port, conn->id);
+		else
+			rdma_destroy_id(conn->id);
 		conn->id = NULL;
 	}
 	conn->state = CS_DEAD;
@@ -175,7 +178,11 @@ void conn_teardown(struct ez_conn *conn)
 		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
 	}
-	if (conn->id && conn->was_connected)
+	/* No DREQ while the port is down: see device_park_id(). */
+	if (conn->id && conn->was_connected && conn->dev &&
+	    device_port_down(conn->dev, conn->port))
+		conn->id_parked = 1;
+	else if (conn->id && conn->was_connected)
 		rdma_disconnect(conn->id);
 	if (conn->qp && conn->reached_rtr)
 		ctx_timer_start(conn->ctx, &conn->drain_timer, DRAIN_FALLBACK_MS);
