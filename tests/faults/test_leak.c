@@ -120,7 +120,9 @@ START_TEST(cycles_without_growth)
 	struct snap a, m, z;
 	const char *env = getenv("EZ_LEAK_CYCLES");
 	int want = env && atoi(env) > 0 ? atoi(env) : 1000, started = 0, warm, done;
-	double t0, budget = getenv("EZ_LEAK_SECONDS") ? atof(getenv("EZ_LEAK_SECONDS")) : 40;
+	/* 1,000 cycles take ~14 s in a TCG guest (8 lanes; ~5 ms of close each
+	 * since close stopped waiting the LAST_WQE fallback): room for a slow CI. */
+	double t0, budget = getenv("EZ_LEAK_SECONDS") ? atof(getenv("EZ_LEAK_SECONDS")) : 80;
 
 	if (getenv("EZ_LEAK_LANES") && atoi(getenv("EZ_LEAK_LANES")) > 0)
 		LANES = atoi(getenv("EZ_LEAK_LANES")) < MAX_LANES ? atoi(getenv("EZ_LEAK_LANES")) : MAX_LANES;
@@ -149,7 +151,15 @@ START_TEST(cycles_without_growth)
 	       1e3 * phase_s[CONNECTING] / done, 1e3 * phase_s[XFER] / done,
 	       1e3 * phase_s[CLOSING] / done, done / (now_s() - t0));
 	fflush(stdout);
-	ck_assert_int_ge(done, 100);
+#ifdef __SANITIZE_ADDRESS__
+	/* (Several times slower: the count is best effort, LeakSanitizer at
+	 * exit is the point of that run.) */
+	ck_assert_int_ge(done, want / 4);
+#else
+	/* Every cycle is counted once, when its client's on_disconnect(0)
+	 * has run: connected, MSGS echoed in order, closed. */
+	ck_assert_msg(done == want, "%d of %d cycles in %.0f s", done, want, budget);
+#endif
 	ck_assert_int_eq(s.connected, warm + done);
 	ck_assert_int_eq(s.disconnected, warm + done);
 	ck_assert_int_eq(z.fds, a.fds);
