@@ -3,6 +3,7 @@
 #define EZ_CONN_DEVICE_H
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include "ctx.h"
 
@@ -11,7 +12,8 @@
 struct device {
 	struct device *next;
 	struct ez_ctx *ctx;
-	struct ibv_context *verbs;	/* rdma_cm's context for the device */
+	struct ibv_context *cm_verbs;	/* rdma_cm's context for the device (process-wide) */
+	struct ibv_context *verbs;	/* this context's own, from ibv_open_device() */
 	struct ibv_device_attr attr;
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cc;
@@ -23,6 +25,7 @@ struct device {
 	struct ctx_timer poll_more;	/* completions left over from a bounded turn */
 	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
 	struct conn_path *path_qpn[DEVICE_QPN_BUCKETS];	/* extra QPs of multi-path connections */
+	struct parked_id *parked;	/* CM ids kept while their port is down */
 	char name[64];
 };
 
@@ -44,5 +47,13 @@ struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn);
 struct conn_path;
 void device_path_add(struct device *dev, struct conn_path *p);
 void device_path_del(struct device *dev, struct conn_path *p);
+
+/* Whether the port is down now (ibv_query_port; 0 if that fails). */
+int device_port_down(struct device *dev, uint8_t port);
+/* Keeps an ended connection's CM id, detached from it, until the port is
+ * up again (or the device closes), then destroys it: destroying it sends a
+ * DREQ, and on Soft-RoCE (Linux 6.1) a CM message sent while the port is
+ * down breaks QP1 until the device is recreated (tests/faults/README.md). */
+void device_park_id(struct device *dev, uint8_t port, struct rdma_cm_id *id);
 
 #endif
