@@ -87,9 +87,9 @@ echo "$CASES" | while read -r name n cpol spol port procs paths msgs size secs; 
 		# drops what is still in its ring: stop once the file stops growing.
 		last=-1 i=0
 		while [ $i -lt 120 ]; do
-			size=$(stat -c %s "$dir/$name.pcap" 2>/dev/null || echo 0)
-			[ "$size" = "$last" ] && break
-			last=$size i=$((i + 1))
+			psize=$(stat -c %s "$dir/$name.pcap" 2>/dev/null || echo 0)
+			[ "$psize" = "$last" ] && break
+			last=$psize i=$((i + 1))
 			sleep 1
 		done
 		kill -INT $tcpdump; wait $tcpdump
