@@ -5,6 +5,7 @@
 #include <infiniband/verbs.h>
 
 #include "ctx.h"
+#include "qpfsm/qpfsm.h"
 
 #define DEVICE_QPN_BUCKETS 256
 
@@ -13,6 +14,9 @@ struct device {
 	struct ez_ctx *ctx;
 	struct ibv_context *verbs;	/* rdma_cm's context for the device */
 	struct ibv_device_attr attr;
+	/* What every QP transition is validated against, queried once here
+	 * rather than by ez_qp_modify() at every step of every connection. */
+	struct qpfsm_limits lim;
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
@@ -22,6 +26,10 @@ struct device {
 	struct ctx_watch async_watch;
 	struct ctx_timer poll_more;	/* completions left over from a bounded turn */
 	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
+	/* While completions are dispatched, work the callbacks submit waits
+	 * here and goes out as one chain per connection after the batch. */
+	int dispatching;
+	struct ez_conn *kicks;
 	char name[64];
 };
 
