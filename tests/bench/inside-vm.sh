@@ -177,7 +177,7 @@ pt_col() {
 lat_round() {
 	local r=$1 s
 	for s in $lat_sizes; do
-		# 1a. spin (ez_ctx_process() in a loop) vs ib_send_lat (polls the CQ)
+		# 1a. spin (busy-poll context, ez_ctx_process() in a loop) vs ib_send_lat (polls the CQ)
 		if ez_pair "--poll spin" --lat --poll spin --size "$s" --iters "$lat_iters"; then
 			record "lat_${s}_poll" ez "$r" "$(field typical "$tmp/cli")"
 			record "lat_${s}_ucx" ez "$r" "$(field typical "$tmp/cli")"

@@ -19,7 +19,7 @@ def _lat(size):
     tgt = ("<=", 1.05) if size == "64" else None
     below = ("<", 1.0) if size == "64" else None
     METRICS[f"lat_{size}_poll"] = (
-        f"latency {name}: ezbench --poll spin (ez_ctx_process() loop), {half}",
+        f"latency {name}: ezbench --poll spin (EZ_CTX_BUSY_POLL, ez_ctx_process() loop), {half}",
         f"ib_send_lat -s {size} (busy-polls the CQ), t_typical", "us", "lower", tgt)
     METRICS[f"lat_{size}_event"] = (
         f"latency {name}: ezbench --poll event (libev, completion channel), {half}",
