@@ -275,11 +275,16 @@ rate_round() {
 }
 
 bw_round() {
-	local r=$1 op tool
+	local r=$1 op tool sargs
 	# 3. 64 KiB: tx depth 128; SEND receiver depth 512 (perftest's defaults)
 	for op in write send; do
 		tool=ib_${op}_bw
-		if ez_pair "--poll spin" --bw --op "$op" --poll spin --size 65536 --iters "$bw_iters" --send-depth 128 --depth 512; then
+		# The target of RDMA WRITEs has nothing to poll: like ib_write_bw's
+		# passive side (blocked in its TCP handshake) it sleeps, leaving
+		# the CPU to the device. A SEND's receiver polls, as ib_send_bw's.
+		sargs="--poll spin"
+		[ "$op" = write ] && sargs="--poll event"
+		if ez_pair "$sargs" --bw --op "$op" --poll spin --size 65536 --iters "$bw_iters" --send-depth 128 --depth 512; then
 			record "bw_64k_$op" ez "$r" "$(field bw "$tmp/cli")"
 		else
 			fail "bw_64k_$op" ez "$r" "$(cat "$tmp/cli")"
