@@ -326,6 +326,7 @@ conn_round() {
 		if ez_pair "--pool-bufs $((2 * n))" --conn "$n" --async --send-depth 16; then
 			record "conn_${n}_async_rate" ez "$r" "$(field rate "$tmp/cli")"
 			record "conn_${n}_async_total_ms" ez "$r" "$(field total "$tmp/cli")"
+			record "conn_${n}_async_per_conn_ms" ez "$r" "$(field per_conn "$tmp/cli")"
 		else
 			fail "conn_${n}_async_rate" ez "$r" "$(grep ezbench "$tmp/cli" | tail -3)"
 		fi
@@ -335,6 +336,7 @@ conn_round() {
 			record "conn_${n}_per_conn_ms" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.3f", t / n }')"
 			record "conn_${n}_async_rate" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.1f", n / (t / 1000) }')"
 			record "conn_${n}_async_total_ms" anchor "$r" "$tot"
+			record "conn_${n}_async_per_conn_ms" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.3f", t / n }')"
 		else
 			fail "conn_${n}_per_conn_ms" anchor "$r" "$(tail -3 "$tmp/cli")"
 		fi
