@@ -44,6 +44,7 @@ struct ez_ctx {
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
 	uint32_t sport_rr;		/* EZ_SPORT_RANGE cursor of the context's connections */
+	unsigned int busy_passes;	/* EZ_CTX_BUSY_POLL passes since the fds were checked */
 };
 
 int ctx_watch_add(struct ez_ctx *ctx, struct ctx_watch *w);
