@@ -14,12 +14,13 @@
 #include "flow.h"
 #include "listener.h"
 #include "log.h"
+#include "lookup.h"
 #include "opts.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
 
 /* Where the device does not send IBV_EVENT_QP_LAST_WQE_REACHED (Soft-RoCE),
- * a QP on an SRQ is destroyed this long after it entered ERR. */
+ * a QP on a shared SRQ is destroyed this long after it entered ERR. */
 #define DRAIN_FALLBACK_MS 100
 /* How long a closing side waits for its goodbye message to be acked. */
 #define BYE_WAIT_MS 100
@@ -92,6 +93,9 @@ static void conn_finish(struct ez_conn *conn)
 		if (ibv_destroy_qp(conn->qp))
 			ezi_log_err("ibv_destroy_qp(%u): %s", conn->qpn, ez_strerror(errno));
 		conn->qp = NULL;
+		/* A receive flushed between that poll and the destroy (Soft-RoCE
+		 * leaves it in the CQ) goes back to the pool while it is attached. */
+		cq_poll(conn->dev);
 	}
 	if (conn->pool_attached) {
 		srqpool_detach(conn->pool);
@@ -103,7 +107,10 @@ static void conn_finish(struct ez_conn *conn)
 		conn->cq_reserved = 0;
 	}
 	if (conn->id) {
-		rdma_destroy_id(conn->id);
+		if (conn->id_parked && device_port_down(conn->dev, conn->port))
+			device_park_id(conn->dev, conn->port, conn->id);
+		else
+			rdma_destroy_id(conn->id);
 		conn->id = NULL;
 	}
 	conn->state = CS_DEAD;
@@ -179,9 +186,16 @@ void conn_teardown(struct ez_conn *conn)
 		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
 	}
-	if (conn->id && conn->was_connected)
+	/* No DREQ while the port is down: see device_park_id(). */
+	if (conn->id && conn->was_connected && conn->dev &&
+	    device_port_down(conn->dev, conn->port))
+		conn->id_parked = 1;
+	else if (conn->id && conn->was_connected)
 		rdma_disconnect(conn->id);
-	if (conn->qp && conn->reached_rtr)
+	/* A private pool's SRQ serves this QP alone and is freed with the
+	 * handle: a receive the QP took from it and never completed goes with
+	 * it, so only the flushed sends are waited for. */
+	if (conn->qp && conn->reached_rtr && !conn->own_pool)
 		ctx_timer_start(conn->ctx, &conn->drain_timer, DRAIN_FALLBACK_MS);
 	else
 		conn->drain_expired = 1;
@@ -211,6 +225,8 @@ static void conn_end(struct ez_conn *conn, int status)
 	}
 	conn->ended = 1;
 	conn->end_status = status;
+	lookup_abandon(conn->lookup);
+	conn->lookup = NULL;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
 	conn->state = CS_CLOSING;
 	conn->was_connected = was == CS_CONNECTED || was == CS_ACCEPTING;
@@ -649,6 +665,30 @@ static void fmt_addr(const struct sockaddr *sa, const char *fallback, char *out,
 	snprintf(out, len, "%s", ip[0] ? ip : fallback);
 }
 
+/* The address is known: rdma_cm takes over (its events drive the rest). */
+static void connect_to(struct ez_conn *conn, const struct sockaddr_storage *ss)
+{
+	if (rdma_create_id(conn->ctx->ch, &conn->id, conn, RDMA_PS_TCP)) {
+		conn_fail(conn, -errno, "rdma_create_id: %s", ez_strerror(errno));
+		return;
+	}
+	conn->step = "rdma_resolve_addr";
+	conn->state = CS_RESOLVING_ADDR;
+	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)ss, (int)conn->o.connect_timeout_ms))
+		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
+			  ez_strerror(errno));
+}
+
+static void on_lookup_done(struct ez_conn *conn, int rc, const struct sockaddr_storage *ss,
+			   const char *err)
+{
+	conn->lookup = NULL;
+	if (rc)
+		conn_fail(conn, rc, "%s", err);
+	else
+		connect_to(conn, ss);
+}
+
 int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 	       const struct ez_conn_opts *opts, const struct ez_conn_cbs *cbs, void *arg,
 	       struct ez_conn **out)
@@ -670,22 +710,22 @@ int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 	*out = conn;
 	ctx_timer_start(ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
 
-	/* From here every failure reaches on_connect, later, from the loop. */
+	/* From here every failure reaches on_connect, later, from the loop.
+	 * Numeric addresses resolve here; a name goes to a resolver thread
+	 * (the connect timeout covers it), so the loop never waits on DNS. */
 	conn->step = "getaddrinfo";
-	ret = ezaddr_resolve(host, service, 0, &ss, err, sizeof(err));
+	ret = ezaddr_resolve(host, service, EZADDR_NUMERIC_ONLY, &ss, err, sizeof(err));
+	if (ret == -EAGAIN) {
+		ret = lookup_start(ctx, host, service, conn, on_lookup_done, &conn->lookup);
+		if (ret)
+			conn_fail(conn, ret, "%s", ez_errmsg());
+		return 0;
+	}
 	if (ret) {
 		conn_fail(conn, ret, "%s", err);
 		return 0;
 	}
-	if (rdma_create_id(ctx->ch, &conn->id, conn, RDMA_PS_TCP)) {
-		conn_fail(conn, -errno, "rdma_create_id: %s", ez_strerror(errno));
-		return 0;
-	}
-	conn->step = "rdma_resolve_addr";
-	conn->state = CS_RESOLVING_ADDR;
-	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)&ss, (int)conn->o.connect_timeout_ms))
-		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
-			  ez_strerror(errno));
+	connect_to(conn, &ss);
 	return 0;
 }
 

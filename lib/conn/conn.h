@@ -55,6 +55,7 @@ struct ez_conn {
 	enum conn_state state;
 	int active;
 	const char *step;	/* the step under way, for error messages */
+	struct lookup *lookup;	/* the host name being resolved */
 	char host[128];
 
 	int connect_reported;	/* on_connect ran */
@@ -65,6 +66,7 @@ struct ez_conn {
 	int reached_rtr;
 	int last_wqe;
 	int drain_expired;
+	int id_parked;	/* no DREQ sent: the port was down at teardown */
 
 	struct ibv_qp *qp;
 	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it */

@@ -29,11 +29,65 @@ static void device_release(struct device *dev)
 		ezi_log_err("ibv_destroy_comp_channel(%s): %s", dev->name, ez_strerror(err));
 	if (dev->pd && (err = ibv_dealloc_pd(dev->pd)))
 		ezi_log_err("ibv_dealloc_pd(%s): %s", dev->name, ez_strerror(err));
+	if (dev->verbs && ibv_close_device(dev->verbs))
+		ezi_log_err("ibv_close_device(%s): %s", dev->name, ez_strerror(errno));
 	free(dev);
+}
+
+struct parked_id {
+	struct parked_id *next;
+	struct rdma_cm_id *id;
+	uint8_t port;
+};
+
+int device_port_down(struct device *dev, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	if (!port || ibv_query_port(dev->verbs, port, &pa))
+		return 0;
+	return pa.state == IBV_PORT_DOWN;
+}
+
+void device_park_id(struct device *dev, uint8_t port, struct rdma_cm_id *id)
+{
+	struct parked_id *p = malloc(sizeof(*p));
+
+	if (!p) {
+		if (rdma_destroy_id(id))
+			ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
+		return;
+	}
+	/* Its later events (the peer's DREQ) are acked and dropped. */
+	id->context = NULL;
+	p->id = id;
+	p->port = port;
+	p->next = dev->parked;
+	dev->parked = p;
+	ezi_log_info("device %s: port %u is down: CM id kept until it is up (no DREQ now)",
+		     dev->name, port);
+}
+
+/* Destroys the parked ids of port (0: all). */
+static void unpark(struct device *dev, uint8_t port)
+{
+	struct parked_id **pp = &dev->parked, *p;
+
+	while ((p = *pp)) {
+		if (port && p->port != port) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		if (rdma_destroy_id(p->id))
+			ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
+		free(p);
+	}
 }
 
 void device_close(struct device *dev)
 {
+	unpark(dev, 0);
 	ctx_timer_stop(dev->ctx, &dev->poll_more);
 	ctx_watch_del(dev->ctx, &dev->comp_watch);
 	ctx_watch_del(dev->ctx, &dev->async_watch);
@@ -46,7 +100,7 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	int ret;
 
 	for (dev = ctx->devices; dev; dev = dev->next) {
-		if (dev->verbs == verbs) {
+		if (dev->cm_verbs == verbs) {
 			*out = dev;
 			return 0;
 		}
@@ -55,11 +109,23 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	if (!dev)
 		return ezi_fail(-ENOMEM, "device: out of memory");
 	dev->ctx = ctx;
-	dev->verbs = verbs;
+	dev->cm_verbs = verbs;
 	dev->comp_watch.fd = -1;
 	dev->async_watch.fd = -1;
 	dev->poll_more.fn = cq_on_poll_more;
 	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(verbs->device));
+	/* Our own verbs context, not rdma_cm's: rdma_cm keeps one per device
+	 * for the whole process, and with it one async event fd. Two contexts
+	 * (threads) reading that fd would take each other's QP, SRQ-limit and
+	 * last-WQE events. The QPs we create on it are used with rdma_cm's ids
+	 * by QP number only, which any context of the same device allows. */
+	dev->verbs = ibv_open_device(verbs->device);
+	if (!dev->verbs) {
+		ret = ezi_fail(errno ? -errno : -ENODEV, "ibv_open_device(%s): %s", dev->name,
+			       ez_strerror(errno ? errno : ENODEV));
+		goto err;
+	}
+	verbs = dev->verbs;
 	if (ibv_query_device(verbs, &dev->attr)) {
 		ret = ezi_fail(-errno, "ibv_query_device(%s): %s", dev->name, ez_strerror(errno));
 		goto err;
@@ -206,9 +272,8 @@ static void end_all(struct device *dev, uint8_t port, int status, const char *wh
 	}
 }
 
-/* rdma_cm shares one verbs context per device in the process: QPs that are
- * not this context's connections (another ctx, the application's own) are
- * left alone. */
+/* Each context has its own verbs context, so every QP event here is about a
+ * QP created on it; the check still guards against a stale QP number. */
 static struct ez_conn *our_conn(struct device *dev, struct ibv_qp *qp)
 {
 	struct ez_conn *c = device_qp_find(dev, qp->qp_num);
@@ -252,6 +317,10 @@ static void on_async(struct ctx_watch *w)
 				 ev.element.port_num);
 			ezi_log_warn("%s", why);
 			end_all(dev, (uint8_t)ev.element.port_num, -ENETDOWN, why);
+			break;
+		case IBV_EVENT_PORT_ACTIVE:
+			ezi_log_info("device %s: port %d is up", dev->name, ev.element.port_num);
+			unpark(dev, (uint8_t)ev.element.port_num);
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			snprintf(why, sizeof(why), "device %s: fatal error", dev->name);

@@ -3,6 +3,7 @@
 #define EZ_CONN_DEVICE_H
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include "ctx.h"
 #include "qpfsm/qpfsm.h"
@@ -12,7 +13,8 @@
 struct device {
 	struct device *next;
 	struct ez_ctx *ctx;
-	struct ibv_context *verbs;	/* rdma_cm's context for the device */
+	struct ibv_context *cm_verbs;	/* rdma_cm's context for the device (process-wide) */
+	struct ibv_context *verbs;	/* this context's own, from ibv_open_device() */
 	struct ibv_device_attr attr;
 	/* What every QP transition is validated against, queried once here
 	 * rather than by ez_qp_modify() at every step of every connection. */
@@ -30,6 +32,7 @@ struct device {
 	 * here and goes out as one chain per connection after the batch. */
 	int dispatching;
 	struct ez_conn *kicks;
+	struct parked_id *parked;	/* CM ids kept while their port is down */
 	char name[64];
 };
 
@@ -46,5 +49,13 @@ void device_cq_release(struct device *dev, int n);
 void device_qp_add(struct device *dev, struct ez_conn *conn);
 void device_qp_del(struct device *dev, struct ez_conn *conn);
 struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn);
+
+/* Whether the port is down now (ibv_query_port; 0 if that fails). */
+int device_port_down(struct device *dev, uint8_t port);
+/* Keeps an ended connection's CM id, detached from it, until the port is
+ * up again (or the device closes), then destroys it: destroying it sends a
+ * DREQ, and on Soft-RoCE (Linux 6.1) a CM message sent while the port is
+ * down breaks QP1 until the device is recreated (tests/faults/README.md). */
+void device_park_id(struct device *dev, uint8_t port, struct rdma_cm_id *id);
 
 #endif
