@@ -250,8 +250,7 @@ static void path_tell_peer(struct ez_conn *conn, struct conn_path *p)
 		ezi_log_warn("connection %s: path %u down not told to the peer", conn->host, p->idx);
 		return;
 	}
-	op->path->posted++;
-	conn->posted++;
+	conn_sq_append(conn, op);
 }
 
 static void path_down(struct ez_conn *conn, struct conn_path *p, int status, int tell)
@@ -358,8 +357,7 @@ int path_post_byes(struct ez_conn *conn)
 			ezi_log_warn("ibv_post_send(goodbye, path %u): %s", i, ez_strerror(errno));
 			continue;
 		}
-		p->posted++;
-		conn->posted++;
+		conn_sq_append(conn, op);
 		n++;
 	}
 	return n;

@@ -24,6 +24,7 @@ struct conn_path {
 	int down_status;	/* why it was taken out (0: live) */
 	struct op bye_op;	/* the goodbye sent down this path at close */
 	struct op down_op;	/* tells the peer this path is out (sent on another) */
+	struct op *sq_head, *sq_tail;	/* WRs posted on this QP, in order (op->next) */
 	struct conn_path *qpn_next;	/* device's table of extra QPs */
 };
 
