@@ -402,8 +402,17 @@ void path_info(const struct ez_conn *conn, struct ez_conn_info *info)
 
 int path_test_break(struct ez_conn *conn, unsigned int path)
 {
+	struct conn_path *p;
+
 	if (!conn || path >= conn->npaths || !conn->paths[path].qp)
 		return -EINVAL;
-	path_qp_to_err(&conn->paths[path]);
+	p = &conn->paths[path];
+	path_qp_to_err(p);
+	/* What the device's IBV_EVENT_QP_FATAL would start. Waiting for the
+	 * flushes instead may never end on Soft-RoCE: with no work of ours on
+	 * the path, only the peer's retransmissions into it would show it,
+	 * and rxe (Linux 6.1) was seen not to time them out. */
+	if (path_on_qp_event(conn, p->qpn, -EIO))
+		conn_fail(conn, -EIO, "QP %u (path %u) entered the error state", p->qpn, path);
 	return 0;
 }

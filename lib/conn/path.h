@@ -73,8 +73,8 @@ void path_destroy(struct ez_conn *conn);
 
 void path_info(const struct ez_conn *conn, struct ez_conn_info *info);
 
-/* Test hook: moves the path's QP to ERR as a fatal error of the device
- * would; the library notices through its completions. */
+/* Test hook: moves the path's QP to ERR and handles it as the device's
+ * IBV_EVENT_QP_FATAL on it (path down, or the connection's end for the last). */
 int path_test_break(struct ez_conn *conn, unsigned int path);
 
 #endif

@@ -441,7 +441,7 @@ START_TEST(failed_path_taken_out_traffic_goes_on)
 	ck_assert_int_eq(b.broke, 1);
 	ck_assert_int_eq(b.cli.path_downs, 1);
 	ck_assert_uint_eq(b.cli.down_path, 2);
-	/* A flush the library did not ask for: the QP entered ERR on its own. */
+	/* As IBV_EVENT_QP_FATAL on the QP reports it. */
 	ck_assert_int_eq(b.cli.path_status, -EIO);
 	ck_assert_uint_eq(b.cli.paths_left, 3);
 	ck_assert_int_eq(b.cli.down, 0);
