@@ -25,7 +25,7 @@ build=$top/build
 testbed=$top/tests/testbed/testbed
 
 PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
-	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev ibverbs-utils
+	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev libssl-dev ibverbs-utils
 	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 busybox-static kmod
 	iproute2 tcpdump clang xz-utils"
 

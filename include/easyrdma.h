@@ -248,6 +248,10 @@ struct ez_conn_opts {
 
 #define EZ_MAX_PATHS 8
 #define EZ_AUTH_KEY_MAX 64
+/* With a shared secret the handshake carries nonces and MACs in the private
+ * data, leaving the application this much (see ez_conn_opts(3)). */
+#define EZ_CONNECT_DATA_MAX_AUTH 8
+#define EZ_ACCEPT_DATA_MAX_AUTH 132
 
 /* Callbacks of one connection (any may be NULL). */
 struct ez_conn_cbs {

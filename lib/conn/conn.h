@@ -13,13 +13,14 @@ enum conn_state {
 	CS_RESOLVING_ADDR,
 	CS_RESOLVING_ROUTE,
 	CS_CONNECTING,		/* REQ sent, waiting for the reply */
-	CS_ACCEPTING,		/* REP sent, waiting for the RTU */
+	CS_ACCEPTING,		/* REP sent, waiting for the RTU (and a keyed peer's proof) */
+	CS_AUTHENTICATING,	/* keyed client: proof sent, waiting for the verdict */
 	CS_CONNECTED,
 	CS_CLOSING,		/* QP in ERR, draining */
 	CS_DEAD,		/* torn down; waiting for ez_conn_close() */
 };
 
-enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE };
+enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE, OP_AUTH };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus one for credit messages), so the data path never allocates. */
@@ -42,6 +43,7 @@ struct op {
 #define IMM_CREDITS_MASK 0xffffu
 
 struct device;
+struct conn_auth;
 
 struct ez_conn {
 	int kind;		/* CM_CONN: first, the cm_id's context points here */
@@ -108,6 +110,7 @@ struct ez_conn {
 	struct ctx_timer bye_timer;
 
 	uint8_t pdata[EZ_ACCEPT_DATA_MAX];
+	struct conn_auth *auth;	/* shared-secret check (conn_auth.c); NULL: none */
 	struct ez_conn_stats stats;
 	char errmsg[EZ_ERRMSG_MAX];
 };

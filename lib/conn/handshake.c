@@ -20,6 +20,21 @@ size_t hs_user_max(enum hs_kind kind)
 	return 0;
 }
 
+size_t hs_auth_len(enum hs_kind kind, uint16_t caps)
+{
+	if (!(caps & HS_CAP_AUTH))
+		return 0;
+	switch (kind) {
+	case HS_REQ:
+		return HS_AUTH_REQ_LEN;
+	case HS_REP:
+		return HS_AUTH_REP_LEN;
+	case HS_REJ:
+		break;
+	}
+	return 0;
+}
+
 static void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
@@ -47,11 +62,11 @@ static uint32_t get32(const uint8_t *p)
 int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 {
 	uint8_t *p = buf;
-	size_t max = hs_user_max(m->kind);
+	size_t max = hs_user_max(m->kind), alen = hs_auth_len(m->kind, m->caps);
 
 	if (!max)
 		return -EINVAL;
-	if (m->user_len > max || buflen < HS_HDR_LEN + (size_t)m->user_len)
+	if (m->user_len + alen > max || buflen < HS_HDR_LEN + alen + m->user_len)
 		return -EMSGSIZE;
 	put32(p, HS_MAGIC);
 	p[4] = HS_VERSION;
@@ -61,8 +76,9 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 	put16(p + 8, m->caps);
 	put16(p + 10, m->credits);
 	put32(p + 12, m->max_msg);
-	memcpy(p + HS_HDR_LEN, m->user, m->user_len);
-	return HS_HDR_LEN + m->user_len;
+	memcpy(p + HS_HDR_LEN, m->auth, alen);
+	memcpy(p + HS_HDR_LEN + alen, m->user, m->user_len);
+	return (int)(HS_HDR_LEN + alen + m->user_len);
 }
 
 static const char *kind_name(unsigned int kind)
@@ -83,6 +99,7 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 {
 	const uint8_t *p = buf;
 	uint32_t magic;
+	size_t alen;
 
 	memset(m, 0, sizeof(*m));
 	if (!buf || len < HS_HDR_LEN) {
@@ -112,14 +129,16 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 	m->caps = get16(p + 8);
 	m->credits = get16(p + 10);
 	m->max_msg = get32(p + 12);
-	if (m->user_len > hs_user_max(kind)) {
-		snprintf(why, whylen, "easyrdma handshake: user data length %u exceeds %zu for a %s",
-			 m->user_len, hs_user_max(kind), kind_name(kind));
+	alen = hs_auth_len(kind, m->caps);
+	if (m->user_len + alen > hs_user_max(kind)) {
+		snprintf(why, whylen, "easyrdma handshake: user data length %u exceeds %zu for a %s%s",
+			 m->user_len, hs_user_max(kind) - alen, kind_name(kind),
+			 alen ? " with a shared-secret block" : "");
 		return -EPROTO;
 	}
-	if (len < HS_HDR_LEN + (size_t)m->user_len) {
-		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, header says %u",
-			 len, HS_HDR_LEN + m->user_len);
+	if (len < HS_HDR_LEN + alen + m->user_len) {
+		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, header says %zu",
+			 len, HS_HDR_LEN + alen + m->user_len);
 		return -EPROTO;
 	}
 	if (kind != HS_REJ && (m->credits == 0 || m->max_msg == 0)) {
@@ -127,7 +146,8 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 			 kind_name(kind), m->credits, m->max_msg);
 		return -EPROTO;
 	}
-	memcpy(m->user, p + HS_HDR_LEN, m->user_len);
+	memcpy(m->auth, p + HS_HDR_LEN, alen);
+	memcpy(m->user, p + HS_HDR_LEN + alen, m->user_len);
 	return 0;
 }
 

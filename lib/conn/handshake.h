@@ -11,6 +11,9 @@
  *   8  u16 capabilities    10 u16 receive credits     12 u32 max message size
  * rdma_cm on IB/RoCE carries 56 bytes in a REQ, 196 in a REP and 148 in a
  * REJ, and hands the receiver the full (zero-padded) size, hence user_len.
+ * With HS_CAP_AUTH a request or reply carries an auth block of
+ * hs_auth_len(kind) bytes between the header and the user bytes (auth.h);
+ * in a reject the bit says the refusal is about the shared secret.
  */
 #define HS_MAGIC 0x455a5244u
 #define HS_VERSION 1
@@ -18,6 +21,8 @@
 #define HS_REQ_MAX 56
 #define HS_REP_MAX 196
 #define HS_REJ_MAX 148
+#define HS_AUTH_REQ_LEN 32	/* client nonce, request MAC */
+#define HS_AUTH_REP_LEN 48	/* server nonce, reply MAC */
 
 enum hs_kind {
 	HS_REQ = 1,		/* connect request: the active side's credits and data */
@@ -28,6 +33,7 @@ enum hs_kind {
 /* Capabilities; unknown bits from a peer are ignored. */
 enum {
 	HS_CAP_CREDITS = 1u << 0, /* credits returned in immediate data */
+	HS_CAP_AUTH = 1u << 1,	/* shared-secret check (auth block; reject: its reason) */
 };
 
 struct hs_msg {
@@ -38,10 +44,13 @@ struct hs_msg {
 	uint32_t max_msg;
 	uint8_t user_len;
 	uint8_t user[HS_REP_MAX - HS_HDR_LEN];
+	uint8_t auth[HS_AUTH_REP_LEN];	/* with HS_CAP_AUTH: hs_auth_len(kind) bytes */
 };
 
-/* Largest user_len for a kind (0 for an unknown kind). */
+/* Largest user_len for a kind (0 for an unknown kind), without an auth block. */
 size_t hs_user_max(enum hs_kind kind);
+/* Bytes of the auth block a kind carries with HS_CAP_AUTH (0: none). */
+size_t hs_auth_len(enum hs_kind kind, uint16_t caps);
 
 /* Writes m into buf; returns the bytes written or -EMSGSIZE/-EINVAL. */
 int hs_encode(const struct hs_msg *m, void *buf, size_t buflen);

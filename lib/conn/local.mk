@@ -7,11 +7,16 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/conn.c lib/conn/conn.h \
 	lib/conn/msg.c \
 	lib/conn/handshake.c lib/conn/handshake.h \
+	lib/conn/auth.c lib/conn/auth.h \
+	lib/conn/conn_auth.c lib/conn/conn_auth.h \
 	lib/conn/opts.c lib/conn/opts.h \
 	lib/conn/mr.c lib/conn/mr.h \
 	lib/conn/pool.c lib/conn/pool.h \
 	lib/conn/flow.c lib/conn/flow.h \
 	lib/conn/flowdev.c
+# The shared-secret check (auth.c) uses OpenSSL's libcrypto.
+AM_CPPFLAGS += $(CRYPTO_CFLAGS)
+lib_libezcore_la_LIBADD += $(CRYPTO_LIBS)
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 
 #include "conn.h"
+#include "conn_auth.h"
 #include "cq.h"
 #include "device.h"
 #include "log.h"
@@ -484,6 +485,11 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		return;
 	if (wc->status != IBV_WC_SUCCESS || conn->ended) {
 		ez_buf_release(buf);
+		return;
+	}
+	/* Nothing reaches the application before the shared secret is proved. */
+	if (conn_auth_pending(conn)) {
+		conn_auth_on_recv(conn, buf, wc);
 		return;
 	}
 	/* A message can overtake the RTU: the QP is in RTS, so the peer has
