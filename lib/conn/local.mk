@@ -21,6 +21,10 @@ lib_libezcore_la_LIBADD += $(CRYPTO_LIBS)
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
+UNIT_TESTS += tests/unit/test_auth
+tests_unit_test_auth_SOURCES = tests/unit/test_auth.c
+tests_unit_test_auth_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_auth_LDADD = $(TEST_LDADD)
 tests_unit_test_flow_SOURCES = tests/unit/test_flow.c
 tests_unit_test_flow_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_flow_LDADD = $(TEST_LDADD)
