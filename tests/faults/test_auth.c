@@ -235,6 +235,7 @@ struct raw {
 	uint8_t buf[256];	/* [0, 128): send, [128, 256): receive */
 	uint8_t pdata[256];
 	int pdata_len;
+	uint32_t recv_len;
 };
 
 static int raw_event(struct fb *b, struct raw *r, struct rdma_cm_event **ev, double secs)
@@ -354,10 +355,11 @@ static void raw_send(struct raw *r, uint32_t imm, const void *data, uint32_t len
 				  .imm_data = htonl(imm) }, *bad;
 
 	memcpy(r->buf, data, len);
-	ck_assert_int_eq(ibv_post_send(r->id->qp, &wr, &bad), 0);
+	ck_assert_int_eq(ibv_post_send(r->conn_id ? r->conn_id->qp : r->id->qp, &wr, &bad), 0);
 }
 
-/* The first receive completion on the raw QP: its immediate value. */
+/* The first receive completion on the raw QP: its immediate value (its
+ * bytes are at r->buf + 128, r->recv_len of them). */
 static uint32_t raw_recv_imm(struct fb *b, struct raw *r, double secs)
 {
 	struct ibv_wc wc;
@@ -371,6 +373,7 @@ static uint32_t raw_recv_imm(struct fb *b, struct raw *r, double secs)
 			ck_assert_msg(wc.status == IBV_WC_SUCCESS, "raw receive: %s",
 				      ibv_wc_status_str(wc.status));
 			ck_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+			r->recv_len = wc.byte_len;
 			return ntohl(wc.imm_data);
 		}
 		if (!n)
@@ -382,6 +385,7 @@ static uint32_t raw_recv_imm(struct fb *b, struct raw *r, double secs)
 
 #define IMM_REFUSED 0xe0000000u	/* credit-only | bye | auth: the server's refusal */
 #define IMM_PROOF 0xa0000000u	/* credit-only | auth: the client's proof */
+#define IMM_OK 0xa0000000u	/* credit-only | auth: the server's acceptance */
 
 /* A key holder's request, captured off the wire by a raw listener. */
 static void capture_request(struct fb *b, uint8_t *req, int *len)
@@ -527,6 +531,69 @@ static void forged_reply(struct fb *b, const char *key, const char *what)
 	raw_free(&r);
 }
 
+/* A raw server that knows the key: the client's proof arrives on the QP and
+ * is the one HMAC says, and the client reports nothing until the verdict,
+ * which decides what on_connect says. */
+static void raw_verdict(struct fb *b, uint32_t verdict)
+{
+	struct raw r;
+	struct ep c = { 0 };
+	struct ez_conn_opts o = keyed(KEY);
+	struct hs_msg req, rep = { .kind = HS_REP, .caps = HS_CAP_CREDITS, .credits = 1,
+				   .max_msg = 4096 };
+	uint8_t wire[HS_REP_MAX], proof[AUTH_PROOF_LEN];
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1 };
+	struct auth_key k;
+	char port[8], why[160];
+	int n;
+
+	raw_listen(&r, port, sizeof(port));
+	ck_assert_int_eq(ep_connect(b, &c, port, &o), 0);
+	raw_expect(b, &r, RDMA_CM_EVENT_CONNECT_REQUEST, &r.conn_id);
+	ck_assert_int_eq(hs_decode(r.pdata, (size_t)r.pdata_len, HS_REQ, &req, why, sizeof(why)), 0);
+	ck_assert_int_eq(auth_key_set(&k, KEY, sizeof(KEY) - 1), 0);
+	ck_assert_int_eq(auth_req_check(&k, &req), 0);
+	ck_assert_int_eq(auth_rep_seal(&k, &req, &rep, proof), 0);
+	n = hs_encode(&rep, wire, sizeof(wire));
+	raw_qp(&r, r.conn_id);
+	p.private_data = wire;
+	p.private_data_len = (uint8_t)n;
+	ck_assert_int_eq(rdma_accept(r.conn_id, &p), 0);
+	ck_assert_uint_eq(raw_recv_imm(b, &r, 5), IMM_PROOF);
+	ck_assert_uint_eq(r.recv_len, AUTH_PROOF_LEN);
+	ck_assert_mem_eq(r.buf + 128, proof, AUTH_PROOF_LEN);
+	fb_spin(b, 0.2);
+	ck_assert_int_eq(c.connected, 0);	/* nothing before the verdict */
+	raw_send(&r, verdict, NULL, 0);
+	ck_assert(fb_run(b, &c.connected, 1, 5));
+	if (verdict == IMM_OK) {
+		ck_assert_msg(c.connect_status == 0, "%d %s", c.connect_status, c.connect_msg);
+	} else {
+		ck_assert_int_eq(c.connect_status, -EACCES);
+		want_msg(&c, port, "listener refused the shared-secret proof");
+	}
+	printf("raw verdict 0x%08x: client on_connect(%d) \"%s\"\n", verdict, c.connect_status,
+	       c.connect_msg);
+	ez_conn_close(c.conn);
+	/* A connected one says goodbye first (the raw peer has no receive
+	 * left for it: the goodbye's wait runs out). */
+	if (verdict == IMM_OK)
+		ck_assert(fb_run(b, &c.disconnected, 1, 5));
+	fb_spin(b, 0.2);
+	raw_free(&r);
+}
+
+START_TEST(client_waits_for_the_verdict)
+{
+	struct fb b;
+
+	fb_init(&b);
+	raw_verdict(&b, IMM_REFUSED);
+	raw_verdict(&b, IMM_OK);
+	fb_fini(&b);
+}
+END_TEST
+
 START_TEST(forged_reply_refused)
 {
 	struct fb b;
@@ -553,6 +620,7 @@ int main(void)
 	tcase_add_test(tc, key_to_plain_listener_refused);
 	tcase_add_test(tc, replayed_request_cannot_complete);
 	tcase_add_test(tc, forged_reply_refused);
+	tcase_add_test(tc, client_waits_for_the_verdict);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
