@@ -247,6 +247,11 @@ static void on_connect_timeout(struct ctx_timer *t)
 				 conn->host, conn->o.connect_timeout_ms);
 		return;
 	}
+	if (conn->state == CS_AUTHENTICATING) {
+		conn_fail(conn, -ETIMEDOUT, "rdma_connect(%s): no shared-secret verdict from the listener within %u ms",
+			  conn->host, conn->o.connect_timeout_ms);
+		return;
+	}
 	conn_fail(conn, -ETIMEDOUT, "%s(%s): connection not established after %u ms",
 		  conn->step, conn->host, conn->o.connect_timeout_ms);
 }

@@ -140,7 +140,6 @@ int conn_auth_send_proof(struct ez_conn *conn)
 		return ret;
 	}
 	conn->state = CS_AUTHENTICATING;
-	conn->step = "shared-secret proof";
 	return 0;
 }
 

@@ -533,7 +533,8 @@ static void forged_reply(struct fb *b, const char *key, const char *what)
 
 /* A raw server that knows the key: the client's proof arrives on the QP and
  * is the one HMAC says, and the client reports nothing until the verdict,
- * which decides what on_connect says. */
+ * which decides what on_connect says (verdict 0: none comes, the client's
+ * connect deadline of 1.5 s ends it). */
 static void raw_verdict(struct fb *b, uint32_t verdict)
 {
 	struct raw r;
@@ -544,10 +545,13 @@ static void raw_verdict(struct fb *b, uint32_t verdict)
 	uint8_t wire[HS_REP_MAX], proof[AUTH_PROOF_LEN];
 	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1 };
 	struct auth_key k;
+	char want[128];
 	char port[8], why[160];
 	int n;
 
 	raw_listen(&r, port, sizeof(port));
+	if (!verdict)
+		o.connect_timeout_ms = 1500;
 	ck_assert_int_eq(ep_connect(b, &c, port, &o), 0);
 	raw_expect(b, &r, RDMA_CM_EVENT_CONNECT_REQUEST, &r.conn_id);
 	ck_assert_int_eq(hs_decode(r.pdata, (size_t)r.pdata_len, HS_REQ, &req, why, sizeof(why)), 0);
@@ -564,10 +568,16 @@ static void raw_verdict(struct fb *b, uint32_t verdict)
 	ck_assert_mem_eq(r.buf + 128, proof, AUTH_PROOF_LEN);
 	fb_spin(b, 0.2);
 	ck_assert_int_eq(c.connected, 0);	/* nothing before the verdict */
-	raw_send(&r, verdict, NULL, 0);
+	if (verdict)
+		raw_send(&r, verdict, NULL, 0);
 	ck_assert(fb_run(b, &c.connected, 1, 5));
 	if (verdict == IMM_OK) {
 		ck_assert_msg(c.connect_status == 0, "%d %s", c.connect_status, c.connect_msg);
+	} else if (!verdict) {
+		ck_assert_int_eq(c.connect_status, -ETIMEDOUT);
+		snprintf(want, sizeof(want), "no shared-secret verdict from the listener within %u ms",
+			 o.connect_timeout_ms);
+		want_msg(&c, port, want);
 	} else {
 		ck_assert_int_eq(c.connect_status, -EACCES);
 		want_msg(&c, port, "listener refused the shared-secret proof");
@@ -590,6 +600,7 @@ START_TEST(client_waits_for_the_verdict)
 	fb_init(&b);
 	raw_verdict(&b, IMM_REFUSED);
 	raw_verdict(&b, IMM_OK);
+	raw_verdict(&b, 0);
 	fb_fini(&b);
 }
 END_TEST
