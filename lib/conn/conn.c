@@ -472,7 +472,6 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 		.max_msg = conn->my_max_msg,
 		.user_len = (uint8_t)conn->o.private_data_len,
 	};
-
 	int ret;
 
 	memcpy(m.user, conn->pdata, conn->o.private_data_len);
