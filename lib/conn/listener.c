@@ -61,6 +61,14 @@ void listener_req_unlink(struct ez_conn_req *req)
 	req->listener = NULL;
 }
 
+/* The CM id goes whatever the outcome; a failure (an event not acked, a
+ * kernel error) is logged, as the id and its kernel state may be leaked. */
+static void destroy_id(struct rdma_cm_id *id)
+{
+	if (rdma_destroy_id(id))
+		ezi_log_warn("listener: rdma_destroy_id: %s", ez_strerror(errno));
+}
+
 void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason, size_t len)
 {
 	struct hs_msg m = { .kind = HS_REJ, .caps = caps };
@@ -106,13 +114,13 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 
 	if (!l) {
 		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
+		destroy_id(ev->id);
 		return;
 	}
 	req = calloc(1, sizeof(*req));
 	if (!req) {
 		reject_id(ev->id, "out of memory", 13);
-		rdma_destroy_id(ev->id);
+		destroy_id(ev->id);
 		return;
 	}
 	req->kind = CM_REQ;
@@ -125,7 +133,7 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 	if (hs_decode(ev->pdata, ev->pdata_len, HS_REQ, &req->hs, why, sizeof(why))) {
 		ezi_log_info("listener: rejecting a request: %s", why);
 		reject_id(ev->id, why, strlen(why));
-		rdma_destroy_id(ev->id);
+		destroy_id(ev->id);
 		free(req);
 		return;
 	}
@@ -133,7 +141,7 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 	if (denied) {
 		ezi_log_info("listener: rejecting a request: %s", denied);
 		listener_reject_id(ev->id, HS_CAP_AUTH, denied, strlen(denied));
-		rdma_destroy_id(ev->id);
+		destroy_id(ev->id);
 		free(req);
 		return;
 	}
@@ -230,7 +238,7 @@ int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
 	*out = l;
 	return 0;
 err:
-	rdma_destroy_id(l->id);
+	destroy_id(l->id);
 	listener_free(l);
 	return ret;
 }
@@ -250,10 +258,10 @@ void ez_listener_close(struct ez_listener *l)
 		struct ez_conn_req *req = l->reqs;
 
 		reject_id(req->id, why, sizeof(why) - 1);
-		rdma_destroy_id(req->id);
+		destroy_id(req->id);
 		req_free(req);
 	}
-	rdma_destroy_id(l->id);
+	destroy_id(l->id);
 	l->ctx->nlisteners--;
 	listener_free(l);
 }
@@ -285,12 +293,12 @@ int ez_reject(struct ez_conn_req *req, const void *reason, size_t len)
 
 		len = 0;
 		reject_id(req->id, "", 0);
-		rdma_destroy_id(req->id);
+		destroy_id(req->id);
 		req_free(req);
 		return ret;
 	}
 	reject_id(req->id, reason, len);
-	rdma_destroy_id(req->id);
+	destroy_id(req->id);
 	req_free(req);
 	return 0;
 }
