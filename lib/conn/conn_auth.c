@@ -110,7 +110,8 @@ static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint3
 	op->kind = OP_AUTH;
 	op->cb = NULL;
 	op->arg = NULL;
-	memcpy(op->buf, data, len);
+	if (len)
+		memcpy(op->buf, data, len);
 	op->sge.addr = (uintptr_t)op->buf;
 	op->sge.length = len;
 	op->sge.lkey = conn->send_mr ? conn->send_mr->lkey : 0;

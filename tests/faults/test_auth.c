@@ -261,7 +261,8 @@ static void raw_expect(struct fb *b, struct raw *r, enum rdma_cm_event_type want
 	ck_assert_msg(ev->event == want, "raw peer got %s, wanted %s", rdma_event_str(ev->event),
 		      rdma_event_str(want));
 	r->pdata_len = ev->param.conn.private_data ? ev->param.conn.private_data_len : 0;
-	memcpy(r->pdata, ev->param.conn.private_data, (size_t)r->pdata_len);
+	if (r->pdata_len)
+		memcpy(r->pdata, ev->param.conn.private_data, (size_t)r->pdata_len);
 	if (id)
 		*id = ev->id;
 	rdma_ack_cm_event(ev);
@@ -354,7 +355,8 @@ static void raw_send(struct raw *r, uint32_t imm, const void *data, uint32_t len
 				  .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
 				  .imm_data = htonl(imm) }, *bad;
 
-	memcpy(r->buf, data, len);
+	if (len)
+		memcpy(r->buf, data, len);
 	ck_assert_int_eq(ibv_post_send(r->conn_id ? r->conn_id->qp : r->id->qp, &wr, &bad), 0);
 }
 
@@ -517,7 +519,8 @@ static void forged_reply(struct fb *b, const char *key, const char *what)
 		if (ev->event == RDMA_CM_EVENT_REJECTED) {
 			rejected = 1;
 			r.pdata_len = ev->param.conn.private_data_len;
-			memcpy(r.pdata, ev->param.conn.private_data, (size_t)r.pdata_len);
+			if (r.pdata_len)
+				memcpy(r.pdata, ev->param.conn.private_data, (size_t)r.pdata_len);
 		}
 		rdma_ack_cm_event(ev);
 	}
