@@ -17,6 +17,11 @@ tests_integration_test_srqpool_SOURCES = tests/integration/test_srqpool.c \
 	tests/integration/testdev.c tests/integration/testdev.h
 tests_integration_test_srqpool_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_srqpool_LDADD = $(TEST_LDADD)
+
+INTEGRATION_TESTS += tests/integration/test_pool_share
+tests_integration_test_pool_share_SOURCES = tests/integration/test_pool_share.c
+tests_integration_test_pool_share_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_pool_share_LDADD = $(TEST_LDADD)
 endif
 
 dist_man3_MANS += doc/man3/ez_srqpool_stats.3 doc/man3/ez_srqpool_errmsg.3 \
