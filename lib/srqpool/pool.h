@@ -73,6 +73,7 @@ struct ez_srqpool {
 	struct srqpool_acct *accts;
 	struct srqpool_acct *waiters;
 	uint32_t expected;	/* expected_conns: shares sized for this many at least */
+	int single;		/* a connection's private pool */
 	uint32_t share;		/* credits one connection may hold */
 	uint32_t reserve;	/* posted buffers never granted: credit-only and goodbye messages */
 	uint64_t granted;	/* credits all attached peers hold or have in flight */
@@ -100,11 +101,11 @@ int srqpool_check_modify(const struct srqpool_limits *lim, uint32_t cur_max_wr,
 
 /* share.c: receive credits as shares of the pool (no verbs calls). */
 /* Buffers kept back from grants for messages that carry no credit. */
-uint32_t srqpool_share_reserve(uint32_t total, uint32_t conns);
+uint32_t srqpool_share_reserve(uint32_t total, uint32_t conns, int shared);
 /* The credits one of conns connections may hold (>= 1 while conns fit). */
-uint32_t srqpool_share_of(uint32_t total, uint32_t conns, uint32_t expected);
+uint32_t srqpool_share_of(uint32_t total, uint32_t conns, uint32_t expected, int shared);
 /* Can total buffers give each of conns connections a credit? */
-int srqpool_share_fits(uint32_t total, uint32_t conns);
+int srqpool_share_fits(uint32_t total, uint32_t conns, int shared);
 /* Posted buffers not yet backed by a grant (negative: none, over by that much). */
 int64_t srqpool_share_room(const struct ez_srqpool *pool);
 /* Recomputes share and reserve after attached, total or expected changed. */

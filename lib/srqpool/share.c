@@ -9,18 +9,24 @@
 #define SHARE_MAX 0xffffu
 
 /* Credit-only and goodbye messages use a receive buffer without a credit
- * (at most one of each per connection in flight); an eighth of the pool at
- * most is kept back for them, one per connection below that. */
-uint32_t srqpool_share_reserve(uint32_t total, uint32_t conns)
+ * (at most one of each per connection in flight), and a connection that
+ * attaches while every other credit is out takes its first one from here:
+ * a shared pool keeps one buffer per connection (at least 8) back, but never
+ * more than an eighth of it; a private pool (one connection for ever) one. */
+uint32_t srqpool_share_reserve(uint32_t total, uint32_t conns, int shared)
 {
-	uint32_t r = conns < total / 8 ? conns : total / 8;
+	uint32_t r = conns > 8 ? conns : 8;
 
+	if (!shared)
+		return 1;
+	if (r > total / 8)
+		r = total / 8;
 	return r ? r : 1;
 }
 
-int srqpool_share_fits(uint32_t total, uint32_t conns)
+int srqpool_share_fits(uint32_t total, uint32_t conns, int shared)
 {
-	uint32_t r = srqpool_share_reserve(total, conns);
+	uint32_t r = srqpool_share_reserve(total, conns, shared);
 
 	return total > r && conns <= total - r;
 }
@@ -28,9 +34,9 @@ int srqpool_share_fits(uint32_t total, uint32_t conns)
 /* Rounded down, so the shares never add up to more than the buffers left
  * after the reserve; never 0, since attach refuses a connection that would
  * leave fewer buffers than connections. */
-uint32_t srqpool_share_of(uint32_t total, uint32_t conns, uint32_t expected)
+uint32_t srqpool_share_of(uint32_t total, uint32_t conns, uint32_t expected, int shared)
 {
-	uint32_t r = srqpool_share_reserve(total, conns);
+	uint32_t r = srqpool_share_reserve(total, conns, shared);
 	uint32_t budget = total > r ? total - r : 0;
 	uint32_t div = conns > expected ? conns : expected;
 	uint32_t s;
@@ -50,9 +56,9 @@ int64_t srqpool_share_room(const struct ez_srqpool *pool)
 
 void srqpool_share_update(struct ez_srqpool *pool)
 {
-	uint32_t s = srqpool_share_of(pool->total, pool->attached, pool->expected);
+	uint32_t s = srqpool_share_of(pool->total, pool->attached, pool->expected, !pool->single);
 
-	pool->reserve = srqpool_share_reserve(pool->total, pool->attached);
+	pool->reserve = srqpool_share_reserve(pool->total, pool->attached, !pool->single);
 	if (s != pool->share) {
 		pool->share = s;
 		pool->rebalances++;
@@ -107,13 +113,18 @@ int srqpool_share_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int pr
 	int64_t room;
 	uint32_t init;
 
-	if (!srqpool_share_fits(pool->total, pool->attached + 1))
+	if (pool->attached && private_pool)
+		return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -EBUSY,
+				     "srqpool_attach: a private pool already has its connection");
+	if (!srqpool_share_fits(pool->total, pool->attached + 1, !pool->single && !private_pool))
 		return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -ENOSPC,
 				     "srqpool_attach: a pool of %u buffers (%u kept for credit-only "
 				     "messages) cannot give %u connections a receive credit each",
-				     pool->total, srqpool_share_reserve(pool->total, pool->attached + 1),
+				     pool->total, srqpool_share_reserve(pool->total, pool->attached + 1,
+									!private_pool),
 				     pool->attached + 1);
 	pool->attached++;
+	pool->single = private_pool;
 	srqpool_share_update(pool);
 	room = srqpool_share_room(pool);
 	init = private_pool || pool->expected ? pool->share : 1;
@@ -125,6 +136,7 @@ int srqpool_share_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int pr
 		 * reserve, while a posted buffer is left that nobody holds. */
 		if ((int64_t)pool->posted - (int64_t)pool->granted < 1) {
 			pool->attached--;
+			pool->single = 0;
 			srqpool_share_update(pool);
 			return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -ENOSPC,
 					     "srqpool_attach: all %u posted buffers are granted as "
@@ -164,6 +176,8 @@ void srqpool_share_detach(struct ez_srqpool *pool, struct srqpool_acct *a)
 	a->owed = 0;
 	if (pool->attached)
 		pool->attached--;
+	if (!pool->attached)
+		pool->single = 0;
 	srqpool_share_update(pool);
 	/* The leaver's credits and share are headroom for the others now. */
 	srqpool_share_wake(pool, 1);

@@ -350,7 +350,7 @@ int srqpool_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int private_
 {
 	int rc;
 
-	while (!srqpool_share_fits(pool->total, pool->attached + 1) &&
+	while (!srqpool_share_fits(pool->total, pool->attached + 1, !private_pool) &&
 	       pool->total < pool->p.max_bufs && !pool->grow_refused) {
 		rc = srqpool_grow(pool, 0);
 		if (rc == -EOPNOTSUPP)

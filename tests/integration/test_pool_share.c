@@ -43,7 +43,7 @@ struct cli {
 	uint32_t recvd;		/* server side: in order, payload checked */
 	uint32_t bad;		/* out of order or wrong bytes */
 	uint32_t max_credits;	/* highest send_credits sampled on the client */
-	uint32_t max_outstanding; /* highest msgs_sent - recvd sampled */
+	uint32_t max_outstanding; /* highest msgs_sent - recvd, at every arrival */
 	int hold;		/* server keeps this connection's buffers */
 };
 
@@ -59,7 +59,11 @@ struct bench {
 	int accepted;
 	struct ez_buf *held[256];
 	int nheld;
+	int hold_at;		/* held buffers are released (from the loop) at this many */
+	int releases;
 	uint64_t checks;	/* samples of the grant invariant */
+	uint32_t mark, limit;	/* for the phase conditions */
+	int strict;
 };
 
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
@@ -93,6 +97,15 @@ static void srv_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 	uint32_t seq = c->recvd;
 
 	(void)conn;
+	/* Exact, per message: what the client has posted and the server not
+	 * yet seen, this one included, each on one of the pool's credits. */
+	if (c->conn) {
+		struct ez_conn_stats cs;
+
+		ck_assert_int_eq(ez_conn_stats(c->conn, &cs), 0);
+		if (cs.msgs_sent - seq > c->max_outstanding)
+			c->max_outstanding = (uint32_t)(cs.msgs_sent - seq);
+	}
 	fill(want, c->idx, seq);
 	if (ez_buf_len(buf) != msg_len(seq) || memcmp(ez_buf_data(buf), want, msg_len(seq))) {
 		if (c->bad++ < 3)
@@ -234,7 +247,8 @@ static void cli_open(struct bench *b, int i, uint32_t target)
 }
 
 /* The invariant, sampled: what the clients hold never exceeds what the pool
- * granted, which never exceeds the pool less its reserve. */
+ * granted, which never exceeds the pool; nor the pool less its reserve while
+ * no connection attached when every other credit was out (b->strict). */
 static void sample(struct bench *b, struct ez_srqpool_stats *st)
 {
 	uint64_t held = 0;
@@ -259,10 +273,10 @@ static void sample(struct bench *b, struct ez_srqpool_stats *st)
 	}
 	ck_assert_msg(held <= st->credits_granted, "clients hold %llu credits, the pool granted %llu",
 		      (unsigned long long)held, (unsigned long long)st->credits_granted);
-	ck_assert_msg(st->credits_granted + st->credit_reserve <= st->total,
+	ck_assert_msg(st->credits_granted + (b->strict ? st->credit_reserve : 0) <= st->total,
 		      "granted %llu + reserve %u > %llu buffers", (unsigned long long)st->credits_granted,
-		      st->credit_reserve, (unsigned long long)st->total);
-	ck_assert_uint_le(st->credits_granted_max + st->credit_reserve, st->total);
+		      b->strict ? st->credit_reserve : 0, (unsigned long long)st->total);
+	ck_assert_uint_le(st->credits_granted_max, st->total);
 	b->checks++;
 }
 
@@ -275,6 +289,12 @@ static int run_until(struct bench *b, int (*cond)(struct bench *), double secs, 
 
 	while (!cond(b) && now_s() < end) {
 		ev_run(b->loop, EVRUN_ONCE);
+		if (b->hold_at && b->nheld >= b->hold_at) {
+			for (int i = 0; i < b->nheld; i++)
+				ez_buf_release(b->held[i]);
+			b->nheld = 0;
+			b->releases++;
+		}
 		if (every && ++turn % every == 0)
 			sample(b, &st);
 	}
@@ -351,6 +371,7 @@ START_TEST(fifty_conns_greedy_and_bursts)
 	uint32_t others_max_out = 0, others_max_cred = 0;
 
 	bench_init(&b, n, &po);
+	b.strict = 1;
 	for (int i = 0; i < n; i++)
 		cli_open(&b, i, 0);
 	ck_assert_msg(run_until(&b, all_connected, 60, 0), "%d of %d accepted", b.accepted, n);
@@ -420,6 +441,128 @@ START_TEST(fifty_conns_greedy_and_bursts)
 }
 END_TEST
 
+/* ---- one pool of 64: a greedy peer alone, then with three others, then alone again ---- */
+
+static int greedy_window_over(struct bench *b)
+{
+	return b->c[0].max_credits > b->limit;
+}
+
+static int greedy_advanced(struct bench *b)
+{
+	return b->c[0].recvd >= b->mark;
+}
+
+static int others_closed(struct bench *b)
+{
+	for (int i = 1; i < b->n; i++)
+		if (!b->c[i].disconnected || b->c[i].sconn)
+			return 0;
+	return 1;
+}
+
+static int released_five_times(struct bench *b)
+{
+	return b->releases >= 5;
+}
+
+START_TEST(rebalance_on_attach_and_detach)
+{
+	struct ez_srqpool_opts po = { .nbufs = 64, .buf_size = MSG_MAX };
+	struct ez_srqpool_stats st0, st1, st2, st3, st4;
+	struct bench b;
+	uint32_t alone_max, shared_max, shared_out, again_max;
+
+	bench_init(&b, 4, &po);
+	b.n = 1;
+	cli_open(&b, 0, UINT32_MAX);
+	b.c[0].greedy = 1;
+	ck_assert(run_until(&b, all_connected, 20, 0));
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st0), 0);
+	ck_assert_uint_eq(st0.credit_share, 56);	/* 8 kept for credit messages and newcomers */
+
+	/* Alone, the greedy peer's window grows past what four would each get. */
+	b.limit = 14;
+	ck_assert_msg(run_until(&b, greedy_window_over, 20, 1), "window stayed at %u",
+		      b.c[0].max_credits);
+	alone_max = b.c[0].max_credits;
+	sample(&b, &st1);
+
+	/* Three more attach: the share shrinks to (64 - 8) / 4 = 14 and the
+	 * greedy peer's returns are withheld until it is back under it. */
+	b.n = 4;
+	for (int i = 1; i < 4; i++)
+		cli_open(&b, i, 0);
+	ck_assert(run_until(&b, all_connected, 20, 1));
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st2), 0);
+	ck_assert_uint_eq(st2.credit_share, 14);
+	ck_assert_uint_ge(st2.rebalances, st1.rebalances + 3);
+	/* Once it has used every credit granted before the shrink, it holds
+	 * no more than the new share. */
+	b.mark = b.c[0].recvd + st0.credit_share;
+	ck_assert(run_until(&b, greedy_advanced, 20, 1));
+	b.c[0].max_credits = b.c[0].max_outstanding = 0;
+	for (int i = 1; i < 4; i++) {
+		b.c[i].target = 40;
+		pump(&b.c[i]);
+	}
+	ck_assert_msg(run_until(&b, bursts_done, 30, 1), "the newcomers' bursts did not get through");
+	b.mark = b.c[0].recvd + 100;
+	ck_assert(run_until(&b, greedy_advanced, 20, 1));
+	shared_max = b.c[0].max_credits;
+	shared_out = b.c[0].max_outstanding;
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st3), 0);
+	ck_assert_uint_le(shared_max, 14);
+	ck_assert_uint_le(shared_out, 14);
+	ck_assert_uint_gt(st3.credits_withheld, st1.credits_withheld);
+
+	/* They leave: the share grows back and the headroom reaches the greedy peer. */
+	for (int i = 1; i < 4; i++) {
+		ez_conn_close(b.c[i].conn);
+		b.c[i].conn = NULL;
+	}
+	ck_assert(run_until(&b, others_closed, 20, 0));
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st4), 0);
+	ck_assert_uint_eq(st4.attached, 1);
+	ck_assert_uint_eq(st4.credit_share, 56);
+	ck_assert_uint_ge(st4.rebalances, st3.rebalances + 3);
+	b.c[0].max_credits = 0;
+	b.limit = 14;
+	ck_assert_msg(run_until(&b, greedy_window_over, 20, 1), "window stayed at %u after the detaches",
+		      b.c[0].max_credits);
+	again_max = b.c[0].max_credits;
+
+	/* The server keeps up to 40 buffers at a time: credits come back only
+	 * as buffers are posted again, so the peer waits instead of meeting an
+	 * empty SRQ. */
+	b.c[0].hold = 1;
+	b.hold_at = 40;
+	ck_assert_msg(run_until(&b, released_five_times, 60, 1), "%d releases", b.releases);
+	b.c[0].hold = 0;
+	b.hold_at = 0;
+	for (int i = 0; i < b.nheld; i++)
+		ez_buf_release(b.held[i]);
+	b.nheld = 0;
+	b.c[0].target = b.c[0].queued;
+	ck_assert(run_until(&b, everything_arrived, 30, 1));
+	sample(&b, &st4);
+	check_delivery(&b);
+	ck_assert_uint_gt(st4.credit_waits, st3.credit_waits);
+	if (st4.rnr_naks_sent >= 0 && st0.rnr_naks_sent >= 0)
+		ck_assert_msg(st4.rnr_naks_sent == st0.rnr_naks_sent, "%lld RNR NAKs",
+			      (long long)(st4.rnr_naks_sent - st0.rnr_naks_sent));
+	printf("rebalance on 64 buffers: greedy alone reached %u credits; with 3 more (share 14) "
+	       "at most %u held, %u outstanding, newcomers 3 x 40 through; alone again %u; "
+	       "%llu returns withheld, %llu rebalances; holding 40 buffers x 5: %llu waits for "
+	       "reposts, RNR NAKs sent %lld; greedy delivered %u in order\n",
+	       alone_max, shared_max, shared_out, again_max,
+	       (unsigned long long)st4.credits_withheld, (unsigned long long)st4.rebalances,
+	       (unsigned long long)(st4.credit_waits - st3.credit_waits),
+	       (long long)(st4.rnr_naks_sent - st0.rnr_naks_sent), b.c[0].recvd);
+	bench_close(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pool_share");
@@ -429,6 +572,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, fifty_conns_greedy_and_bursts);
+	tcase_add_test(tc, rebalance_on_attach_and_detach);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -52,36 +52,38 @@ static void invariant(const struct ez_srqpool *p)
 
 START_TEST(share_math)
 {
-	/* An eighth of the pool (one buffer per connection below that) is
-	 * kept for credit-only messages; the rest is split, rounded down. */
-	ck_assert_uint_eq(srqpool_share_reserve(4000, 1), 1);
-	ck_assert_uint_eq(srqpool_share_reserve(4000, 1000), 500);
-	ck_assert_uint_eq(srqpool_share_reserve(16, 1), 1);
-	ck_assert_uint_eq(srqpool_share_reserve(4, 3), 1);
-	ck_assert_uint_eq(srqpool_share_of(16, 1, 0), 15);	/* a private pool: recv_depth - 1 */
-	ck_assert_uint_eq(srqpool_share_of(8, 1, 1), 7);
-	ck_assert_uint_eq(srqpool_share_of(4000, 1000, 0), 3);
-	ck_assert_uint_eq(srqpool_share_of(4000, 1, 1000), 3);	/* expected_conns sizes it */
-	ck_assert_uint_eq(srqpool_share_of(4000, 1, 0), 3999);
-	ck_assert_uint_eq(srqpool_share_of(256, 50, 0), 4);
-	ck_assert_uint_eq(srqpool_share_of(1u << 20, 1, 0), 0xffff);	/* 16 bits on the wire */
-	ck_assert(srqpool_share_fits(256, 224));
-	ck_assert(!srqpool_share_fits(256, 225));
-	ck_assert(!srqpool_share_fits(1, 1));
-	ck_assert(srqpool_share_fits(2, 1));
+	/* A shared pool keeps one buffer per connection (at least 8, at most
+	 * an eighth of the pool) back for credit-only messages and newcomers;
+	 * a private pool one. The rest is split, rounded down. */
+	ck_assert_uint_eq(srqpool_share_reserve(4000, 1, 1), 8);
+	ck_assert_uint_eq(srqpool_share_reserve(4000, 100, 1), 100);
+	ck_assert_uint_eq(srqpool_share_reserve(4000, 1000, 1), 500);
+	ck_assert_uint_eq(srqpool_share_reserve(16, 1, 0), 1);
+	ck_assert_uint_eq(srqpool_share_reserve(4, 3, 1), 1);
+	ck_assert_uint_eq(srqpool_share_of(16, 1, 0, 0), 15);	/* private: recv_depth - 1 */
+	ck_assert_uint_eq(srqpool_share_of(8, 1, 1, 0), 7);
+	ck_assert_uint_eq(srqpool_share_of(4000, 1000, 0, 1), 3);
+	ck_assert_uint_eq(srqpool_share_of(4000, 1, 1000, 1), 3);	/* expected_conns sizes it */
+	ck_assert_uint_eq(srqpool_share_of(4000, 1, 0, 1), 3992);
+	ck_assert_uint_eq(srqpool_share_of(256, 50, 0, 1), 4);
+	ck_assert_uint_eq(srqpool_share_of(1u << 20, 1, 0, 1), 0xffff);	/* 16 bits on the wire */
+	ck_assert(srqpool_share_fits(256, 224, 1));
+	ck_assert(!srqpool_share_fits(256, 225, 1));
+	ck_assert(!srqpool_share_fits(1, 1, 0));
+	ck_assert(srqpool_share_fits(2, 1, 0));
 	/* Whatever the numbers, shares of the connections that fit never
 	 * add up to more than the pool less its reserve, and never reach 0. */
 	for (uint32_t total = 2; total <= 600; total += 7)
 		for (uint32_t n = 1; n <= total; n++) {
 			uint32_t s;
 
-			if (!srqpool_share_fits(total, n))
+			if (!srqpool_share_fits(total, n, 1))
 				break;
 			for (uint32_t e = 0; e <= 2 * total; e += total / 3 + 1) {
-				s = srqpool_share_of(total, n, e);
+				s = srqpool_share_of(total, n, e, 1);
 				ck_assert_uint_ge(s, 1);
 				ck_assert_uint_le((uint64_t)s * n,
-						  total - srqpool_share_reserve(total, n));
+						  total - srqpool_share_reserve(total, n, 1));
 			}
 		}
 }
@@ -166,71 +168,73 @@ START_TEST(thousand_connections_grant_math)
 }
 END_TEST
 
-/* An early greedy connection that reached the whole pool: newcomers still get
- * a credit, it gets nothing back until it is under its new share, and a
+/* An early greedy connection that reached its whole share: newcomers still
+ * get a credit, it gets nothing back until it is under its new share, and a
  * detach hands the headroom back out. */
 START_TEST(withheld_then_rebalanced)
 {
 	struct ez_srqpool *p = fake_pool(64, 0);
 	struct srqpool_acct g = { .kick = count_kick }, b = { .kick = count_kick },
 			    c = { .kick = count_kick };
-	uint32_t init, r0;
+	uint32_t init, r0, s1, s2, s3;
 
 	ck_assert_int_eq(srqpool_share_attach(p, &g, 0, &init), 0);
 	ck_assert_uint_eq(init, 1);
-	ck_assert_uint_eq(p->share, 63);
+	s1 = p->share;
+	ck_assert_uint_eq(s1, 56);	/* 64 - 8 */
 	/* Slow start: one credit, then each used credit comes back doubled. */
 	peer_sends(p, &g);
 	p->posted = 64;
 	ck_assert_uint_eq(srqpool_share_give(p, &g, 0xffff), 2);
-	while (g.granted < p->share) {
+	while (g.granted < s1) {
 		while (g.granted)
 			peer_sends(p, &g);
 		p->posted = 64;
 		srqpool_share_give(p, &g, 0xffff);
 	}
-	ck_assert_uint_eq(g.granted, 63);	/* the whole budget */
+	ck_assert_uint_eq(g.granted, s1);
 	r0 = p->rebalances;
 
-	/* A newcomer: the share halves; its one credit is a posted buffer nobody holds. */
+	/* A newcomer: the share halves; its one credit comes out of the reserve. */
 	ck_assert_int_eq(srqpool_share_attach(p, &b, 0, &init), 0);
 	ck_assert_uint_eq(init, 1);
-	ck_assert_uint_eq(p->share, 31);	/* (64 - 2) / 2 */
+	s2 = p->share;
+	ck_assert_uint_eq(s2, 28);
 	ck_assert_uint_eq(p->rebalances, r0 + 1);
-	ck_assert_uint_le(p->granted, p->total);
+	ck_assert_uint_le(p->granted, p->posted);
 	/* The greedy one uses 20: still over its share, nothing comes back. */
 	for (int i = 0; i < 20; i++)
 		peer_sends(p, &g);
 	p->posted = 64;
 	ck_assert_uint_eq(srqpool_share_give(p, &g, 0xffff), 0);
 	ck_assert_uint_gt(p->withheld, 0);
-	ck_assert_uint_eq(g.granted, 43);
+	ck_assert_uint_eq(g.granted, s1 - 20);
 	/* The newcomer's credits come back, doubled, out of what was withheld. */
 	peer_sends(p, &b);
 	p->posted = 64;
 	ck_assert_uint_eq(srqpool_share_give(p, &b, 0xffff), 2);
 	/* Under its share again, the greedy one earns credits back up to it. */
-	for (int i = 0; i < 33; i++)
+	while (g.granted > 10)
 		peer_sends(p, &g);
 	p->posted = 64;
-	ck_assert_uint_eq(g.granted, 10);
-	ck_assert_uint_eq(srqpool_share_give(p, &g, 0xffff), 21);
-	ck_assert_uint_eq(g.granted, 31);
+	ck_assert_uint_eq(srqpool_share_give(p, &g, 0xffff), s2 - 10);
+	ck_assert_uint_eq(g.granted, s2);
 	ck_assert_uint_le(p->granted, p->posted - p->reserve);
 
-	/* A third: the share shrinks to (64 - 3) / 3 = 20. */
+	/* A third: the share shrinks to (64 - 8) / 3. */
 	ck_assert_int_eq(srqpool_share_attach(p, &c, 0, &init), 0);
-	ck_assert_uint_eq(p->share, 20);
+	s3 = p->share;
+	ck_assert_uint_eq(s3, 18);
 	/* The greedy peer uses 15 and the newcomer one; then the newcomer
-	 * leaves: the share grows back to 31 and everyone still owed credits
-	 * is kicked to collect them. */
+	 * leaves: the share grows back and everyone still owed credits is
+	 * kicked to collect them. */
 	for (int i = 0; i < 15; i++)
 		peer_sends(p, &g);
 	peer_sends(p, &c);
 	kicks = 0;
 	r0 = p->rebalances;
 	srqpool_share_detach(p, &c);
-	ck_assert_uint_eq(p->share, 31);
+	ck_assert_uint_eq(p->share, s2);
 	ck_assert_uint_eq(p->rebalances, r0 + 1);
 	ck_assert_int_eq(kicks, 1);	/* g is owed 15; b owes nothing */
 	ck_assert_uint_eq(p->granted, g.granted + b.granted);
@@ -250,14 +254,14 @@ START_TEST(credits_wait_for_reposts)
 	uint32_t init;
 
 	ck_assert_int_eq(srqpool_share_attach(p, &a, 0, &init), 0);
-	ck_assert_uint_eq(init, 15);	/* (32 - 2) / 2 */
+	ck_assert_uint_eq(init, 14);	/* (32 - 4) / 2 */
 	ck_assert_int_eq(srqpool_share_attach(p, &b, 0, &init), 0);
-	ck_assert_uint_eq(init, 15);
+	ck_assert_uint_eq(init, 14);
 	ck_assert_int_eq(srqpool_share_room(p), 0);
-	/* a's peer sends 15; the application keeps the buffers (nothing reposted). */
-	for (int i = 0; i < 15; i++)
+	/* a's peer sends 14; the application keeps the buffers (nothing reposted). */
+	for (int i = 0; i < 14; i++)
 		peer_sends(p, &a);
-	ck_assert_int_eq(srqpool_share_room(p), 0);	/* 17 posted, 15 granted, 2 reserved */
+	ck_assert_int_eq(srqpool_share_room(p), 0);	/* 18 posted, 14 granted, 4 reserved */
 	ck_assert_uint_eq(srqpool_share_give(p, &a, 0xffff), 0);
 	ck_assert(a.waiting);
 	ck_assert_ptr_eq(p->waiters, &a);
