@@ -84,22 +84,27 @@ static void wait_for_room(struct ez_srqpool *pool, struct srqpool_acct *a)
 		return;
 	a->waiting = 1;
 	a->wnext = pool->waiters;
+	if (a->wnext)
+		a->wnext->wpprev = &a->wnext;
+	a->wpprev = &pool->waiters;
 	pool->waiters = a;
+}
+
+static void unlink_waiter(struct srqpool_acct *a)
+{
+	*a->wpprev = a->wnext;
+	if (a->wnext)
+		a->wnext->wpprev = a->wpprev;
+	a->wnext = NULL;
+	a->wpprev = NULL;
+	a->waiting = 0;
 }
 
 void srqpool_share_unwait(struct ez_srqpool *pool, struct srqpool_acct *a)
 {
-	struct srqpool_acct **pp;
-
-	if (!a->waiting)
-		return;
-	for (pp = &pool->waiters; *pp; pp = &(*pp)->wnext)
-		if (*pp == a) {
-			*pp = a->wnext;
-			break;
-		}
-	a->wnext = NULL;
-	a->waiting = 0;
+	(void)pool;
+	if (a->waiting)
+		unlink_waiter(a);
 }
 
 /* A private pool's one connection, or the first expected_conns of a shared
@@ -151,6 +156,7 @@ int srqpool_share_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int pr
 	a->max_granted = 0;
 	a->waiting = 0;
 	a->wnext = NULL;
+	a->wpprev = NULL;
 	note_grant(pool, a, init);
 	a->prev = NULL;
 	a->next = pool->accts;
@@ -259,9 +265,7 @@ void srqpool_share_wake(struct ez_srqpool *pool, int all)
 			}
 		}
 	while (srqpool_share_room(pool) > 0 && (a = pool->waiters)) {
-		pool->waiters = a->wnext;
-		a->wnext = NULL;
-		a->waiting = 0;
+		unlink_waiter(a);
 		if (a->kick)
 			a->kick(a);
 	}

@@ -60,7 +60,9 @@ int srqpool_on_limit_event(struct ez_srqpool *pool);
  * buffer that is posted (lib/srqpool/share.c has the rules). */
 struct srqpool_acct {
 	struct srqpool_acct *next, *prev;	/* the pool's attached connections */
-	struct srqpool_acct *wnext;		/* waiting for buffers to be reposted */
+	/* Waiting for buffers to be reposted (unlinked in O(1): a return on
+	 * the data path takes the connection off first). */
+	struct srqpool_acct *wnext, **wpprev;
 	int waiting;
 	uint32_t granted;
 	uint32_t owed;

@@ -283,6 +283,43 @@ START_TEST(credits_wait_for_reposts)
 }
 END_TEST
 
+/* Several waiters: one taken off in the middle (a return on the data path
+ * does that first), the rest kicked in turn while room is left. */
+START_TEST(waiters_list)
+{
+	struct ez_srqpool *p = fake_pool(64, 3);
+	struct srqpool_acct a[3];
+	uint32_t init;
+
+	memset(a, 0, sizeof(a));
+	for (int i = 0; i < 3; i++) {
+		a[i].kick = count_kick;
+		ck_assert_int_eq(srqpool_share_attach(p, &a[i], 0, &init), 0);
+		ck_assert_uint_eq(init, 18);	/* (64 - 8) / 3 */
+	}
+	/* Every peer uses all its credits; the application holds the buffers. */
+	for (int i = 0; i < 3; i++) {
+		while (a[i].granted)
+			peer_sends(p, &a[i]);
+		/* 64 posted - 54 granted - 8 reserved: the first gets 2, then none. */
+		ck_assert_uint_eq(srqpool_share_give(p, &a[i], 0xffff), i ? 0 : 2);
+		ck_assert(a[i].waiting);
+	}
+	srqpool_share_unwait(p, &a[1]);
+	ck_assert(!a[1].waiting);
+	ck_assert_ptr_eq(p->waiters, &a[2]);
+	ck_assert_ptr_eq(a[2].wnext, &a[0]);
+	p->posted += 40;
+	kicks = 0;
+	srqpool_share_wake(p, 0);	/* count_kick takes nothing: both are kicked */
+	ck_assert_int_eq(kicks, 2);
+	ck_assert_ptr_null(p->waiters);
+	for (int i = 0; i < 3; i++)
+		srqpool_share_detach(p, &a[i]);
+	free(p);
+}
+END_TEST
+
 /* A pool too small for one more connection says so; a newcomer when every
  * posted buffer is granted is refused rather than over-granted. */
 START_TEST(attach_refusals)
@@ -369,6 +406,7 @@ int main(void)
 	tcase_add_test(tc, thousand_connections_grant_math);
 	tcase_add_test(tc, withheld_then_rebalanced);
 	tcase_add_test(tc, credits_wait_for_reposts);
+	tcase_add_test(tc, waiters_list);
 	tcase_add_test(tc, attach_refusals);
 	tcase_add_test(tc, random_traffic_invariant);
 	suite_add_tcase(s, tc);
