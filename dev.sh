@@ -9,8 +9,8 @@
 #         round trips and latency;
 #   test  runs the unit tier (make check), the integration tier in the test bed
 #         (make check-integration), the two-VM RoCEv2 capture, make distcheck,
-#         the libFuzzer targets for a bounded time and the fault suite under
-#         AddressSanitizer+UBSan,
+#         the libFuzzer targets for a bounded time and the integration tier
+#         again under AddressSanitizer+UBSan (tests/run-asan.sh),
 #         prints every Check summary line, and ends with
 #         "tests: N passed, N failed". It exits non-zero when anything failed or
 #         when the integration tier could not run.
@@ -63,6 +63,7 @@ build_tree() {
 	fi
 	say "make -j2"
 	timeout 1800 make -C "$build" -j2 || die "make failed"
+	timeout 1800 make -C "$build" -j2 integration-programs || die "make integration-programs failed"
 }
 
 # The RPC echo sample: rpc_server and rpc_client over RDMA (samples/rpc-demo.sh).
@@ -171,14 +172,14 @@ test_all() {
 		result fail "fuzz (handshake decoder, qpfsm validator)"
 	fi
 
-	say "fault suite under AddressSanitizer and UBSan (build-asan/, in the test bed)"
+	say "integration tier under AddressSanitizer and UBSan (build-asan/, in the test bed)"
 	t=$SECONDS
-	if asan_build && EZ_TESTBED_TIMEOUT=1200 "$top/tests/faults/run-asan.sh" "$top/build-asan"; then
-		result pass "fault suite under ASan+UBSan"
+	if asan_build && EZ_TESTBED_TIMEOUT=1800 "$top/tests/run-asan.sh" "$top/build-asan"; then
+		result pass "integration tier under ASan+UBSan"
 	else
-		result fail "fault suite under ASan+UBSan"
+		result fail "integration tier under ASan+UBSan"
 	fi
-	echo "(ASan fault suite: $((SECONDS - t)) s)"
+	echo "(ASan integration tier: $((SECONDS - t)) s)"
 
 	say "Check summaries"
 	check_lines

@@ -23,7 +23,8 @@ TESTS += $(UNIT_TESTS) tests/integration/device-probe.sh
 if EZ_NEVER
 TESTS += $(INTEGRATION_TESTS)
 endif
-dist_noinst_SCRIPTS += tests/integration/device-probe.sh tests/integration/two_host_capture.sh
+dist_noinst_SCRIPTS += tests/integration/device-probe.sh tests/integration/two_host_capture.sh \
+	tests/run-asan.sh
 EXTRA_DIST += tests/testbed .ci/run
 
 # The integration tier: every test must run; no device is a failure here.
@@ -31,7 +32,10 @@ check-integration: $(INTEGRATION_TESTS)
 	@EZ_REQUIRE_DEVICE=1 $(srcdir)/tests/integration/device-probe.sh
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(INTEGRATION_TESTS)'
 
-.PHONY: check-integration
+# Builds the tier's programs (on the host: compiling inside a TCG guest is slow).
+integration-programs: $(INTEGRATION_TESTS)
+
+.PHONY: check-integration integration-programs
 
 # The README's example must build against the installed library and its
 # pkg-config file (make installcheck; distcheck runs it).

@@ -14,6 +14,7 @@
 #include "flow.h"
 #include "listener.h"
 #include "log.h"
+#include "lookup.h"
 #include "opts.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
@@ -200,6 +201,8 @@ static void conn_end(struct ez_conn *conn, int status)
 		return;
 	conn->ended = 1;
 	conn->end_status = status;
+	lookup_abandon(conn->lookup);
+	conn->lookup = NULL;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
 	conn->state = CS_CLOSING;
 	conn->was_connected = was == CS_CONNECTED || was == CS_ACCEPTING;
@@ -628,6 +631,30 @@ static void fmt_addr(const struct sockaddr *sa, const char *fallback, char *out,
 	snprintf(out, len, "%s", ip[0] ? ip : fallback);
 }
 
+/* The address is known: rdma_cm takes over (its events drive the rest). */
+static void connect_to(struct ez_conn *conn, const struct sockaddr_storage *ss)
+{
+	if (rdma_create_id(conn->ctx->ch, &conn->id, conn, RDMA_PS_TCP)) {
+		conn_fail(conn, -errno, "rdma_create_id: %s", ez_strerror(errno));
+		return;
+	}
+	conn->step = "rdma_resolve_addr";
+	conn->state = CS_RESOLVING_ADDR;
+	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)ss, (int)conn->o.connect_timeout_ms))
+		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
+			  ez_strerror(errno));
+}
+
+static void on_lookup_done(struct ez_conn *conn, int rc, const struct sockaddr_storage *ss,
+			   const char *err)
+{
+	conn->lookup = NULL;
+	if (rc)
+		conn_fail(conn, rc, "%s", err);
+	else
+		connect_to(conn, ss);
+}
+
 int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 	       const struct ez_conn_opts *opts, const struct ez_conn_cbs *cbs, void *arg,
 	       struct ez_conn **out)
@@ -649,22 +676,22 @@ int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 	*out = conn;
 	ctx_timer_start(ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
 
-	/* From here every failure reaches on_connect, later, from the loop. */
+	/* From here every failure reaches on_connect, later, from the loop.
+	 * Numeric addresses resolve here; a name goes to a resolver thread
+	 * (the connect timeout covers it), so the loop never waits on DNS. */
 	conn->step = "getaddrinfo";
-	ret = ezaddr_resolve(host, service, 0, &ss, err, sizeof(err));
+	ret = ezaddr_resolve(host, service, EZADDR_NUMERIC_ONLY, &ss, err, sizeof(err));
+	if (ret == -EAGAIN) {
+		ret = lookup_start(ctx, host, service, conn, on_lookup_done, &conn->lookup);
+		if (ret)
+			conn_fail(conn, ret, "%s", ez_errmsg());
+		return 0;
+	}
 	if (ret) {
 		conn_fail(conn, ret, "%s", err);
 		return 0;
 	}
-	if (rdma_create_id(ctx->ch, &conn->id, conn, RDMA_PS_TCP)) {
-		conn_fail(conn, -errno, "rdma_create_id: %s", ez_strerror(errno));
-		return 0;
-	}
-	conn->step = "rdma_resolve_addr";
-	conn->state = CS_RESOLVING_ADDR;
-	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)&ss, (int)conn->o.connect_timeout_ms))
-		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
-			  ez_strerror(errno));
+	connect_to(conn, &ss);
 	return 0;
 }
 

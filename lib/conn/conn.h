@@ -55,6 +55,7 @@ struct ez_conn {
 	enum conn_state state;
 	int active;
 	const char *step;	/* the step under way, for error messages */
+	struct lookup *lookup;	/* the host name being resolved */
 	char host[128];
 
 	int connect_reported;	/* on_connect ran */

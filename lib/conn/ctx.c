@@ -17,6 +17,7 @@
 #include "error.h"
 #include "listener.h"
 #include "log.h"
+#include "lookup.h"
 
 uint64_t ctx_now_ns(void)
 {
@@ -293,6 +294,7 @@ int ez_ctx_free(struct ez_ctx *ctx)
 		ctx->devices = dev->next;
 		device_close(dev);
 	}
+	lookup_ctx_fini(ctx);
 	rdma_destroy_event_channel(ctx->ch);
 	close(ctx->timer_watch.fd);
 	close(ctx->epfd);

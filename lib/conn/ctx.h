@@ -28,6 +28,8 @@ struct ctx_timer {
 enum cm_owner_kind { CM_LISTENER = 1, CM_REQ, CM_CONN };
 
 struct device;
+struct lookup;
+struct lookup_notifier;
 
 struct ez_ctx {
 	struct ev_loop *loop;	/* NULL with EZ_CTX_NO_LOOP */
@@ -44,6 +46,9 @@ struct ez_ctx {
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
 	uint32_t sport_rr;		/* EZ_SPORT_RANGE cursor of the context's connections */
+	struct lookup *lookups;		/* host names being resolved (lookup.c) */
+	struct lookup_notifier *notifier;
+	struct ctx_watch lookup_watch;
 };
 
 int ctx_watch_add(struct ez_ctx *ctx, struct ctx_watch *w);

@@ -29,6 +29,8 @@ static void device_release(struct device *dev)
 		ezi_log_err("ibv_destroy_comp_channel(%s): %s", dev->name, ez_strerror(err));
 	if (dev->pd && (err = ibv_dealloc_pd(dev->pd)))
 		ezi_log_err("ibv_dealloc_pd(%s): %s", dev->name, ez_strerror(err));
+	if (dev->verbs && ibv_close_device(dev->verbs))
+		ezi_log_err("ibv_close_device(%s): %s", dev->name, ez_strerror(errno));
 	free(dev);
 }
 
@@ -46,7 +48,7 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	int ret;
 
 	for (dev = ctx->devices; dev; dev = dev->next) {
-		if (dev->verbs == verbs) {
+		if (dev->cm_verbs == verbs) {
 			*out = dev;
 			return 0;
 		}
@@ -55,11 +57,23 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	if (!dev)
 		return ezi_fail(-ENOMEM, "device: out of memory");
 	dev->ctx = ctx;
-	dev->verbs = verbs;
+	dev->cm_verbs = verbs;
 	dev->comp_watch.fd = -1;
 	dev->async_watch.fd = -1;
 	dev->poll_more.fn = cq_on_poll_more;
 	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(verbs->device));
+	/* Our own verbs context, not rdma_cm's: rdma_cm keeps one per device
+	 * for the whole process, and with it one async event fd. Two contexts
+	 * (threads) reading that fd would take each other's QP, SRQ-limit and
+	 * last-WQE events. The QPs we create on it are used with rdma_cm's ids
+	 * by QP number only, which any context of the same device allows. */
+	dev->verbs = ibv_open_device(verbs->device);
+	if (!dev->verbs) {
+		ret = ezi_fail(errno ? -errno : -ENODEV, "ibv_open_device(%s): %s", dev->name,
+			       ez_strerror(errno ? errno : ENODEV));
+		goto err;
+	}
+	verbs = dev->verbs;
 	if (ibv_query_device(verbs, &dev->attr)) {
 		ret = ezi_fail(-errno, "ibv_query_device(%s): %s", dev->name, ez_strerror(errno));
 		goto err;
@@ -203,9 +217,8 @@ static void end_all(struct device *dev, uint8_t port, int status, const char *wh
 	}
 }
 
-/* rdma_cm shares one verbs context per device in the process: QPs that are
- * not this context's connections (another ctx, the application's own) are
- * left alone. */
+/* Each context has its own verbs context, so every QP event here is about a
+ * QP created on it; the check still guards against a stale QP number. */
 static struct ez_conn *our_conn(struct device *dev, struct ibv_qp *qp)
 {
 	struct ez_conn *c = device_qp_find(dev, qp->qp_num);

@@ -11,7 +11,8 @@
 struct device {
 	struct device *next;
 	struct ez_ctx *ctx;
-	struct ibv_context *verbs;	/* rdma_cm's context for the device */
+	struct ibv_context *cm_verbs;	/* rdma_cm's context for the device (process-wide) */
+	struct ibv_context *verbs;	/* this context's own, from ibv_open_device() */
 	struct ibv_device_attr attr;
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cc;

@@ -13,17 +13,19 @@
 #include "listener.h"
 #include "log.h"
 
-int ezaddr_resolve(const char *host, const char *service, int passive,
+int ezaddr_resolve(const char *host, const char *service, int flags,
 		   struct sockaddr_storage *ss, char *err, size_t errlen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
 	int rc;
 
-	if (passive)
+	if (flags & EZADDR_PASSIVE)
 		hints.ai_flags |= AI_PASSIVE;
 	hints.ai_flags |= AI_NUMERICHOST | AI_NUMERICSERV;
 	rc = getaddrinfo(host, service, &hints, &res);
+	if ((rc == EAI_NONAME || rc == EAI_SERVICE) && (flags & EZADDR_NUMERIC_ONLY))
+		return -EAGAIN;
 	if (rc == EAI_NONAME || rc == EAI_SERVICE) {
 		hints.ai_flags &= ~(AI_NUMERICHOST | AI_NUMERICSERV);
 		rc = getaddrinfo(host, service, &hints, &res);
@@ -141,11 +143,11 @@ int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
 	if (!address) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 
-		ret = ezaddr_resolve("::", service ? service : "0", 1, &ss, err, sizeof(err));
+		ret = ezaddr_resolve("::", service ? service : "0", EZADDR_PASSIVE, &ss, err, sizeof(err));
 		if (!ret)
 			s6->sin6_addr = in6addr_any;
 	} else {
-		ret = ezaddr_resolve(address, service ? service : "0", 1, &ss, err, sizeof(err));
+		ret = ezaddr_resolve(address, service ? service : "0", EZADDR_PASSIVE, &ss, err, sizeof(err));
 	}
 	if (ret)
 		return ezi_fail(ret, "ez_listen: %s", err);

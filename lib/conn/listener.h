@@ -32,8 +32,10 @@ void listener_on_event(void *owner, const struct cm_event *ev);
 /* Takes req off its listener's list (ez_accept and ez_reject). */
 void listener_req_unlink(struct ez_conn_req *req);
 
-/* getaddrinfo() for rdma_cm: numeric first, then a (blocking) name lookup. */
-int ezaddr_resolve(const char *host, const char *service, int passive,
+/* getaddrinfo() for rdma_cm: numeric first, then a (blocking) name lookup,
+ * or -EAGAIN instead of the lookup with EZADDR_NUMERIC_ONLY. */
+enum { EZADDR_PASSIVE = 1, EZADDR_NUMERIC_ONLY = 2 };
+int ezaddr_resolve(const char *host, const char *service, int flags,
 		   struct sockaddr_storage *ss, char *err, size_t errlen);
 
 #endif

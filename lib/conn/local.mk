@@ -4,6 +4,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/device.c lib/conn/device.h \
 	lib/conn/cq.c lib/conn/cq.h \
 	lib/conn/listener.c lib/conn/listener.h \
+	lib/conn/lookup.c lib/conn/lookup.h \
 	lib/conn/conn.c lib/conn/conn.h \
 	lib/conn/msg.c \
 	lib/conn/handshake.c lib/conn/handshake.h \

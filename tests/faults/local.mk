@@ -34,5 +34,5 @@ check_PROGRAMS += tests/faults/linkdown
 tests_faults_linkdown_SOURCES = tests/faults/linkdown.c
 tests_faults_linkdown_LDADD = lib/libezcore.la
 
-dist_noinst_SCRIPTS += tests/faults/run-asan.sh tests/faults/linkdown.sh
-EXTRA_DIST += tests/faults/lsan.supp
+dist_noinst_SCRIPTS += tests/faults/linkdown.sh
+EXTRA_DIST += tests/lsan.supp

@@ -120,6 +120,7 @@ struct server {
 	int received;
 	struct ez_conn_opts opts;
 	void (*on_recv)(struct ez_conn *conn, struct ez_buf *buf, void *arg);
+	void (*on_write_imm)(struct ez_conn *conn, uint32_t imm, uint32_t len, void *arg);
 };
 
 static void srv_on_connect(struct ez_conn *conn, int status, void *arg)
@@ -162,7 +163,8 @@ static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void 
 	struct server *s = arg;
 	struct ez_conn_cbs cbs = { .on_connect = srv_on_connect,
 				   .on_recv = s->on_recv ? s->on_recv : srv_echo,
-				   .on_disconnect = srv_on_disconnect };
+				   .on_disconnect = srv_on_disconnect,
+				   .on_write_imm = s->on_write_imm };
 	const void *d;
 
 	(void)l;
@@ -342,7 +344,9 @@ static void pingpong(struct bench *b, const char *addr, int n, const char *label
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ci.peer)->sin_addr, ip, sizeof(ip));
 	else
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ci.peer)->sin6_addr, ip, sizeof(ip));
-	ck_assert_str_eq(ip, addr);
+	/* A host name (the lookup case) stands for EZ_TEST_ADDR. */
+	ck_assert_str_eq(ip, strcmp(addr, test_addr()) && !strchr(addr, ':') &&
+			 !(addr[0] >= '0' && addr[0] <= '9') ? test_addr() : addr);
 	printf("%s: connect %.2f ms; %d round trips of 0..4096 B, mean %.1f us; "
 	       "QPN %u<->%u, MTU %d, UDP sport 0x%x, device %s, credits %u, credit msgs %llu\n",
 	       label, (c.t_connected - c.t_start) * 1e3, n, (c.t_done - c.t_connected) * 1e6 / n,
@@ -505,6 +509,9 @@ struct rdma_srv {
 	struct ez_mr *mr;
 	uint8_t *mem;
 	int done_msgs;
+	/* write with immediate: what on_write_imm saw */
+	int imms, imm_bad_order, imm_bad_data, imm_bad_len;
+	uint32_t last_imm, last_len;
 };
 
 static uint32_t cksum(const uint8_t *p, size_t n)
@@ -633,6 +640,132 @@ START_TEST(rdma_write_read_1mib)
 	bench_fini(&b);
 	free(src);
 	free(back);
+	free(r.mem);
+}
+END_TEST
+
+/* ---- RDMA WRITE with immediate ---------------------------------------- */
+
+#define IMM_BLOCK 4096u
+#define IMM_BLOCKS 256u
+#define IMM_BARE 0xdeadbeefu
+
+static uint8_t imm_pattern(uint32_t block, size_t i)
+{
+	return (uint8_t)((block * 131u + i * 7u) ^ (i >> 8));
+}
+
+/* Runs when the write has landed: the block must already be all there. */
+static void rsrv_on_write_imm(struct ez_conn *conn, uint32_t imm, uint32_t len, void *arg)
+{
+	struct rdma_srv *r = (struct rdma_srv *)arg;
+	size_t i;
+
+	(void)conn;
+	r->last_imm = imm;
+	r->last_len = len;
+	if (imm == IMM_BARE) {
+		r->imms++;
+		return;
+	}
+	if (imm != (uint32_t)r->imms)
+		r->imm_bad_order++;
+	if (len != IMM_BLOCK)
+		r->imm_bad_len++;
+	for (i = 0; imm < IMM_BLOCKS && i < IMM_BLOCK; i++)
+		if (r->mem[(size_t)imm * IMM_BLOCK + i] != imm_pattern(imm, i)) {
+			r->imm_bad_data++;
+			break;
+		}
+	r->imms++;
+}
+
+START_TEST(rdma_write_with_immediate)
+{
+	struct bench b;
+	struct rdma_srv r = { .s = { .on_recv = rsrv_on_recv, .on_write_imm = rsrv_on_write_imm,
+				     .opts = { .recv_depth = 16 } } };
+	struct rdma_cli rc = { 0 };
+	struct ez_conn_cbs cbs = { .on_connect = cli_on_connect, .on_recv = rcli_on_recv,
+				   .on_disconnect = cli_on_disconnect };
+	struct ez_conn_opts copts = { .send_depth = IMM_BLOCKS + 8 };
+	struct ez_conn_stats cst, sst;
+	struct ez_mr *lmr;
+	uint8_t *src = malloc(RSIZE);
+	uint32_t blk;
+	size_t i;
+
+	ck_assert_ptr_nonnull(src);
+	for (blk = 0; blk < IMM_BLOCKS; blk++)
+		for (i = 0; i < IMM_BLOCK; i++)
+			src[(size_t)blk * IMM_BLOCK + i] = imm_pattern(blk, i);
+	r.mem = calloc(1, RSIZE);
+	bench_init(&b, 0);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, r.mem, RSIZE, EZ_MR_REMOTE_WRITE, &r.mr), 0);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, src, RSIZE, 0, &lmr), 0);
+	server_listen(&b, &r.s, test_addr());
+	rc.c.b = &b;
+	ck_assert_int_eq(ez_connect(b.ctx, test_addr(), b.port, &copts, &cbs, &rc, &rc.c.conn), 0);
+	ck_assert(bench_run(&b, &rc.c.connected, 1, 10));
+	ck_assert_int_eq(rc.c.connect_status, 0);
+	ck_assert(bench_run(&b, &r.s.connected, 1, 5));
+	{
+		struct ez_rkey key;
+
+		ck_assert_int_eq(ez_mr_export(r.mr, &key), 0);
+		ck_assert_int_eq(ez_send(r.s.conn, &key, sizeof(key), NULL, NULL), 0);
+	}
+	ck_assert(bench_run(&b, &rc.have_remote, 1, 5));
+
+	/* Misuse is refused before anything is posted. */
+	ck_assert_int_eq(ez_write_imm(rc.c.conn, lmr, 0, 8, NULL, 0, 1, NULL, NULL), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(ez_errmsg(), "ez_write_imm: remote is NULL"));
+	ck_assert_int_eq(ez_write_imm(rc.c.conn, NULL, 0, 8, &rc.remote, 0, 1, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(ez_write_imm(NULL, lmr, 0, 8, &rc.remote, 0, 1, NULL, NULL), -EINVAL);
+
+	/* 256 blocks at once against 16 receive credits: most wait in the
+	 * library for credits, and each lands before its notification. */
+	for (blk = 0; blk < IMM_BLOCKS; blk++)
+		ck_assert_msg(ez_write_imm(rc.c.conn, lmr, (size_t)blk * IMM_BLOCK, IMM_BLOCK,
+					   &rc.remote, (uint64_t)blk * IMM_BLOCK, blk, rcli_op_done,
+					   &rc) == 0, "ez_write_imm %u: %s", blk, ez_errmsg());
+	ck_assert(bench_run(&b, &r.imms, (int)IMM_BLOCKS, 60));
+	ck_assert(bench_run(&b, &rc.ops_done, (int)IMM_BLOCKS, 10));
+	ck_assert_int_eq(rc.op_status, 0);
+	ck_assert_int_eq(r.imm_bad_order, 0);
+	ck_assert_int_eq(r.imm_bad_len, 0);
+	ck_assert_int_eq(r.imm_bad_data, 0);
+	ck_assert(memcmp(r.mem, src, RSIZE) == 0);
+
+	/* Only the value: no memory, len 0. */
+	ck_assert_int_eq(ez_write_imm(rc.c.conn, NULL, 0, 0, NULL, 0, IMM_BARE, rcli_op_done, &rc), 0);
+	ck_assert(bench_run(&b, &r.imms, (int)IMM_BLOCKS + 1, 5));
+	ck_assert_uint_eq(r.last_imm, IMM_BARE);
+	ck_assert_uint_eq(r.last_len, 0);
+
+	/* A message after the writes still arrives as a message (the credits
+	 * the server returned made it through; imm values never became credits). */
+	ck_assert_int_eq(ez_send(rc.c.conn, "done", 4, NULL, NULL), 0);
+	ck_assert(bench_run(&b, &r.done_msgs, 1, 5));
+
+	ck_assert_int_eq(ez_conn_stats(rc.c.conn, &cst), 0);
+	ck_assert_int_eq(ez_conn_stats(r.s.conn, &sst), 0);
+	ck_assert_uint_eq(cst.write_imms, IMM_BLOCKS + 1);
+	ck_assert_uint_eq(sst.write_imms_recv, IMM_BLOCKS + 1);
+	ck_assert_uint_eq(sst.msgs_recv, 1);
+	ck_assert_uint_gt(cst.waits_for_credits, 0);
+	printf("write_imm: %u x %u B + 1 bare, %llu waited for credits, %llu credit messages back\n",
+	       IMM_BLOCKS, IMM_BLOCK, (unsigned long long)cst.waits_for_credits,
+	       (unsigned long long)cst.credit_msgs_recv);
+
+	ez_conn_close(rc.c.conn);
+	ck_assert(bench_run(&b, &r.s.disconnected, 1, 5));
+	ck_assert(bench_run(&b, &rc.c.disconnected, 1, 5));
+	ez_conn_close(r.s.conn);
+	ck_assert_int_eq(ez_mr_dereg(lmr), 0);
+	ck_assert_int_eq(ez_mr_dereg(r.mr), 0);
+	bench_fini(&b);
+	free(src);
 	free(r.mem);
 }
 END_TEST
@@ -894,6 +1027,35 @@ START_TEST(error_bad_name)
 	ck_assert_int_eq(client_connect(&b, &c, "no-such-host.invalid", NULL, NULL), 0);
 	ck_assert_int_eq(c.connected, 0);	/* never from inside ez_connect() */
 	expect_connect_error(&b, &c, -EHOSTUNREACH, "getaddrinfo(no-such-host.invalid, 7471)");
+	bench_fini(&b);
+}
+END_TEST
+
+/* A host name resolves in a resolver thread, not in ez_connect() or the loop;
+ * a connection closed while its name is being looked up ends cleanly. */
+START_TEST(name_lookup_off_the_loop)
+{
+	const char *name = getenv("EZ_TEST_NAME");
+	struct bench b;
+	struct client c = { 0 };
+	int i;
+
+	ck_assert_msg(name && *name, "EZ_TEST_NAME (a host name for EZ_TEST_ADDR) is not set: "
+		      "run in the test bed, or set it");
+	bench_init(&b, 0);
+	pingpong(&b, name, 200, "name");
+	/* Close right after ez_connect(), while the lookup may still run, a
+	 * few times: on_connect(-ECANCELED) once each, nothing left behind
+	 * (ASan's leak check covers the lookups freed by the resolver thread). */
+	strcpy(b.port, "7471");
+	for (i = 0; i < 5; i++) {
+		memset(&c, 0, sizeof(c));
+		ck_assert_int_eq(client_connect(&b, &c, name, NULL, NULL), 0);
+		ck_assert_int_eq(c.connected, 0);
+		ez_conn_close(c.conn);
+		ck_assert(bench_run(&b, &c.connected, 1, 5));
+		ck_assert_int_eq(c.connect_status, -ECANCELED);
+	}
 	bench_fini(&b);
 }
 END_TEST
@@ -1296,6 +1458,66 @@ static int kill_client_main(const char *host, const char *port)
 	return 0;
 }
 
+/* Two contexts in one process each get the device's async events: a port
+ * going down ends the connections of both (each context opens its own verbs
+ * context; rdma_cm's is one per process, and whoever read its async fd first
+ * took the event from the other). */
+static void poll_two(struct ez_ctx *a, struct ez_ctx *b)
+{
+	struct pollfd p[2] = { { .fd = ez_ctx_fd(a), .events = POLLIN },
+			       { .fd = ez_ctx_fd(b), .events = POLLIN } };
+
+	poll(p, 2, 20);
+	ck_assert_int_ge(ez_ctx_process(a), 0);
+	ck_assert_int_ge(ez_ctx_process(b), 0);
+}
+
+START_TEST(two_contexts_each_see_port_down)
+{
+	struct bench a, b;
+	struct server s = { 0 };
+	struct client c = { 0 };
+	char err[256];
+	double end;
+	int st;
+
+	bench_init(&a, 1);
+	bench_init(&b, 1);
+	server_listen(&a, &s, test_addr());
+	strcpy(b.port, a.port);
+	ck_assert_int_eq(client_connect(&b, &c, test_addr(), NULL, NULL), 0);
+	for (end = now_s() + 10; (!c.connected || !s.connected) && now_s() < end;)
+		poll_two(a.ctx, b.ctx);
+	ck_assert_int_eq(c.connect_status, 0);
+	ck_assert_int_eq(s.connect_status, 0);
+
+	st = system("ip link set d0 down");
+	ck_assert_msg(st == 0, "ip link set d0 down: %d", st);
+	for (end = now_s() + 10; (!c.disconnected || !s.disconnected) && now_s() < end;)
+		poll_two(a.ctx, b.ctx);
+	st = system("ip link set d0 up");
+	snprintf(err, sizeof(err), "%s", ez_conn_errmsg(c.conn));
+	printf("port down: client context %d (%s), server context %d (%s)\n", c.disconnect_status,
+	       err, s.disconnect_status, ez_conn_errmsg(s.conn));
+	ck_assert_msg(c.disconnected == 1 && s.disconnected == 1,
+		      "port down seen by client ctx %d, server ctx %d", c.disconnected, s.disconnected);
+	ck_assert_int_eq(c.disconnect_status, -ENETDOWN);
+	ck_assert_int_eq(s.disconnect_status, -ENETDOWN);
+	ck_assert_ptr_nonnull(strstr(err, "port 1 went down"));
+	ck_assert_int_eq(st, 0);
+	ez_conn_close(c.conn);
+	ez_conn_close(s.conn);
+	for (end = now_s() + 1; now_s() < end;)
+		poll_two(a.ctx, b.ctx);
+	bench_fini(&b);
+	bench_fini(&a);
+	/* The next test needs the port back: wait until rxe0 is ACTIVE. */
+	for (end = now_s() + 10; now_s() < end; usleep(100000))
+		if (system("ibv_devinfo -d rxe0 | grep -q PORT_ACTIVE") == 0)
+			break;
+}
+END_TEST
+
 START_TEST(peer_killed_ends_with_error)
 {
 	struct bench b;
@@ -1369,6 +1591,7 @@ int main(int argc, char **argv)
 	tcase_add_test(basic, shared_srqpool);
 	tcase_add_test(rdma, rdma_write_read_1mib);
 	tcase_add_test(rdma, rdma_write_without_permission_fails);
+	tcase_add_test(rdma, rdma_write_with_immediate);
 	tcase_add_test(close_tc, close_cancels_outstanding_work);
 	tcase_add_test(close_tc, close_from_callbacks_and_while_connecting);
 	tcase_add_test(close_tc, peer_killed_ends_with_error);
@@ -1376,6 +1599,7 @@ int main(int argc, char **argv)
 	tcase_add_test(errors, error_no_listener);
 	tcase_add_test(errors, error_timeout_unreachable);
 	tcase_add_test(errors, error_bad_name);
+	tcase_add_test(errors, name_lookup_off_the_loop);
 	tcase_add_test(errors, error_no_route);
 	tcase_add_test(errors, error_malformed_handshake_rejected);
 	tcase_add_test(modes, fd_mode_without_libev);
@@ -1383,6 +1607,7 @@ int main(int argc, char **argv)
 	tcase_add_test(modes, ipv6_pingpong);
 	tcase_add_test(scale, hundred_connections);
 	tcase_add_test(scale, repeat_without_growth);
+	tcase_add_test(scale, two_contexts_each_see_port_down);
 	suite_add_tcase(s, basic);
 	suite_add_tcase(s, rdma);
 	suite_add_tcase(s, close_tc);
