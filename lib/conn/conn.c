@@ -20,7 +20,7 @@
 #include "srqpool/srqpool.h"
 
 /* Where the device does not send IBV_EVENT_QP_LAST_WQE_REACHED (Soft-RoCE),
- * a QP on an SRQ is destroyed this long after it entered ERR. */
+ * a QP on a shared SRQ is destroyed this long after it entered ERR. */
 #define DRAIN_FALLBACK_MS 100
 /* How long a closing side waits for its goodbye message to be acked. */
 #define BYE_WAIT_MS 100
@@ -91,6 +91,9 @@ static void conn_finish(struct ez_conn *conn)
 		if (ibv_destroy_qp(conn->qp))
 			ezi_log_err("ibv_destroy_qp(%u): %s", conn->qpn, ez_strerror(errno));
 		conn->qp = NULL;
+		/* A receive flushed between that poll and the destroy (Soft-RoCE
+		 * leaves it in the CQ) goes back to the pool while it is attached. */
+		cq_poll(conn->dev);
 	}
 	if (conn->pool_attached) {
 		srqpool_detach(conn->pool, &conn->acct);
@@ -102,7 +105,10 @@ static void conn_finish(struct ez_conn *conn)
 		conn->cq_reserved = 0;
 	}
 	if (conn->id) {
-		rdma_destroy_id(conn->id);
+		if (conn->id_parked && device_port_down(conn->dev, conn->port))
+			device_park_id(conn->dev, conn->port, conn->id);
+		else
+			rdma_destroy_id(conn->id);
 		conn->id = NULL;
 	}
 	conn->state = CS_DEAD;
@@ -176,9 +182,16 @@ void conn_teardown(struct ez_conn *conn)
 		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
 	}
-	if (conn->id && conn->was_connected)
+	/* No DREQ while the port is down: see device_park_id(). */
+	if (conn->id && conn->was_connected && conn->dev &&
+	    device_port_down(conn->dev, conn->port))
+		conn->id_parked = 1;
+	else if (conn->id && conn->was_connected)
 		rdma_disconnect(conn->id);
-	if (conn->qp && conn->reached_rtr)
+	/* A private pool's SRQ serves this QP alone and is freed with the
+	 * handle: a receive the QP took from it and never completed goes with
+	 * it, so only the flushed sends are waited for. */
+	if (conn->qp && conn->reached_rtr && !conn->own_pool)
 		ctx_timer_start(conn->ctx, &conn->drain_timer, DRAIN_FALLBACK_MS);
 	else
 		conn->drain_expired = 1;

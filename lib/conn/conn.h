@@ -66,6 +66,7 @@ struct ez_conn {
 	int reached_rtr;
 	int last_wqe;
 	int drain_expired;
+	int id_parked;	/* no DREQ sent: the port was down at teardown */
 
 	struct ibv_qp *qp;
 	uint32_t qpn;

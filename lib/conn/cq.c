@@ -8,7 +8,7 @@
 #include "log.h"
 #include "srqpool/srqpool.h"
 
-/* Polls up to max_batches batches (0: until the CQ is empty). */
+/* Polls up to max_batches batches, fewer if the CQ empties first. */
 static int poll_some(struct device *dev, int max_batches)
 {
 	struct ibv_wc wc[CQ_POLL_BATCH];
@@ -45,9 +45,13 @@ static int poll_some(struct device *dev, int max_batches)
 	}
 }
 
+/* A CQ holds at most cqe completions: this many batches reach every one
+ * that was there when the call began (the CQ is a FIFO), and the loop ends
+ * even when a peer streaming as fast as its completions are handled keeps
+ * the CQ from ever emptying (each echo adds a send completion too). */
 int cq_poll(struct device *dev)
 {
-	return poll_some(dev, 0);
+	return poll_some(dev, dev->cq->cqe / CQ_POLL_BATCH + 1);
 }
 
 /* A peer that sends as fast as we handle its messages keeps the CQ from

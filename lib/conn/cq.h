@@ -13,7 +13,8 @@
 #define CQ_OP_TAG 1u
 
 void cq_on_channel(struct ctx_watch *w);
-/* Polls until the CQ is empty; returns completions handled. */
+/* Polls every completion that was in the CQ when called (more if they come
+ * meanwhile, within a bound); returns completions handled. */
 int cq_poll(struct device *dev);
 /* The device's poll_more timer: the rest of a bounded turn. */
 void cq_on_poll_more(struct ctx_timer *t);

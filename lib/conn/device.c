@@ -34,8 +34,60 @@ static void device_release(struct device *dev)
 	free(dev);
 }
 
+struct parked_id {
+	struct parked_id *next;
+	struct rdma_cm_id *id;
+	uint8_t port;
+};
+
+int device_port_down(struct device *dev, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	if (!port || ibv_query_port(dev->verbs, port, &pa))
+		return 0;
+	return pa.state == IBV_PORT_DOWN;
+}
+
+void device_park_id(struct device *dev, uint8_t port, struct rdma_cm_id *id)
+{
+	struct parked_id *p = malloc(sizeof(*p));
+
+	if (!p) {
+		if (rdma_destroy_id(id))
+			ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
+		return;
+	}
+	/* Its later events (the peer's DREQ) are acked and dropped. */
+	id->context = NULL;
+	p->id = id;
+	p->port = port;
+	p->next = dev->parked;
+	dev->parked = p;
+	ezi_log_info("device %s: port %u is down: CM id kept until it is up (no DREQ now)",
+		     dev->name, port);
+}
+
+/* Destroys the parked ids of port (0: all). */
+static void unpark(struct device *dev, uint8_t port)
+{
+	struct parked_id **pp = &dev->parked, *p;
+
+	while ((p = *pp)) {
+		if (port && p->port != port) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		if (rdma_destroy_id(p->id))
+			ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
+		free(p);
+	}
+}
+
 void device_close(struct device *dev)
 {
+	unpark(dev, 0);
 	ctx_timer_stop(dev->ctx, &dev->poll_more);
 	ctx_watch_del(dev->ctx, &dev->comp_watch);
 	ctx_watch_del(dev->ctx, &dev->async_watch);
@@ -262,6 +314,10 @@ static void on_async(struct ctx_watch *w)
 				 ev.element.port_num);
 			ezi_log_warn("%s", why);
 			end_all(dev, (uint8_t)ev.element.port_num, -ENETDOWN, why);
+			break;
+		case IBV_EVENT_PORT_ACTIVE:
+			ezi_log_info("device %s: port %d is up", dev->name, ev.element.port_num);
+			unpark(dev, (uint8_t)ev.element.port_num);
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
 			snprintf(why, sizeof(why), "device %s: fatal error", dev->name);

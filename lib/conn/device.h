@@ -3,6 +3,7 @@
 #define EZ_CONN_DEVICE_H
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include "ctx.h"
 
@@ -23,6 +24,7 @@ struct device {
 	struct ctx_watch async_watch;
 	struct ctx_timer poll_more;	/* completions left over from a bounded turn */
 	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
+	struct parked_id *parked;	/* CM ids kept while their port is down */
 	char name[64];
 };
 
@@ -39,5 +41,13 @@ void device_cq_release(struct device *dev, int n);
 void device_qp_add(struct device *dev, struct ez_conn *conn);
 void device_qp_del(struct device *dev, struct ez_conn *conn);
 struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn);
+
+/* Whether the port is down now (ibv_query_port; 0 if that fails). */
+int device_port_down(struct device *dev, uint8_t port);
+/* Keeps an ended connection's CM id, detached from it, until the port is
+ * up again (or the device closes), then destroys it: destroying it sends a
+ * DREQ, and on Soft-RoCE (Linux 6.1) a CM message sent while the port is
+ * down breaks QP1 until the device is recreated (tests/faults/README.md). */
+void device_park_id(struct device *dev, uint8_t port, struct rdma_cm_id *id);
 
 #endif

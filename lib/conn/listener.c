@@ -60,6 +60,14 @@ void listener_req_unlink(struct ez_conn_req *req)
 	req->listener = NULL;
 }
 
+/* The CM id goes whatever the outcome; a failure (an event not acked, a
+ * kernel error) is logged, as the id and its kernel state may be leaked. */
+static void destroy_id(struct rdma_cm_id *id)
+{
+	if (rdma_destroy_id(id))
+		ezi_log_warn("listener: rdma_destroy_id: %s", ez_strerror(errno));
+}
+
 /* Rejects id with a reason the peer's easyrdma shows in its error message. */
 static void reject_id(struct rdma_cm_id *id, const void *reason, size_t len)
 {
@@ -84,13 +92,13 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 
 	if (!l) {
 		rdma_reject(ev->id, NULL, 0);
-		rdma_destroy_id(ev->id);
+		destroy_id(ev->id);
 		return;
 	}
 	req = calloc(1, sizeof(*req));
 	if (!req) {
 		reject_id(ev->id, "out of memory", 13);
-		rdma_destroy_id(ev->id);
+		destroy_id(ev->id);
 		return;
 	}
 	req->kind = CM_REQ;
@@ -103,7 +111,7 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 	if (hs_decode(ev->pdata, ev->pdata_len, HS_REQ, &req->hs, why, sizeof(why))) {
 		ezi_log_info("listener: rejecting a request: %s", why);
 		reject_id(ev->id, why, strlen(why));
-		rdma_destroy_id(ev->id);
+		destroy_id(ev->id);
 		free(req);
 		return;
 	}
@@ -178,7 +186,7 @@ int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
 	*out = l;
 	return 0;
 err:
-	rdma_destroy_id(l->id);
+	destroy_id(l->id);
 	free(l);
 	return ret;
 }
@@ -198,10 +206,10 @@ void ez_listener_close(struct ez_listener *l)
 		struct ez_conn_req *req = l->reqs;
 
 		reject_id(req->id, why, sizeof(why) - 1);
-		rdma_destroy_id(req->id);
+		destroy_id(req->id);
 		req_free(req);
 	}
-	rdma_destroy_id(l->id);
+	destroy_id(l->id);
 	l->ctx->nlisteners--;
 	free(l);
 }
@@ -233,12 +241,12 @@ int ez_reject(struct ez_conn_req *req, const void *reason, size_t len)
 
 		len = 0;
 		reject_id(req->id, "", 0);
-		rdma_destroy_id(req->id);
+		destroy_id(req->id);
 		req_free(req);
 		return ret;
 	}
 	reject_id(req->id, reason, len);
-	rdma_destroy_id(req->id);
+	destroy_id(req->id);
 	req_free(req);
 	return 0;
 }

@@ -34,5 +34,5 @@ check_PROGRAMS += tests/faults/linkdown
 tests_faults_linkdown_SOURCES = tests/faults/linkdown.c
 tests_faults_linkdown_LDADD = lib/libezcore.la
 
-dist_noinst_SCRIPTS += tests/faults/linkdown.sh
+dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
 EXTRA_DIST += tests/lsan.supp

@@ -10,13 +10,30 @@
 #include "easyrdma.h"
 #include "fault.h"
 
-enum { LANES = 8, MSGS = 3 };
+enum { MAX_LANES = 32, MSGS = 3 };
+
+/* Connections cycling at once (EZ_LEAK_LANES changes it). */
+static int LANES = 8;
 enum phase { IDLE, CONNECTING, XFER, CLOSING };
 
 struct lane {
 	struct ep e;
 	enum phase ph;
+	double t;	/* when the phase began */
 };
+
+/* Seconds spent in each phase, summed over lanes and cycles (the profile). */
+static double phase_s[4];
+
+static void lane_to(struct lane *l, enum phase ph)
+{
+	double t = now_s();
+
+	if (l->ph != IDLE)
+		phase_s[l->ph] += t - l->t;
+	l->ph = ph;
+	l->t = t;
+}
 
 static const struct ez_conn_opts opts = { .send_depth = 8, .recv_depth = 8, .max_msg_size = 512 };
 
@@ -41,7 +58,7 @@ static int run_cycles(struct fb *b, struct srv *s, struct lane *ln, int total, d
 				ck_assert_msg(ep_connect(b, &l->e, s->port, &opts) == 0, "%s",
 					      ez_errmsg());
 				(*started)++;
-				l->ph = CONNECTING;
+				lane_to(l, CONNECTING);
 				break;
 			case CONNECTING:
 				if (!l->e.connected)
@@ -50,21 +67,21 @@ static int run_cycles(struct fb *b, struct srv *s, struct lane *ln, int total, d
 					      l->e.connect_msg);
 				for (m = 0; m < MSGS; m++)
 					ck_assert_int_eq(ep_send_seq(&l->e, (uint64_t)m), 0);
-				l->ph = XFER;
+				lane_to(l, XFER);
 				break;
 			case XFER:
 				if (l->e.received < MSGS)
 					break;
 				ck_assert_int_eq(l->e.bad_seq, 0);
 				ep_close(&l->e);
-				l->ph = CLOSING;
+				lane_to(l, CLOSING);
 				break;
 			case CLOSING:
 				if (!l->e.disconnected)
 					break;
 				ck_assert_int_eq(l->e.disconnect_status, 0);
 				done++;
-				l->ph = IDLE;
+				lane_to(l, IDLE);
 				break;
 			}
 			busy += l->ph != IDLE;
@@ -99,12 +116,16 @@ START_TEST(cycles_without_growth)
 {
 	struct fb b;
 	struct srv s = { 0 };
-	struct lane ln[LANES];
+	struct lane ln[MAX_LANES];
 	struct snap a, m, z;
 	const char *env = getenv("EZ_LEAK_CYCLES");
 	int want = env && atoi(env) > 0 ? atoi(env) : 1000, started = 0, warm, done;
-	double t0, budget = getenv("EZ_LEAK_SECONDS") ? atof(getenv("EZ_LEAK_SECONDS")) : 40;
+	/* 1,000 cycles take ~14 s in a TCG guest (8 lanes; ~5 ms of close each
+	 * since close stopped waiting the LAST_WQE fallback): room for a slow CI. */
+	double t0, budget = getenv("EZ_LEAK_SECONDS") ? atof(getenv("EZ_LEAK_SECONDS")) : 80;
 
+	if (getenv("EZ_LEAK_LANES") && atoi(getenv("EZ_LEAK_LANES")) > 0)
+		LANES = atoi(getenv("EZ_LEAK_LANES")) < MAX_LANES ? atoi(getenv("EZ_LEAK_LANES")) : MAX_LANES;
 	memset(ln, 0, sizeof(ln));
 	fb_init(&b);
 	s.opts = opts;
@@ -113,6 +134,7 @@ START_TEST(cycles_without_growth)
 	warm = run_cycles(&b, &s, ln, 2 * LANES, now_s() + 30, &started);
 	ck_assert_int_eq(warm, 2 * LANES);
 	snap_take(&b, &a);
+	memset(phase_s, 0, sizeof(phase_s));
 	t0 = now_s();
 	started = 0;
 	done = run_cycles(&b, &s, ln, want / 2, t0 + budget / 2, &started);
@@ -125,7 +147,19 @@ START_TEST(cycles_without_growth)
 	       "  rdma res: qp %d -> %d, cq %d -> %d, mr %d -> %d, pd %d -> %d, cm_id %d -> %d\n",
 	       done, LANES, MSGS, now_s() - t0, a.fds, z.fds, a.heap, m.heap, z.heap, a.rss, z.rss, a.qp,
 	       z.qp, a.cq, z.cq, a.mr, z.mr, a.pd, z.pd, a.cm_id, z.cm_id);
-	ck_assert_int_ge(done, 100);
+	printf("  per cycle: connect %.1f ms, transfer %.1f ms, close %.1f ms (lane time; %.1f cycles/s)\n",
+	       1e3 * phase_s[CONNECTING] / done, 1e3 * phase_s[XFER] / done,
+	       1e3 * phase_s[CLOSING] / done, done / (now_s() - t0));
+	fflush(stdout);
+#ifdef __SANITIZE_ADDRESS__
+	/* (Several times slower: the count is best effort, LeakSanitizer at
+	 * exit is the point of that run.) */
+	ck_assert_int_ge(done, want / 4);
+#else
+	/* Every cycle is counted once, when its client's on_disconnect(0)
+	 * has run: connected, MSGS echoed in order, closed. */
+	ck_assert_msg(done == want, "%d of %d cycles in %.0f s", done, want, budget);
+#endif
 	ck_assert_int_eq(s.connected, warm + done);
 	ck_assert_int_eq(s.disconnected, warm + done);
 	ck_assert_int_eq(z.fds, a.fds);
