@@ -229,10 +229,10 @@ static void bench_init(struct bench *b, int n, const struct ez_srqpool_opts *po)
 	snprintf(b->port, sizeof(b->port), "%u", ez_listener_port(b->listener));
 }
 
-static void cli_open(struct bench *b, int i, uint32_t target)
+static void cli_open_depth(struct bench *b, int i, uint32_t target, uint32_t depth)
 {
 	/* Small private pools on the client side: the server's pool is the one under test. */
-	struct ez_conn_opts o = { .send_depth = 16, .recv_depth = 4, .max_msg_size = MSG_MAX };
+	struct ez_conn_opts o = { .send_depth = depth, .recv_depth = 4, .max_msg_size = MSG_MAX };
 	struct ez_conn_cbs cbs = { .on_connect = cli_connect, .on_recv = cli_recv,
 				   .on_disconnect = cli_disconnect };
 	struct cli *c = &b->c[i];
@@ -244,6 +244,11 @@ static void cli_open(struct bench *b, int i, uint32_t target)
 	o.private_data_len = sizeof(c->idx);
 	ck_assert_msg(ez_connect(b->ctx, test_addr(), b->port, &o, &cbs, c, &c->conn) == 0,
 		      "ez_connect: %s", ez_errmsg());
+}
+
+static void cli_open(struct bench *b, int i, uint32_t target)
+{
+	cli_open_depth(b, i, target, 16);
 }
 
 /* The invariant, sampled: what the clients hold never exceeds what the pool
@@ -563,6 +568,120 @@ START_TEST(rebalance_on_attach_and_detach)
 }
 END_TEST
 
+/* ---- expected_conns: every connection starts with its whole share ---- */
+
+START_TEST(expected_conns_full_share_at_once)
+{
+	struct ez_srqpool_opts po = { .nbufs = 256, .buf_size = MSG_MAX, .expected_conns = 20 };
+	struct ez_srqpool_stats st;
+	struct bench b;
+	const int n = 20;
+	uint64_t sum = 0;
+	uint32_t lo = UINT32_MAX, hi = 0;
+
+	bench_init(&b, n, &po);
+	b.strict = 1;
+	for (int i = 0; i < n; i++)
+		cli_open(&b, i, 0);
+	ck_assert(run_until(&b, all_connected, 30, 0));
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st), 0);
+	ck_assert_uint_eq(st.expected_conns, 20);
+	for (int i = 0; i < n; i++) {
+		struct ez_conn_info ci;
+
+		ck_assert_int_eq(ez_conn_info(b.c[i].conn, &ci), 0);
+		sum += ci.peer_credits;
+		lo = ci.peer_credits < lo ? ci.peer_credits : lo;
+		hi = ci.peer_credits > hi ? ci.peer_credits : hi;
+	}
+	/* (256 - reserve) / 20: 12 while the reserve is 8..16, 11 once it is 17..20;
+	 * the first grants are made within the buffers posted less the reserve. */
+	ck_assert_uint_eq(st.credit_share, 11);
+	ck_assert_uint_ge(lo, st.credit_share);
+	ck_assert_uint_le(hi, 12);
+	ck_assert_uint_le(sum + st.credit_reserve, st.total);
+	for (int i = 0; i < n; i++) {
+		b.c[i].target = 3 * hi;
+		pump(&b.c[i]);
+	}
+	ck_assert(run_until(&b, everything_arrived, 30, 1));
+	sample(&b, &st);
+	check_delivery(&b);
+	ck_assert_uint_le(st.conn_granted_max, hi);
+	printf("expected_conns 20 on 256 buffers: first grants %u..%u credits, %llu in all (reserve %u, "
+	       "share now %u); 20 x %u messages through, %llu returns withheld\n",
+	       lo, hi, (unsigned long long)sum, st.credit_reserve, st.credit_share, 3 * hi,
+	       (unsigned long long)st.credits_withheld);
+	bench_close(&b);
+}
+END_TEST
+
+/* ---- the case: 1,000 connections on a pool of 4,000 buffers ---- */
+
+START_TEST(thousand_conns_one_pool)
+{
+	struct ez_srqpool_opts po = { .nbufs = 4000, .buf_size = MSG_MAX };
+	struct ez_srqpool_stats st0, st;
+	struct bench b;
+	const int n = MAXC, burst = 6;
+	uint64_t sum_init = 0;
+	uint32_t max_init = 0, max_out = 0;
+	double t0 = now_s(), t1;
+
+	bench_init(&b, n, &po);
+	b.strict = 1;
+	for (int i = 0; i < n; i++)
+		cli_open_depth(&b, i, 0, 8);
+	ck_assert_msg(run_until(&b, all_connected, 120, 0), "%d of %d accepted", b.accepted, n);
+	t1 = now_s();
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st0), 0);
+	ck_assert_uint_eq(st0.attached, n);
+	ck_assert_uint_eq(st0.credit_share, 3);		/* (4000 - 500) / 1000 */
+	ck_assert_uint_eq(st0.credit_reserve, 500);
+	for (int i = 0; i < n; i++) {
+		struct ez_conn_info ci;
+
+		ck_assert_int_eq(ez_conn_info(b.c[i].conn, &ci), 0);
+		sum_init += ci.peer_credits;
+		if (ci.peer_credits > max_init)
+			max_init = ci.peer_credits;
+	}
+	/* Every connection started with one credit (before: the first got 3,999). */
+	ck_assert_uint_eq(max_init, 1);
+	ck_assert_uint_eq(sum_init, n);
+	/* One greedy sender, everyone else a burst larger than the share. */
+	b.c[0].greedy = 1;
+	b.c[0].target = UINT32_MAX;
+	pump(&b.c[0]);
+	for (int i = 1; i < n; i++) {
+		b.c[i].target = burst;
+		pump(&b.c[i]);
+	}
+	ck_assert_msg(run_until(&b, bursts_done, 120, 50), "bursts not through");
+	b.c[0].target = b.c[0].queued;
+	ck_assert(run_until(&b, everything_arrived, 30, 50));
+	sample(&b, &st);
+	check_delivery(&b);
+	for (int i = 0; i < n; i++)
+		if (b.c[i].max_outstanding > max_out)
+			max_out = b.c[i].max_outstanding;
+	ck_assert_uint_le(max_out, st.credit_share);
+	ck_assert_uint_le(st.conn_granted_max, st.credit_share);
+	ck_assert_uint_le(st.credits_granted_max + st.credit_reserve, st.total);
+	if (st.rnr_naks_sent >= 0 && st0.rnr_naks_sent >= 0)
+		ck_assert_msg(st.rnr_naks_sent == st0.rnr_naks_sent, "%lld RNR NAKs",
+			      (long long)(st.rnr_naks_sent - st0.rnr_naks_sent));
+	printf("1000 connections on 4000 buffers: connected in %.1f s; initial grants: each 1, "
+	       "sum %llu; share %u, reserve %u; greedy sent %u, 999 others %d each; pool granted at "
+	       "most %llu in all, one connection at most %u, max outstanding on one connection %u; "
+	       "RNR NAKs sent %lld; all in %.1f s\n",
+	       t1 - t0, (unsigned long long)sum_init, st.credit_share, st.credit_reserve,
+	       b.c[0].recvd, burst, (unsigned long long)st.credits_granted_max, st.conn_granted_max,
+	       max_out, (long long)(st.rnr_naks_sent - st0.rnr_naks_sent), now_s() - t0);
+	bench_close(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pool_share");
@@ -573,6 +692,8 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, fifty_conns_greedy_and_bursts);
 	tcase_add_test(tc, rebalance_on_attach_and_detach);
+	tcase_add_test(tc, expected_conns_full_share_at_once);
+	tcase_add_test(tc, thousand_conns_one_pool);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
