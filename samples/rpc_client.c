@@ -263,25 +263,30 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* lines reach a pipe as they come */
 
 	ret = ez_ctx_new(cl->loop, 0, &ctx);
-	if (!ret)
+	if (!ret) {
 		ret = ez_connect(ctx, host, port, &o, &cbs, cl, &cl->conn);
+		if (ret)
+			ez_ctx_free(ctx);
+	}
 	if (ret) {
 		fprintf(stderr, "rpc_client: %s\n", ez_errmsg());
-		return 1;
+	} else {
+		ev_run(cl->loop, 0);
+		ret = ez_ctx_free(ctx);		/* the connection handle is gone by now */
+		if (ret)
+			fprintf(stderr, "rpc_client: ez_ctx_free: %s\n", ez_errmsg());
 	}
-	ev_run(cl->loop, 0);
-	ret = ez_ctx_free(ctx);		/* the connection handle is gone by now */
-	if (ret)
-		fprintf(stderr, "rpc_client: ez_ctx_free: %s\n", ez_errmsg());
-	if (cl->failed || cl->done != cl->total)
-		return 1;
+	if (!ret && !cl->failed && cl->done == cl->total) {
+		double secs = (double)(cl->end_ns - cl->start_ns) / 1e9;
 
-	double secs = (double)(cl->end_ns - cl->start_ns) / 1e9;
-	qsort(cl->lat_us, cl->done, sizeof(double), cmp_double);
-	printf("rpc_client: %u replies verified in %.3f s: %.0f round trips/s, "
-	       "latency median %.1f us, p99 %.1f us (window %u, payload %u B)\n",
-	       cl->done, secs, cl->done / secs, cl->lat_us[cl->done / 2],
-	       cl->lat_us[(size_t)((cl->done - 1) * 0.99)], cl->window, cl->payload);
+		qsort(cl->lat_us, cl->done, sizeof(double), cmp_double);
+		printf("rpc_client: %u replies verified in %.3f s: %.0f round trips/s, "
+		       "latency median %.1f us, p99 %.1f us (window %u, payload %u B)\n",
+		       cl->done, secs, cl->done / secs, cl->lat_us[cl->done / 2],
+		       cl->lat_us[(size_t)((cl->done - 1) * 0.99)], cl->window, cl->payload);
+	} else {
+		ret = 1;
+	}
 	free(cl->slots);
 	free(cl->lat_us);
 	free(cl);

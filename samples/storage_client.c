@@ -209,17 +209,17 @@ int main(int argc, char **argv)
 		ret = ez_connect(c.ctx, host, port, &o, &cbs, &c, &c.conn);
 	if (ret) {
 		fprintf(stderr, "storage_client: %s\n", ez_errmsg());
-		return 1;
+		c.failed = 1;
+	} else {
+		ev_run(c.loop, 0);
 	}
-	ev_run(c.loop, 0);
-	if (ez_mr_dereg(c.mr) || ez_ctx_free(c.ctx))
+	if ((c.mr && ez_mr_dereg(c.mr)) || (c.ctx && ez_ctx_free(c.ctx)))
 		fprintf(stderr, "storage_client: teardown: %s\n", ez_errmsg());
-	if (c.failed)
-		return 1;
-	printf("storage_client: %u blocks (%.1f MiB) written and read back, all checksums verified; "
-	       "write %.1f MB/s, read %.1f MB/s\n", c.n, c.bytes / 2 / 1048576.0,
-	       c.bytes / 2 / c.wsecs / 1e6, c.bytes / 2 / c.rsecs / 1e6);
+	if (!c.failed)
+		printf("storage_client: %u blocks (%.1f MiB) written and read back, all checksums verified; "
+		       "write %.1f MB/s, read %.1f MB/s\n", c.n, c.bytes / 2 / 1048576.0,
+		       c.bytes / 2 / c.wsecs / 1e6, c.bytes / 2 / c.rsecs / 1e6);
 	free(c.csum);
 	free(c.buf);
-	return 0;
+	return c.failed ? 1 : 0;
 }
