@@ -143,13 +143,15 @@ static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg
 	struct ez_conn_cbs cbs = { .on_connect = srv_connect, .on_recv = srv_recv,
 				   .on_disconnect = srv_disconnect };
 	size_t len;
-	const int *idx = (const int *)ez_conn_req_data(req, &len);
+	const void *data = ez_conn_req_data(req, &len);
 	struct cli *c;
+	int idx;
 
 	(void)l;
-	ck_assert_uint_eq(len, sizeof(int));
-	ck_assert(*idx >= 0 && *idx < b->n);
-	c = &b->c[*idx];
+	ck_assert_uint_eq(len, sizeof(idx));
+	memcpy(&idx, data, sizeof(idx));	/* private data has no alignment */
+	ck_assert(idx >= 0 && idx < b->n);
+	c = &b->c[idx];
 	ck_assert_msg(ez_accept(req, &o, &cbs, c, &c->sconn) == 0, "ez_accept: %s", ez_errmsg());
 	b->accepted++;
 }
