@@ -8,7 +8,8 @@
 #         device (Soft-RoCE in a VM when the machine has none) and prints its
 #         round trips and latency;
 #   test  runs the unit tier (make check), the integration tier in the test bed
-#         (make check-integration), the two-VM RoCEv2 capture, make distcheck,
+#         (make check-integration), the two-VM tests (RoCEv2 capture, source
+#         ports per connection and path, link down), make distcheck,
 #         the libFuzzer targets for a bounded time and the integration tier
 #         again under AddressSanitizer+UBSan (tests/run-asan.sh),
 #         prints every Check summary line, and ends with
@@ -143,6 +144,7 @@ test_all() {
 		result fail "integration tier (test bed exited $st)"
 	fi
 
+	# Two VMs on a virtual wire: real RoCEv2 packets, captured with tcpdump.
 	say "two hosts: RoCEv2 between two VMs, captured with tcpdump"
 	t=$SECONDS
 	if "$testbed" pair --cwd "$build" --timeout 600 -- "$top/tests/integration/two_host_capture.sh"; then
@@ -151,6 +153,25 @@ test_all() {
 		result fail two_host_capture
 	fi
 	echo "(two hosts: $((SECONDS - t)) s)"
+	local pt
+	for pt in check-flows-pair; do
+		say "two hosts: make $pt"
+		t=$SECONDS
+		if timeout 900 make -C "$build" "$pt"; then
+			result pass "$pt"
+		else
+			result fail "$pt"
+		fi
+		echo "($pt: $((SECONDS - t)) s)"
+	done
+	say "two hosts: link down on one of them (tests/faults/linkdown.sh)"
+	t=$SECONDS
+	if EZ_TESTBED_TIMEOUT=400 "$top/tests/faults/linkdown.sh" "$build"; then
+		result pass "link down (two hosts)"
+	else
+		result fail "link down (two hosts)"
+	fi
+	echo "(link down: $((SECONDS - t)) s)"
 
 	if [ "${EZ_SKIP_DISTCHECK:-0}" = 1 ]; then
 		summary+=("SKIP make distcheck (EZ_SKIP_DISTCHECK=1)")

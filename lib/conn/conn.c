@@ -59,6 +59,8 @@ static void conn_free(struct ez_conn *conn)
 	ctx_timer_stop(ctx, &conn->drain_timer);
 	ctx_timer_stop(ctx, &conn->defer_timer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
+	if (conn->dev)
+		conn_unqueue_kick(conn);
 	/* A private pool lives as long as the handle: the application may hold
 	 * its buffers until it closes. */
 	if (conn->own_pool && conn->pool) {
@@ -178,7 +180,9 @@ void conn_teardown(struct ez_conn *conn)
 	if (conn->qp && conn->qp->state != IBV_QPS_RESET) {
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
-		if (ez_qp_modify(conn->qp, &a, IBV_QP_STATE) &&
+		/* The device may have moved the QP to ERR already (any state
+		 * but RESET may go to ERR, so the cached view is enough). */
+		if (qpfsm_modify(conn->qp, &conn->dev->lim, &conn->qpv, &a, IBV_QP_STATE) &&
 		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
 	}
@@ -212,6 +216,13 @@ static void conn_end(struct ez_conn *conn, int status)
 
 	if (conn->ended)
 		return;
+	/* What the application submitted before closing goes out before the
+	 * goodbye, even when a completion batch had held it back. */
+	if (was == CS_CONNECTED && conn->app_closed && !status && conn->qp) {
+		conn_flush_kick(conn);
+		if (conn->ended)	/* a refused post ended it */
+			return;
+	}
 	conn->ended = 1;
 	conn->end_status = status;
 	lookup_abandon(conn->lookup);
@@ -345,7 +356,8 @@ static int conn_setup(struct ez_conn *conn)
 	ia.recv_cq = dev->cq;
 	ia.srq = srqpool_srq(conn->pool);
 	ia.qp_type = IBV_QPT_RC;
-	ia.sq_sig_all = 1;
+	/* Sends and writes are signalled selectively (msg.c). */
+	ia.sq_sig_all = 0;
 	/* send_depth ops, a credit message and a goodbye. */
 	ia.cap.max_send_wr = conn->o.send_depth + 2;
 	ia.cap.max_send_sge = 1;
@@ -362,6 +374,9 @@ static int conn_setup(struct ez_conn *conn)
 			"ibv_create_qp(%s, RC, max_send_wr %u, srq): %s", dev->name,
 			conn->o.send_depth + 2, ez_strerror(errno)));
 	conn->qpn = conn->qp->qp_num;
+	/* Every step below is validated against the device's cached limits
+	 * and this view, so the ladder costs one ibv_modify_qp() a step. */
+	conn->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
 	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
 		ia.cap.max_inline_data : conn->o.inline_threshold;
 	device_qp_add(dev, conn);
@@ -375,7 +390,7 @@ static int conn_setup(struct ez_conn *conn)
 	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	mask |= IBV_QP_ACCESS_FLAGS;
 	conn->port = a.port_num;
-	ret = ez_qp_modify(conn->qp, &a, mask);
+	ret = qpfsm_modify(conn->qp, &dev->lim, &conn->qpv, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	return 0;
@@ -422,7 +437,7 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 		a.max_dest_rd_atomic = (uint8_t)rd_dest;
 	a.min_rnr_timer = conn->o.min_rnr_timer;
 	mask |= IBV_QP_MIN_RNR_TIMER;
-	ret = ez_qp_modify(conn->qp, &a, mask);
+	ret = qpfsm_modify(conn->qp, &conn->dev->lim, &conn->qpv, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	conn->reached_rtr = 1;
@@ -438,7 +453,7 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
 	if (rd_init >= 0)
 		a.max_rd_atomic = (uint8_t)rd_init;
-	ret = ez_qp_modify(conn->qp, &a, mask);
+	ret = qpfsm_modify(conn->qp, &conn->dev->lim, &conn->qpv, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	if (conn->sport && conn->sport_mech == EZ_SPORT_MECH_MLX5DV) {

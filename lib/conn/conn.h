@@ -8,6 +8,7 @@
 #include "ctx.h"
 #include "error.h"
 #include "handshake.h"
+#include "qpfsm/qpfsm.h"
 #include "srqpool/srqpool.h"
 
 enum conn_state {
@@ -69,6 +70,7 @@ struct ez_conn {
 	int id_parked;	/* no DREQ sent: the port was down at teardown */
 
 	struct ibv_qp *qp;
+	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it */
 	uint32_t qpn;
 	uint8_t port;
 	uint16_t sport;		/* chosen by the policy; 0: rdma_cm's label */
@@ -94,7 +96,10 @@ struct ez_conn {
 	int peer_bye;
 	uint8_t *sendbuf;
 	struct ibv_mr *send_mr;
-	int posted;		/* WRs on the send queue (all signaled) */
+	int posted;		/* WRs on the send queue */
+	struct op *sq_head, *sq_tail;	/* posted WRs in posting order (op->next) */
+	struct ez_conn *kick_next;	/* on the device's list of deferred kicks */
+	int kick_queued;
 	uint32_t max_inline;
 
 	uint32_t my_credits;	/* advertised to the peer */
@@ -136,6 +141,11 @@ void conn_ops_fini(struct ez_conn *conn);
 void conn_kick(struct ez_conn *conn);
 /* The pool has credits for this connection again (srqpool_acct.kick). */
 void conn_credit_kick(struct srqpool_acct *a);
+/* Posts what the callbacks of a dispatched batch submitted (cq.c). */
+void conn_run_kicks(struct device *dev);
+void conn_unqueue_kick(struct ez_conn *conn);
+/* Posts a deferred kick now (a close posts its goodbye behind it). */
+void conn_flush_kick(struct ez_conn *conn);
 int conn_post_bye(struct ez_conn *conn);
 void conn_cancel_pending(struct ez_conn *conn);
 void conn_established(struct ez_conn *conn);

@@ -20,6 +20,7 @@ static int poll_some(struct device *dev, int max_batches)
 			ezi_log_err("ibv_poll_cq(%s): %d", dev->name, n);
 			return total;
 		}
+		dev->dispatching++;
 		for (i = 0; i < n; i++) {
 			if (wc[i].wr_id & CQ_OP_TAG) {
 				conn_on_send_wc((struct op *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)CQ_OP_TAG),
@@ -39,6 +40,10 @@ static int poll_some(struct device *dev, int max_batches)
 				}
 			}
 		}
+		/* What the callbacks submitted goes out now, a chain per
+		 * connection, before the next batch is polled. */
+		if (--dev->dispatching == 0)
+			conn_run_kicks(dev);
 		total += n;
 		if (n < CQ_POLL_BATCH || ++batches == max_batches)
 			return total;

@@ -157,6 +157,8 @@ static void on_cm_channel(struct ctx_watch *w)
 		ezi_log_err("rdma_get_cm_event: %s", ez_strerror(errno));
 }
 
+#define BUSY_FD_EVERY 32
+
 int ez_ctx_process(struct ez_ctx *ctx)
 {
 	struct epoll_event evs[16];
@@ -164,6 +166,20 @@ int ez_ctx_process(struct ez_ctx *ctx)
 
 	if (!ctx)
 		return ezi_fail(-EINVAL, "ez_ctx_process: ctx is NULL");
+	/* A busy-polling application calls this in a tight loop: the CQs come
+	 * first, and the fds (CM and device events, timers) only on every
+	 * BUSY_FD_EVERY-th pass, since epoll_wait() is a system call and
+	 * ibv_poll_cq() is not. On a libev loop, which waits in epoll itself,
+	 * every pass checks them. */
+	if ((ctx->flags & EZ_CTX_BUSY_POLL) && !ctx->loop) {
+		int c = 0;
+
+		for (struct device *dev = ctx->devices; dev; dev = dev->next)
+			c += cq_poll(dev);
+		if (++ctx->busy_passes < BUSY_FD_EVERY)
+			return c;
+		ctx->busy_passes = 0;
+	}
 	n = epoll_wait(ctx->epfd, evs, 16, 0);
 	if (n < 0)
 		return errno == EINTR ? 0 : ezi_fail(-errno, "epoll_wait: %s", ez_strerror(errno));

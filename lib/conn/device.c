@@ -130,6 +130,9 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 		ret = ezi_fail(-errno, "ibv_query_device(%s): %s", dev->name, ez_strerror(errno));
 		goto err;
 	}
+	ret = qpfsm_limits_query(verbs, &dev->lim);
+	if (ret)
+		goto err;
 	dev->pd = ibv_alloc_pd(verbs);
 	if (!dev->pd) {
 		ret = ezi_fail(-errno, "ibv_alloc_pd(%s): %s", dev->name, ez_strerror(errno));

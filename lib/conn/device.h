@@ -6,6 +6,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "ctx.h"
+#include "qpfsm/qpfsm.h"
 
 #define DEVICE_QPN_BUCKETS 256
 
@@ -15,6 +16,9 @@ struct device {
 	struct ibv_context *cm_verbs;	/* rdma_cm's context for the device (process-wide) */
 	struct ibv_context *verbs;	/* this context's own, from ibv_open_device() */
 	struct ibv_device_attr attr;
+	/* What every QP transition is validated against, queried once here
+	 * rather than by ez_qp_modify() at every step of every connection. */
+	struct qpfsm_limits lim;
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
@@ -24,6 +28,10 @@ struct device {
 	struct ctx_watch async_watch;
 	struct ctx_timer poll_more;	/* completions left over from a bounded turn */
 	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
+	/* While completions are dispatched, work the callbacks submit waits
+	 * here and goes out as one chain per connection after the batch. */
+	int dispatching;
+	struct ez_conn *kicks;
 	struct parked_id *parked;	/* CM ids kept while their port is down */
 	char name[64];
 };

@@ -110,30 +110,45 @@ static const char *op_name(const struct op *op)
 	}
 }
 
-static int op_post(struct ez_conn *conn, struct op *op)
-{
-	struct ibv_send_wr *bad;
-	int is_send = op->kind == OP_SEND || op->kind == OP_SEND_MR;
-	uint32_t give = 0;
+/* At most this many WRs in a row go unsignalled: one completion then
+ * accounts for the whole run (a send queue completes in order). */
+#define SIG_EVERY 16
 
-	/* Sends carry the credits we owe in their immediate data; a write
-	 * with immediate carries the application's value instead. */
-	if (is_send) {
-		give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
+static void sq_append(struct ez_conn *conn, struct op *op)
+{
+	op->next = NULL;
+	if (conn->sq_tail)
+		conn->sq_tail->next = op;
+	else
+		conn->sq_head = op;
+	conn->sq_tail = op;
+	conn->posted++;
+}
+
+/* Sends carry the credits we owe in their immediate data; a write with
+ * immediate carries the application's value instead. */
+static void op_charge(struct ez_conn *conn, struct op *op)
+{
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR) {
+		uint32_t give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
+
 		op->wr.imm_data = htonl(give);
 	}
 	if (needs_credit(op))
 		conn->send_credits--;
-	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
-		int err = errno ? errno : EIO;
+}
 
-		srqpool_credits_unreturn(conn->pool, &conn->acct, give);
-		if (needs_credit(op))
-			conn->send_credits++;
-		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
-				     "ibv_post_send(%s, %u bytes): %s", op_name(op),
-				     op->wr.num_sge ? op->sge.length : 0, ez_strerror(err));
-	}
+static void op_uncharge(struct ez_conn *conn, struct op *op)
+{
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR)
+		srqpool_credits_unreturn(conn->pool, &conn->acct,
+					 ntohl(op->wr.imm_data) & IMM_CREDITS_MASK);
+	if (needs_credit(op))
+		conn->send_credits++;
+}
+
+static void op_count(struct ez_conn *conn, const struct op *op)
+{
 	switch (op->kind) {
 	case OP_SEND:
 	case OP_SEND_MR:
@@ -152,8 +167,58 @@ static int op_post(struct ez_conn *conn, struct op *op)
 		conn->stats.rdma_bytes += op->sge.length;
 		break;
 	}
-	conn->posted++;
-	return 0;
+}
+
+/* Posts the ops chained from first (charged, linked through wr.next, the
+ * last one signalled) with one ibv_post_send(). Refused ops after the
+ * first end with the error; a refused first op is left to the caller
+ * (its error is returned; 0 when the first went out). */
+static int post_chain(struct ez_conn *conn, struct op *first)
+{
+	struct ibv_send_wr *bad = NULL, *wr, *next;
+	struct op *op, *tail_before = conn->sq_tail;
+	int err, ret;
+
+	err = ibv_post_send(conn->qp, &first->wr, &bad);
+	if (!err)
+		bad = NULL;
+	else if (!bad)
+		bad = &first->wr;
+	if (err < 0)
+		err = errno ? errno : EIO;
+	for (wr = &first->wr; wr && wr != bad; wr = wr->next) {
+		op = container_of(wr, struct op, wr);
+		op_count(conn, op);
+		sq_append(conn, op);
+	}
+	if (!bad)
+		return 0;
+	op = container_of(bad, struct op, wr);
+	ret = ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
+			    "ibv_post_send(%s, %u bytes): %s", op_name(op),
+			    op->wr.num_sge ? op->sge.length : 0, ez_strerror(err));
+	for (wr = bad; wr; wr = next) {
+		next = wr->next;
+		op = container_of(wr, struct op, wr);
+		op_uncharge(conn, op);
+		wr->next = NULL;
+		if (op != first)
+			op_complete(conn, op, ret);
+	}
+	/* Only a completion accounts for an unsignalled WR; if the queue now
+	 * ends with one, the flush of the QP in ERR completes it. */
+	if (conn->sq_tail != tail_before && !(conn->sq_tail->wr.send_flags & IBV_SEND_SIGNALED))
+		conn_fail(conn, ret, "%s", conn->errmsg);
+	return bad == &first->wr ? ret : 0;
+}
+
+/* One op now, signalled: a chain of one. */
+static int op_post(struct ez_conn *conn, struct op *op)
+{
+	op_charge(conn, op);
+	op->wr.next = NULL;
+	op->wr.send_flags |= IBV_SEND_SIGNALED;
+	return post_chain(conn, op);
 }
 
 /* Hands credits back in a message of their own when no send is there to
@@ -178,7 +243,7 @@ static void maybe_send_credits(struct ez_conn *conn)
 		return;
 	}
 	conn->credit_inflight = 1;
-	conn->posted++;
+	sq_append(conn, op);
 	conn->stats.credit_msgs_sent++;
 }
 
@@ -196,14 +261,55 @@ int conn_post_bye(struct ez_conn *conn)
 	op->wr.num_sge = 0;
 	if (ibv_post_send(conn->qp, &op->wr, &bad))
 		return -errno;
-	conn->posted++;
+	sq_append(conn, op);
 	return 0;
 }
 
-void conn_kick(struct ez_conn *conn)
+/* While the device dispatches completions, kicks wait: what the callbacks
+ * submit goes out after the batch, as one chain per connection. */
+static void kick_later(struct ez_conn *conn)
 {
-	struct op *op;
-	int ret;
+	if (conn->kick_queued)
+		return;
+	conn->kick_queued = 1;
+	conn->kick_next = conn->dev->kicks;
+	conn->dev->kicks = conn;
+}
+
+void conn_run_kicks(struct device *dev)
+{
+	struct ez_conn *conn;
+
+	while ((conn = dev->kicks)) {
+		dev->kicks = conn->kick_next;
+		conn->kick_next = NULL;
+		conn->kick_queued = 0;
+		conn_kick(conn);
+	}
+}
+
+void conn_unqueue_kick(struct ez_conn *conn)
+{
+	struct ez_conn **pp;
+
+	if (!conn->kick_queued)
+		return;
+	for (pp = &conn->dev->kicks; *pp; pp = &(*pp)->kick_next) {
+		if (*pp == conn) {
+			*pp = conn->kick_next;
+			break;
+		}
+	}
+	conn->kick_queued = 0;
+}
+
+/* Posts what the credits allow from the pending list as one chain: one
+ * doorbell, and a completion for every SIG_EVERY WRs and for the last,
+ * which is always signalled so that every WR is accounted for. */
+static void kick_now(struct ez_conn *conn)
+{
+	struct op *op, *first = NULL, *last = NULL;
+	int n = 0, ret;
 
 	while ((op = conn->pend_head) && conn->state == CS_CONNECTED) {
 		if (needs_credit(op) && !conn->send_credits)
@@ -211,11 +317,39 @@ void conn_kick(struct ez_conn *conn)
 		conn->pend_head = op->next;
 		if (!conn->pend_head)
 			conn->pend_tail = NULL;
-		ret = op_post(conn, op);
+		op_charge(conn, op);
+		op->wr.next = NULL;
+		if (++n % SIG_EVERY)
+			op->wr.send_flags &= ~IBV_SEND_SIGNALED;
+		else
+			op->wr.send_flags |= IBV_SEND_SIGNALED;
+		if (last)
+			last->wr.next = &op->wr;
+		else
+			first = op;
+		last = op;
+	}
+	if (first) {
+		last->wr.send_flags |= IBV_SEND_SIGNALED;
+		ret = post_chain(conn, first);
 		if (ret)
-			op_complete(conn, op, ret);
+			op_complete(conn, first, ret);
 	}
 	maybe_send_credits(conn);
+}
+
+void conn_kick(struct ez_conn *conn)
+{
+	if (conn->dev && conn->dev->dispatching)
+		kick_later(conn);
+	else
+		kick_now(conn);
+}
+
+void conn_flush_kick(struct ez_conn *conn)
+{
+	conn_unqueue_kick(conn);
+	kick_now(conn);
 }
 
 void conn_cancel_pending(struct ez_conn *conn)
@@ -235,7 +369,8 @@ static int op_submit(struct ez_conn *conn, struct op *op)
 {
 	int ret;
 
-	if (!conn->pend_head && (!needs_credit(op) || conn->send_credits)) {
+	if (!conn->pend_head && (!needs_credit(op) || conn->send_credits) &&
+	    !conn->dev->dispatching) {
 		ret = op_post(conn, op);
 		if (ret) {
 			op_free(conn, op);
@@ -251,6 +386,8 @@ static int op_submit(struct ez_conn *conn, struct op *op)
 	else
 		conn->pend_head = op;
 	conn->pend_tail = op;
+	if (conn->dev->dispatching)
+		kick_later(conn);
 	return 0;
 }
 
@@ -458,11 +595,9 @@ static int wc_status_errno(enum ibv_wc_status s)
 	}
 }
 
-void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
+/* One posted WR is done: its callback, or the library's own bookkeeping. */
+static void op_done(struct ez_conn *conn, struct op *op, int status)
 {
-	struct ez_conn *conn = op->conn;
-	int status = wc_status_errno(wc->status);
-
 	conn->posted--;
 	if (op->kind == OP_BYE) {
 		if (!conn->torn)
@@ -472,6 +607,26 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	} else {
 		op_complete(conn, op, status);
 	}
+}
+
+void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
+{
+	struct ez_conn *conn = op->conn;
+	int status = wc_status_errno(wc->status);
+	struct op *e;
+
+	/* A send queue completes in order, and a WR that fails or is flushed
+	 * always completes on its own: the unsignalled WRs posted before
+	 * this one are done, successfully. */
+	while ((e = conn->sq_head)) {
+		conn->sq_head = e->next;
+		if (!conn->sq_head)
+			conn->sq_tail = NULL;
+		if (e == op)
+			break;
+		op_done(conn, e, 0);
+	}
+	op_done(conn, op, status);
 	if (status && status != -ECANCELED && !conn->ended)
 		conn_fail(conn, status, "work completion: %s (vendor error 0x%x)",
 			  ibv_wc_status_str(wc->status), wc->vendor_err);

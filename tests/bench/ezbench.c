@@ -94,7 +94,7 @@ static void finish(int code)
 }
 
 /* Runs the context until finish(): libev blocking in epoll (event), or
- * ez_ctx_process() in a loop that never sleeps (spin). */
+ * ez_ctx_process() of a busy-poll context in a loop that never sleeps (spin). */
 static void run(void)
 {
 	done = 0;
@@ -119,7 +119,9 @@ static void ctx_setup(void)
 		loop = ev_default_loop(0);
 		ret = ez_ctx_new(loop, 0, &ctx);
 	} else {
-		ret = ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx);
+		/* Busy-poll mode: the CQs are never armed and every
+		 * ez_ctx_process() polls them, like ib_send_lat's loop. */
+		ret = ez_ctx_new(NULL, EZ_CTX_NO_LOOP | EZ_CTX_BUSY_POLL, &ctx);
 	}
 	if (ret)
 		die("ez_ctx_new", ret);
@@ -786,7 +788,7 @@ static void usage(FILE *f)
 		"                    their own queues of --depth buffers (the server prints the bytes)\n"
 		"options: --size B [64] --iters N [1000] --warmup N [50] --depth N [64: receive]\n"
 		"         --send-depth N [64] --srq (server receives from a shared pool)\n"
-		"         --poll event (libev, completion channel) | spin (ez_ctx_process() in a loop)\n"
+		"         --poll event (libev, completion channel) | spin (EZ_CTX_BUSY_POLL, ez_ctx_process() in a loop)\n"
 		"         --timeout S [300] (exit 1 after S seconds)\n"
 		"Each result is one line: 'ezbench: test=... key=value ...'.\n");
 }

@@ -177,7 +177,7 @@ pt_col() {
 lat_round() {
 	local r=$1 s
 	for s in $lat_sizes; do
-		# 1a. spin (ez_ctx_process() in a loop) vs ib_send_lat (polls the CQ)
+		# 1a. spin (busy-poll context, ez_ctx_process() in a loop) vs ib_send_lat (polls the CQ)
 		if ez_pair "--poll spin" --lat --poll spin --size "$s" --iters "$lat_iters"; then
 			record "lat_${s}_poll" ez "$r" "$(field typical "$tmp/cli")"
 			record "lat_${s}_ucx" ez "$r" "$(field typical "$tmp/cli")"
@@ -275,11 +275,16 @@ rate_round() {
 }
 
 bw_round() {
-	local r=$1 op tool
+	local r=$1 op tool sargs
 	# 3. 64 KiB: tx depth 128; SEND receiver depth 512 (perftest's defaults)
 	for op in write send; do
 		tool=ib_${op}_bw
-		if ez_pair "--poll spin" --bw --op "$op" --poll spin --size 65536 --iters "$bw_iters" --send-depth 128 --depth 512; then
+		# The target of RDMA WRITEs has nothing to poll: like ib_write_bw's
+		# passive side (blocked in its TCP handshake) it sleeps, leaving
+		# the CPU to the device. A SEND's receiver polls, as ib_send_bw's.
+		sargs="--poll spin"
+		[ "$op" = write ] && sargs="--poll event"
+		if ez_pair "$sargs" --bw --op "$op" --poll spin --size 65536 --iters "$bw_iters" --send-depth 128 --depth 512; then
 			record "bw_64k_$op" ez "$r" "$(field bw "$tmp/cli")"
 		else
 			fail "bw_64k_$op" ez "$r" "$(cat "$tmp/cli")"
@@ -321,6 +326,7 @@ conn_round() {
 		if ez_pair "--pool-bufs $((2 * n))" --conn "$n" --async --send-depth 16; then
 			record "conn_${n}_async_rate" ez "$r" "$(field rate "$tmp/cli")"
 			record "conn_${n}_async_total_ms" ez "$r" "$(field total "$tmp/cli")"
+			record "conn_${n}_async_per_conn_ms" ez "$r" "$(field per_conn "$tmp/cli")"
 		else
 			fail "conn_${n}_async_rate" ez "$r" "$(grep ezbench "$tmp/cli" | tail -3)"
 		fi
@@ -330,6 +336,7 @@ conn_round() {
 			record "conn_${n}_per_conn_ms" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.3f", t / n }')"
 			record "conn_${n}_async_rate" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.1f", n / (t / 1000) }')"
 			record "conn_${n}_async_total_ms" anchor "$r" "$tot"
+			record "conn_${n}_async_per_conn_ms" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.3f", t / n }')"
 		else
 			fail "conn_${n}_per_conn_ms" anchor "$r" "$(tail -3 "$tmp/cli")"
 		fi

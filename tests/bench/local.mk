@@ -9,7 +9,7 @@ tests_bench_ezbench_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
 tests_bench_ezbench_LDFLAGS = -no-install
 
 dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py
-EXTRA_DIST += tests/bench/README.md doc/performance.md doc/performance.json
+EXTRA_DIST += tests/bench/README.md tests/bench/steptime.c doc/performance.md doc/performance.json
 
 if HAVE_CHECK
 INTEGRATION_TESTS += tests/integration/test_ezbench

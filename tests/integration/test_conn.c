@@ -770,6 +770,140 @@ START_TEST(rdma_write_with_immediate)
 }
 END_TEST
 
+/* Writes submitted from completion callbacks go out as chains with one
+ * signalled WR per run: every op still gets its callback, once, in the
+ * order submitted; and a close in the middle cancels or completes all. */
+#define PW_DEPTH 32
+#define PW_CHUNK 4096u
+#define PW_TOTAL 2000
+
+static struct pw {
+	struct ez_conn *conn;
+	struct ez_mr *lmr;
+	struct ez_rkey *remote;
+	int posted, done, ok, canceled, other, out_of_order;
+	int limit, close_at, closed;
+} pw;
+
+static void pw_post(void);
+
+static void pw_done(struct ez_conn *conn, int status, void *arg)
+{
+	(void)conn;
+	if ((uintptr_t)arg != (uintptr_t)pw.done)
+		pw.out_of_order++;
+	pw.done++;
+	if (status == 0)
+		pw.ok++;
+	else if (status == -ECANCELED)
+		pw.canceled++;
+	else
+		pw.other++;
+	if (pw.closed)
+		return;
+	if (pw.done == pw.close_at) {
+		/* A message submitted just before the close still goes out. */
+		ck_assert_int_eq(ez_send(pw.conn, "last", 4, NULL, NULL), 0);
+		ez_conn_close(pw.conn);
+		pw.closed = 1;
+		return;
+	}
+	pw_post();
+}
+
+static void pw_post(void)
+{
+	while (pw.posted < pw.limit && pw.posted - pw.done < PW_DEPTH) {
+		size_t off = (size_t)(pw.posted % (RSIZE / PW_CHUNK)) * PW_CHUNK;
+
+		ck_assert_int_eq(ez_write(pw.conn, pw.lmr, off, PW_CHUNK, pw.remote, off, pw_done,
+					  (void *)(uintptr_t)pw.posted), 0);
+		pw.posted++;
+	}
+}
+
+START_TEST(pipelined_writes_selective_signalling)
+{
+	struct bench b;
+	struct rdma_srv r = { .s = { .on_recv = rsrv_on_recv } };
+	struct rdma_cli rc = { 0 };
+	struct ez_conn_cbs cbs = { .on_connect = cli_on_connect, .on_recv = rcli_on_recv, .on_disconnect = cli_on_disconnect };
+	struct ez_conn_opts co = { .send_depth = PW_DEPTH };
+	struct ez_conn_stats cs;
+	struct ez_mr *lmr;
+	struct ez_rkey key;
+	uint8_t *src = malloc(RSIZE);
+	size_t i;
+
+	ck_assert_ptr_nonnull(src);
+	for (i = 0; i < RSIZE; i++)
+		src[i] = (uint8_t)(i * 2654435761u >> 11);
+	r.mem = calloc(1, RSIZE);
+	bench_init(&b, 0);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, r.mem, RSIZE, EZ_MR_REMOTE_WRITE, &r.mr), 0);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, src, RSIZE, 0, &lmr), 0);
+	ck_assert_int_eq(ez_mr_export(r.mr, &key), 0);
+	server_listen(&b, &r.s, test_addr());
+	rc.c.b = &b;
+	ck_assert_int_eq(ez_connect(b.ctx, test_addr(), b.port, &co, &cbs, &rc, &rc.c.conn), 0);
+	ck_assert(bench_run(&b, &rc.c.connected, 1, 10));
+	ck_assert(bench_run(&b, &r.s.connected, 1, 5));
+	ck_assert_int_eq(ez_send(r.s.conn, &key, sizeof(key), NULL, NULL), 0);
+	ck_assert(bench_run(&b, &rc.have_remote, 1, 5));
+
+	/* Phase 1: PW_TOTAL writes, a window of PW_DEPTH kept full from the
+	 * callbacks: every callback, in order, and the bytes arrived. */
+	memset(&pw, 0, sizeof(pw));
+	pw.conn = rc.c.conn;
+	pw.lmr = lmr;
+	pw.remote = &rc.remote;
+	pw.limit = PW_TOTAL;
+	pw_post();
+	ck_assert_int_eq(pw.posted, PW_DEPTH);
+	ck_assert_msg(bench_run(&b, &pw.done, PW_TOTAL, 60), "%d of %d writes completed",
+		      pw.done, PW_TOTAL);
+	ck_assert_int_eq(pw.ok, PW_TOTAL);
+	ck_assert_int_eq(pw.out_of_order, 0);
+	ck_assert_int_eq(ez_conn_stats(rc.c.conn, &cs), 0);
+	ck_assert_uint_eq(cs.writes, PW_TOTAL);
+	ck_assert_uint_eq(cs.rdma_bytes, (uint64_t)PW_TOTAL * PW_CHUNK);
+	ck_assert_uint_eq(cs.op_errors, 0);
+	ck_assert_int_eq(ez_send(rc.c.conn, "done", 4, NULL, NULL), 0);
+	ck_assert(bench_run(&b, &r.done_msgs, 1, 5));
+	ck_assert(memcmp(r.mem, src, RSIZE) == 0);
+
+	/* Phase 2: close from a callback with a full window in flight (chains
+	 * with unsignalled WRs among them): each op ends once, 0 or
+	 * -ECANCELED, before on_disconnect; the message sent just before
+	 * the close arrives. */
+	memset(&pw, 0, sizeof(pw));
+	pw.conn = rc.c.conn;
+	pw.lmr = lmr;
+	pw.remote = &rc.remote;
+	pw.limit = 1 << 30;
+	pw.close_at = 500;
+	pw_post();
+	ck_assert_msg(bench_run(&b, &rc.c.disconnected, 1, 60), "no disconnect after close (%d of %d ops ended)",
+		      pw.done, pw.posted);
+	ck_assert_int_eq(pw.done, pw.posted);
+	ck_assert_int_ge(pw.posted, pw.close_at + 1);
+	ck_assert_int_eq(pw.ok + pw.canceled, pw.posted);
+	ck_assert_int_eq(pw.other, 0);
+	ck_assert_int_eq(pw.out_of_order, 0);
+	ck_assert_int_eq(rc.c.disconnect_status, 0);
+	ck_assert(bench_run(&b, &r.done_msgs, 2, 5));
+	ck_assert(bench_run(&b, &r.s.disconnected, 1, 5));
+	printf("pipelined writes: %d in order; close with %d in flight: %d completed, %d -ECANCELED\n",
+	       PW_TOTAL, pw.posted - pw.close_at, pw.ok, pw.canceled);
+	ez_conn_close(r.s.conn);
+	ez_mr_dereg(lmr);
+	ez_mr_dereg(r.mr);
+	bench_fini(&b);
+	free(src);
+	free(r.mem);
+}
+END_TEST
+
 /* A peer writing where it may not: the op fails and the connection ends. */
 START_TEST(rdma_write_without_permission_fails)
 {
@@ -1595,6 +1729,7 @@ int main(int argc, char **argv)
 	tcase_add_test(basic, shared_srqpool);
 	tcase_add_test(rdma, rdma_write_read_1mib);
 	tcase_add_test(rdma, rdma_write_without_permission_fails);
+	tcase_add_test(rdma, pipelined_writes_selective_signalling);
 	tcase_add_test(rdma, rdma_write_with_immediate);
 	tcase_add_test(close_tc, close_cancels_outstanding_work);
 	tcase_add_test(close_tc, close_from_callbacks_and_while_connecting);
