@@ -100,7 +100,7 @@ static void conn_finish(struct ez_conn *conn)
 		cq_poll(conn->dev);
 	}
 	if (conn->pool_attached) {
-		srqpool_detach(conn->pool);
+		srqpool_detach(conn->pool, &conn->acct);
 		conn->pool_attached = 0;
 	}
 	conn_ops_fini(conn);
@@ -353,20 +353,14 @@ static int conn_setup(struct ez_conn *conn)
 		conn->own_pool = 1;
 		buf_size = conn->o.max_msg_size;
 	}
-	ret = srqpool_attach(conn->pool);
+	/* The pool decides the first grant (its share of the pool, within the
+	 * buffers posted) and keeps receives back for credit messages. */
+	conn->acct.kick = conn_credit_kick;
+	ret = srqpool_attach(conn->pool, &conn->acct, conn->own_pool, &credits);
 	if (ret)
-		return conn_fail_ret(conn, ret);
+		return conn_fail_ret(conn, ezi_fail(ret, "%s", srqpool_errmsg(conn->pool)));
 	conn->pool_attached = 1;
-	credits = conn->own_pool ? conn->o.recv_depth : srqpool_credits_per_conn(conn->pool);
-	/* One receive stays in reserve for the peer's credit messages. */
-	if (credits > 2)
-		credits--;
-	if (credits > IMM_CREDITS_MASK)
-		credits = IMM_CREDITS_MASK;
-	if (!credits)
-		credits = 1;
 	conn->my_credits = credits;
-	conn->credit_threshold = credits / 2 ? credits / 2 : 1;
 	conn->my_max_msg = buf_size;
 
 	ret = conn_ops_init(conn);

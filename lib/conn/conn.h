@@ -9,6 +9,7 @@
 #include "error.h"
 #include "handshake.h"
 #include "qpfsm/qpfsm.h"
+#include "srqpool/srqpool.h"
 
 enum conn_state {
 	CS_RESOLVING_ADDR,
@@ -104,9 +105,10 @@ struct ez_conn {
 	uint32_t max_inline;
 
 	uint32_t my_credits;	/* advertised to the peer */
-	uint32_t credit_threshold;
 	uint32_t send_credits;	/* messages we may send now */
-	uint32_t owed;		/* credits the peer has earned back */
+	/* Our receive credits: what the peer holds and what it has earned
+	 * back, as a share of the pool (lib/srqpool/share.c). */
+	struct srqpool_acct acct;
 	uint32_t peer_credits;
 	uint32_t peer_max_msg;
 	uint32_t my_max_msg;
@@ -140,6 +142,8 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
 int conn_ops_init(struct ez_conn *conn);
 void conn_ops_fini(struct ez_conn *conn);
 void conn_kick(struct ez_conn *conn);
+/* The pool has credits for this connection again (srqpool_acct.kick). */
+void conn_credit_kick(struct srqpool_acct *a);
 /* Posts what the callbacks of a dispatched batch submitted (cq.c). */
 void conn_run_kicks(struct device *dev);
 void conn_unqueue_kick(struct ez_conn *conn);
