@@ -110,6 +110,9 @@ struct ez_srqpool_opts {
 	uint32_t low_watermark_pct; /* or as a percentage of nbufs, when low_watermark is 0 */
 	uint32_t refill_batch;	   /* receive WRs linked per ibv_post_srq_recv() (default 32) */
 	uint32_t max_bufs;	   /* growth cap; 0 or <= nbufs: the pool never grows */
+	uint32_t expected_conns;   /* connections the receive credits are shared over at least:
+				    * each starts with its full share (0: size by those attached,
+				    * a connection starts with one credit and earns its share) */
 };
 
 /* Level counters are the pool's own view: a buffer counts as posted until its
@@ -132,6 +135,18 @@ struct ez_srqpool_stats {
 	uint32_t max_bufs;	/* growth cap (== total when the pool cannot grow) */
 	int64_t rnr_naks_sent;	   /* RNR NAKs the device sent: a receive found the SRQ empty */
 	int64_t rnr_naks_received; /* RNR NAKs the device's senders got back */
+	/* Receive credits: each attached connection's peer may hold up to
+	 * credit_share; all of them together never more than the buffers
+	 * posted minus credit_reserve (see ez_srqpool_new(3)). */
+	uint32_t expected_conns;
+	uint32_t credit_share;	   /* credits one connection may hold now */
+	uint32_t credit_reserve;   /* posted buffers never granted (credit-only messages) */
+	uint32_t conn_granted_max; /* most credits one connection ever held */
+	uint64_t credits_granted;  /* credits all peers hold or have in flight now */
+	uint64_t credits_granted_max; /* highest credits_granted seen */
+	uint64_t credits_withheld; /* returns refused: the connection was over its share */
+	uint64_t credit_waits;	   /* returns that waited for buffers to be reposted */
+	uint64_t rebalances;	   /* share changes (attach, detach, growth) */
 };
 
 /* One SRQ and its registered buffers on the device named (NULL: the first). */
@@ -248,6 +263,10 @@ struct ez_conn_opts {
 
 #define EZ_MAX_PATHS 8
 #define EZ_AUTH_KEY_MAX 64
+/* With a shared secret the handshake carries nonces and MACs in the private
+ * data, leaving the application this much (see ez_conn_opts(3)). */
+#define EZ_CONNECT_DATA_MAX_AUTH 8
+#define EZ_ACCEPT_DATA_MAX_AUTH 132
 
 /* Callbacks of one connection (any may be NULL). */
 struct ez_conn_cbs {

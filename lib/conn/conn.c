@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "conn_auth.h"
 #include "cq.h"
 #include "device.h"
 #include "flow.h"
@@ -60,6 +61,7 @@ static void conn_free(struct ez_conn *conn)
 	ctx_timer_stop(ctx, &conn->drain_timer);
 	ctx_timer_stop(ctx, &conn->defer_timer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
+	conn_auth_free(conn);
 	if (conn->dev)
 		conn_unqueue_kick(conn);
 	/* A private pool lives as long as the handle: the application may hold
@@ -101,7 +103,7 @@ static void conn_finish(struct ez_conn *conn)
 		cq_poll(conn->dev);
 	}
 	if (conn->pool_attached) {
-		srqpool_detach(conn->pool);
+		srqpool_detach(conn->pool, &conn->acct);
 		conn->pool_attached = 0;
 	}
 	conn_ops_fini(conn);
@@ -236,10 +238,12 @@ static void conn_end(struct ez_conn *conn, int status)
 	conn->lookup = NULL;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
 	conn->state = CS_CLOSING;
-	conn->was_connected = was == CS_CONNECTED || was == CS_ACCEPTING;
-	if (was == CS_CONNECTED && conn->app_closed && !status && conn->qp &&
-	    conn_post_bye(conn) == 0) {
+	conn->was_connected = was == CS_CONNECTED || was == CS_ACCEPTING || was == CS_AUTHENTICATING;
+	if (!conn->bye_posted && was == CS_CONNECTED && conn->app_closed && !status && conn->qp &&
+	    conn_post_bye(conn) == 0)
 		conn->bye_posted = 1;
+	/* The goodbye, or a shared-secret refusal, goes out before the teardown. */
+	if (conn->bye_posted) {
 		ctx_timer_start(conn->ctx, &conn->bye_timer, BYE_WAIT_MS);
 		return;
 	}
@@ -269,6 +273,16 @@ static void on_connect_timeout(struct ctx_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, connect_timer);
 
+	if (!conn->active && conn->state == CS_ACCEPTING && conn_auth_pending(conn)) {
+		conn_auth_refuse(conn, "ez_accept(%s): no shared-secret proof from the peer within %u ms",
+				 conn->host, conn->o.connect_timeout_ms);
+		return;
+	}
+	if (conn->state == CS_AUTHENTICATING) {
+		conn_fail(conn, -ETIMEDOUT, "rdma_connect(%s): no shared-secret verdict from the listener within %u ms",
+			  conn->host, conn->o.connect_timeout_ms);
+		return;
+	}
 	conn_fail(conn, -ETIMEDOUT, "%s(%s): connection not established after %u ms",
 		  conn->step, conn->host, conn->o.connect_timeout_ms);
 }
@@ -292,6 +306,12 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	if (conn->o.private_data_len)
 		memcpy(conn->pdata, conn->o.private_data, conn->o.private_data_len);
 	conn->o.private_data = NULL;	/* the caller's buffer may go away */
+	if (conn->o.auth_key_len && conn_auth_new(conn, conn->o.auth_key, conn->o.auth_key_len)) {
+		*err = ezi_fail(-ENOMEM, "connection: out of memory");
+		free(conn);
+		return NULL;
+	}
+	conn->o.auth_key = NULL;	/* kept in conn->auth, wiped when done */
 	conn->kind = CM_CONN;
 	conn->ctx = ctx;
 	conn->arg = arg;
@@ -342,20 +362,14 @@ static int conn_setup(struct ez_conn *conn)
 		conn->own_pool = 1;
 		buf_size = conn->o.max_msg_size;
 	}
-	ret = srqpool_attach(conn->pool);
+	/* The pool decides the first grant (its share of the pool, within the
+	 * buffers posted) and keeps receives back for credit messages. */
+	conn->acct.kick = conn_credit_kick;
+	ret = srqpool_attach(conn->pool, &conn->acct, conn->own_pool, &credits);
 	if (ret)
-		return conn_fail_ret(conn, ret);
+		return conn_fail_ret(conn, ezi_fail(ret, "%s", srqpool_errmsg(conn->pool)));
 	conn->pool_attached = 1;
-	credits = conn->own_pool ? conn->o.recv_depth : srqpool_credits_per_conn(conn->pool);
-	/* One receive stays in reserve for the peer's credit messages. */
-	if (credits > 2)
-		credits--;
-	if (credits > IMM_CREDITS_MASK)
-		credits = IMM_CREDITS_MASK;
-	if (!credits)
-		credits = 1;
 	conn->my_credits = credits;
-	conn->credit_threshold = credits / 2 ? credits / 2 : 1;
 	conn->my_max_msg = buf_size;
 
 	ret = conn_ops_init(conn);
@@ -491,6 +505,7 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	return path_after_rts(conn);
 }
 
+/* The request or reply, sealed when the connection has a shared secret. */
 static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size_t len)
 {
 	struct hs_msg m = {
@@ -500,10 +515,21 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 		.max_msg = conn->my_max_msg,
 		.user_len = (uint8_t)conn->o.private_data_len,
 	};
+	int ret;
 
 	memcpy(m.user, conn->pdata, conn->o.private_data_len);
+	/* The path block is filled first: the shared-secret MAC covers it. */
 	path_hs_fill(conn, &m);
-	return hs_encode(&m, buf, len);
+	if (conn->auth) {
+		ret = kind == HS_REQ ? conn_auth_seal_req(conn, &m) : conn_auth_seal_rep(conn, &m);
+		if (ret)
+			return ret;
+	}
+	ret = hs_encode(&m, buf, len);
+	if (ret < 0)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
+				     "handshake: %u bytes of private data do not fit", m.user_len);
+	return ret;
 }
 
 static uint8_t min3(unsigned int a, unsigned int b, unsigned int c)
@@ -526,6 +552,10 @@ static void on_route_resolved(struct ez_conn *conn)
 		return;
 	}
 	n = encode_hs(conn, HS_REQ, hs, sizeof(hs));
+	if (n < 0) {
+		conn_abort(conn, n);
+		return;
+	}
 	p.private_data = hs;
 	p.private_data_len = (uint8_t)n;
 	p.responder_resources = min3(conn->o.responder_resources, conn->dev->attr.max_qp_rd_atom, 255);
@@ -555,6 +585,9 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	conn->peer_credits = m.credits;
 	conn->send_credits = m.credits;
 	conn->peer_max_msg = m.max_msg;
+	/* Nothing in an unproven reply is acted on, its path block included. */
+	if (conn->auth && conn_auth_check_rep(conn, &m))
+		return;
 	ret = path_take_reply(conn, &m);
 	if (ret) {
 		conn_abort(conn, ret);
@@ -569,7 +602,11 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 		conn_fail(conn, -errno, "rdma_establish(%s): %s", conn->host, ez_strerror(errno));
 		return;
 	}
-	conn_established(conn);
+	/* A keyed connection is reported once the listener accepts our proof. */
+	if (conn->auth)
+		conn_auth_send_proof(conn);
+	else
+		conn_established(conn);
 }
 
 static void on_rejected(struct ez_conn *conn, const struct cm_event *ev)
@@ -585,8 +622,11 @@ static void on_rejected(struct ez_conn *conn, const struct cm_event *ev)
 	if (ev->status == IB_REJ_CONSUMER_DEFINED &&
 	    hs_decode(ev->pdata, ev->pdata_len, HS_REJ, &m, why, sizeof(why)) == 0) {
 		hs_printable(m.user, m.user_len, text, sizeof(text));
-		conn_fail(conn, -ECONNREFUSED, "rdma_connect(%s): rejected by peer: %s", conn->host,
-			  text);
+		if (m.caps & HS_CAP_AUTH)
+			conn_fail(conn, -EACCES, "%s(%s): %s", conn->step, conn->host, text);
+		else
+			conn_fail(conn, -ECONNREFUSED, "rdma_connect(%s): rejected by peer: %s",
+				  conn->host, text);
 		return;
 	}
 	conn_fail(conn, -ECONNREFUSED, "rdma_connect(%s): rejected (IB CM reason %d)", conn->host,
@@ -637,7 +677,8 @@ void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
 		on_connect_response(conn, ev);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (conn->state == CS_ACCEPTING)
+		/* A keyed peer's proof, not the RTU, establishes the passive side. */
+		if (conn->state == CS_ACCEPTING && !conn_auth_pending(conn))
 			conn_established(conn);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
@@ -776,6 +817,15 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
 		ez_reject(req, "accept options invalid", 22);
 		return ret;
 	}
+	if (req->listener->auth) {
+		if (conn->o.private_data_len > EZ_ACCEPT_DATA_MAX_AUTH)
+			ret = ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %d for an accept on a listener with a shared secret",
+				       conn->o.private_data_len, EZ_ACCEPT_DATA_MAX_AUTH);
+		else if (conn_auth_new(conn, req->listener->auth->key, req->listener->auth->len))
+			ret = ezi_fail(-ENOMEM, "ez_accept: out of memory");
+		else
+			conn->auth->req = req->hs;
+	}
 	conn->id = req->id;
 	conn->id->context = conn;
 	fmt_addr((struct sockaddr *)&req->peer, "peer", conn->host, sizeof(conn->host));
@@ -789,6 +839,10 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
 	listener_req_unlink(req);
 	free(req);
 
+	if (ret) {
+		conn_fail_ret(conn, ret);
+		goto fail;
+	}
 	ret = device_get(ctx, conn->id->verbs, &conn->dev);
 	if (ret) {
 		conn_fail_ret(conn, ret);
@@ -797,6 +851,12 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
 	ret = conn_setup(conn);
 	if (ret)
 		goto fail;
+	if (conn->auth && conn->my_max_msg < AUTH_PROOF_LEN) {
+		ret = conn_fail_ret(conn, ezi_fail(-EINVAL,
+			"ez_accept: receive buffers of %u bytes cannot take the %d-byte shared-secret proof",
+			conn->my_max_msg, AUTH_PROOF_LEN));
+		goto fail;
+	}
 	/* The request event already speaks from our side (ib_cm swaps the
 	 * fields); never offer more than it does. */
 	rd_dest = min3(conn->o.responder_resources, conn->dev->attr.max_qp_rd_atom, req_resp);
@@ -807,6 +867,10 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
 	if (ret)
 		goto fail;
 	n = encode_hs(conn, HS_REP, hs, sizeof(hs));
+	if (n < 0) {
+		ret = n;
+		goto fail;
+	}
 	p.private_data = hs;
 	p.private_data_len = (uint8_t)n;
 	p.flow_control = 1;

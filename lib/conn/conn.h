@@ -9,19 +9,21 @@
 #include "error.h"
 #include "handshake.h"
 #include "qpfsm/qpfsm.h"
+#include "srqpool/srqpool.h"
 
 enum conn_state {
 	CS_RESOLVING_ADDR,
 	CS_RESOLVING_ROUTE,
 	CS_CONNECTING,		/* REQ sent, waiting for the reply */
-	CS_ACCEPTING,		/* REP sent, waiting for the RTU */
+	CS_ACCEPTING,		/* REP sent, waiting for the RTU (and a keyed peer's proof) */
+	CS_AUTHENTICATING,	/* keyed client: proof sent, waiting for the verdict */
 	CS_CONNECTED,
 	CS_CLOSING,		/* QP in ERR, draining */
 	CS_DEAD,		/* torn down; waiting for ez_conn_close() */
 };
 
 enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
-	       OP_PATH_DOWN };
+	       OP_PATH_DOWN, OP_AUTH };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus one for credit messages), so the data path never allocates. */
@@ -52,6 +54,7 @@ struct op {
 #define IMM_PATH_MASK 0x7u
 
 struct device;
+struct conn_auth;
 
 struct ez_conn {
 	int kind;		/* CM_CONN: first, the cm_id's context points here */
@@ -110,9 +113,10 @@ struct ez_conn {
 	uint32_t max_inline;
 
 	uint32_t my_credits;	/* advertised to the peer */
-	uint32_t credit_threshold;
 	uint32_t send_credits;	/* messages we may send now */
-	uint32_t owed;		/* credits the peer has earned back */
+	/* Our receive credits: what the peer holds and what it has earned
+	 * back, as a share of the pool (lib/srqpool/share.c). */
+	struct srqpool_acct acct;
 	uint32_t peer_credits;
 	uint32_t peer_max_msg;
 	uint32_t my_max_msg;
@@ -130,6 +134,7 @@ struct ez_conn {
 	int byes_left;
 
 	uint8_t pdata[EZ_ACCEPT_DATA_MAX];
+	struct conn_auth *auth;	/* shared-secret check (conn_auth.c); NULL: none */
 	struct ez_conn_stats stats;
 	char errmsg[EZ_ERRMSG_MAX];
 };
@@ -152,6 +157,8 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
 int conn_ops_init(struct ez_conn *conn);
 void conn_ops_fini(struct ez_conn *conn);
 void conn_kick(struct ez_conn *conn);
+/* The pool has credits for this connection again (srqpool_acct.kick). */
+void conn_credit_kick(struct srqpool_acct *a);
 /* Posts what the callbacks of a dispatched batch submitted (cq.c). */
 void conn_run_kicks(struct device *dev);
 /* A WR just posted on op->path joins that path's list of posted WRs. */

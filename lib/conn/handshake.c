@@ -36,6 +36,21 @@ static int has_paths(const struct hs_msg *m)
 	return (m->caps & HS_CAP_PATHS) && m->kind != HS_REJ;
 }
 
+size_t hs_auth_len(enum hs_kind kind, uint16_t caps)
+{
+	if (!(caps & HS_CAP_AUTH))
+		return 0;
+	switch (kind) {
+	case HS_REQ:
+		return HS_AUTH_REQ_LEN;
+	case HS_REP:
+		return HS_AUTH_REP_LEN;
+	case HS_REJ:
+		break;
+	}
+	return 0;
+}
+
 static void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
@@ -63,7 +78,7 @@ static uint32_t get32(const uint8_t *p)
 int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 {
 	uint8_t *p = buf;
-	size_t max = hs_user_max(m->kind);
+	size_t max = hs_user_max(m->kind), alen = hs_auth_len(m->kind, m->caps);
 	size_t block = 0;
 
 	if (!max)
@@ -73,8 +88,8 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 			return -EINVAL;
 		block = hs_paths_len(m->paths);
 	}
-	if (m->user_len > max || (size_t)m->user_len + block > max ||
-	    buflen < HS_HDR_LEN + (size_t)m->user_len + block)
+	if (m->user_len + alen + block > max ||
+	    buflen < HS_HDR_LEN + alen + (size_t)m->user_len + block)
 		return -EMSGSIZE;
 	put32(p, HS_MAGIC);
 	p[4] = HS_VERSION;
@@ -84,9 +99,10 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 	put16(p + 8, m->caps);
 	put16(p + 10, m->credits);
 	put32(p + 12, m->max_msg);
-	memcpy(p + HS_HDR_LEN, m->user, m->user_len);
+	memcpy(p + HS_HDR_LEN, m->auth, alen);
+	memcpy(p + HS_HDR_LEN + alen, m->user, m->user_len);
 	if (block) {
-		uint8_t *b = p + HS_HDR_LEN + m->user_len;
+		uint8_t *b = p + HS_HDR_LEN + alen + m->user_len;
 
 		b[0] = m->paths;
 		for (unsigned int i = 1; i < m->paths; i++) {
@@ -97,7 +113,7 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 			b[3 * i] = (uint8_t)q;
 		}
 	}
-	return HS_HDR_LEN + m->user_len + (int)block;
+	return (int)(HS_HDR_LEN + alen + m->user_len + block);
 }
 
 static const char *kind_name(unsigned int kind)
@@ -118,6 +134,7 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 {
 	const uint8_t *p = buf;
 	uint32_t magic;
+	size_t alen;
 
 	memset(m, 0, sizeof(*m));
 	if (!buf || len < HS_HDR_LEN) {
@@ -147,14 +164,16 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 	m->caps = get16(p + 8);
 	m->credits = get16(p + 10);
 	m->max_msg = get32(p + 12);
-	if (m->user_len > hs_user_max(kind)) {
-		snprintf(why, whylen, "easyrdma handshake: user data length %u exceeds %zu for a %s",
-			 m->user_len, hs_user_max(kind), kind_name(kind));
+	alen = hs_auth_len(kind, m->caps);
+	if (m->user_len + alen > hs_user_max(kind)) {
+		snprintf(why, whylen, "easyrdma handshake: user data length %u exceeds %zu for a %s%s",
+			 m->user_len, hs_user_max(kind) - alen, kind_name(kind),
+			 alen ? " with a shared-secret block" : "");
 		return -EPROTO;
 	}
-	if (len < HS_HDR_LEN + (size_t)m->user_len) {
-		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, header says %u",
-			 len, HS_HDR_LEN + m->user_len);
+	if (len < HS_HDR_LEN + alen + m->user_len) {
+		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, header says %zu",
+			 len, HS_HDR_LEN + alen + m->user_len);
 		return -EPROTO;
 	}
 	if (kind != HS_REJ && (m->credits == 0 || m->max_msg == 0)) {
@@ -162,15 +181,16 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 			 kind_name(kind), m->credits, m->max_msg);
 		return -EPROTO;
 	}
-	memcpy(m->user, p + HS_HDR_LEN, m->user_len);
+	memcpy(m->auth, p + HS_HDR_LEN, alen);
+	memcpy(m->user, p + HS_HDR_LEN + alen, m->user_len);
 	m->paths = 1;
 	if (has_paths(m)) {
-		const uint8_t *b = p + HS_HDR_LEN + m->user_len;
-		size_t block;
+		size_t off = HS_HDR_LEN + alen + m->user_len, block;
+		const uint8_t *b = p + off;
 
-		if (len < HS_HDR_LEN + (size_t)m->user_len + 1) {
-			snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, the path block starts at %u",
-				 len, HS_HDR_LEN + m->user_len);
+		if (len < off + 1) {
+			snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, the path block starts at %zu",
+				 len, off);
 			return -EPROTO;
 		}
 		if (b[0] < 1 || b[0] > HS_MAX_PATHS) {
@@ -179,14 +199,15 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 			return -EPROTO;
 		}
 		block = hs_paths_len(b[0]);
-		if (m->user_len + block > hs_user_max(kind)) {
-			snprintf(why, whylen, "easyrdma handshake: %u user bytes and %u paths exceed the %zu bytes of a %s",
-				 m->user_len, b[0], hs_user_max(kind), kind_name(kind));
+		if (alen + m->user_len + block > hs_user_max(kind)) {
+			snprintf(why, whylen, "easyrdma handshake: %u user bytes and %u paths exceed the %zu bytes of a %s%s",
+				 m->user_len, b[0], hs_user_max(kind) - alen, kind_name(kind),
+				 alen ? " with a shared-secret block" : "");
 			return -EPROTO;
 		}
-		if (len < HS_HDR_LEN + (size_t)m->user_len + block) {
+		if (len < off + block) {
 			snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, %u paths need %zu",
-				 len, b[0], HS_HDR_LEN + (size_t)m->user_len + block);
+				 len, b[0], off + block);
 			return -EPROTO;
 		}
 		m->paths = b[0];

@@ -12,6 +12,10 @@
  * rdma_cm on IB/RoCE carries 56 bytes in a REQ, 196 in a REP and 148 in a
  * REJ, and hands the receiver the full (zero-padded) size, hence user_len.
  *
+ * With HS_CAP_AUTH a request or reply carries an auth block of
+ * hs_auth_len(kind) bytes between the header and the user bytes (auth.h);
+ * in a reject the bit says the refusal is about the shared secret.
+ *
  * With HS_CAP_PATHS (REQ and REP only) a path block follows the user bytes:
  *   u8 paths (1..HS_MAX_PATHS), then one u24 QP number per extra path 1..paths-1.
  * A peer that predates it ignores the unknown capability and never reads past
@@ -26,6 +30,8 @@
 #define HS_REP_MAX 196
 #define HS_REJ_MAX 148
 #define HS_MAX_PATHS 8
+#define HS_AUTH_REQ_LEN 32	/* client nonce, request MAC */
+#define HS_AUTH_REP_LEN 48	/* server nonce, reply MAC */
 
 enum hs_kind {
 	HS_REQ = 1,		/* connect request: the active side's credits and data */
@@ -36,7 +42,8 @@ enum hs_kind {
 /* Capabilities; unknown bits from a peer are ignored. */
 enum {
 	HS_CAP_CREDITS = 1u << 0, /* credits returned in immediate data */
-	HS_CAP_PATHS = 1u << 1,	/* a path block follows the user bytes */
+	HS_CAP_AUTH = 1u << 1,	/* shared-secret check (auth block; reject: its reason) */
+	HS_CAP_PATHS = 1u << 2,	/* a path block follows the user bytes */
 };
 
 struct hs_msg {
@@ -47,6 +54,7 @@ struct hs_msg {
 	uint32_t max_msg;
 	uint8_t user_len;
 	uint8_t user[HS_REP_MAX - HS_HDR_LEN];
+	uint8_t auth[HS_AUTH_REP_LEN];	/* with HS_CAP_AUTH: hs_auth_len(kind) bytes */
 	/* With HS_CAP_PATHS: paths offered (REQ) or granted (REP), and the QP
 	 * numbers of paths 1..paths-1 (path_qpn[0] is unused: QP 0's number
 	 * travels in the CM message itself). */
@@ -61,8 +69,10 @@ size_t hs_paths_len(unsigned int paths);
 /* The starting PSN of extra path i from QP 0's (24 bits). */
 uint32_t hs_path_psn(uint32_t psn0, unsigned int path);
 
-/* Largest user_len for a kind (0 for an unknown kind). */
+/* Largest user_len for a kind (0 for an unknown kind), without an auth block. */
 size_t hs_user_max(enum hs_kind kind);
+/* Bytes of the auth block a kind carries with HS_CAP_AUTH (0: none). */
+size_t hs_auth_len(enum hs_kind kind, uint16_t caps);
 
 /* Writes m into buf; returns the bytes written or -EMSGSIZE/-EINVAL. */
 int hs_encode(const struct hs_msg *m, void *buf, size_t buflen);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "error.h"
 #include "listener.h"
 #include "log.h"
@@ -68,10 +69,9 @@ static void destroy_id(struct rdma_cm_id *id)
 		ezi_log_warn("listener: rdma_destroy_id: %s", ez_strerror(errno));
 }
 
-/* Rejects id with a reason the peer's easyrdma shows in its error message. */
-static void reject_id(struct rdma_cm_id *id, const void *reason, size_t len)
+void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason, size_t len)
 {
-	struct hs_msg m = { .kind = HS_REJ };
+	struct hs_msg m = { .kind = HS_REJ, .caps = caps };
 	uint8_t buf[HS_REJ_MAX];
 	int n;
 
@@ -84,10 +84,32 @@ static void reject_id(struct rdma_cm_id *id, const void *reason, size_t len)
 		ezi_log_warn("rdma_reject: %s", ez_strerror(errno));
 }
 
+/* Rejects id with a reason the peer's easyrdma shows in its error message. */
+static void reject_id(struct rdma_cm_id *id, const void *reason, size_t len)
+{
+	listener_reject_id(id, 0, reason, len);
+}
+
+/* The shared-secret gate, before the application sees the request: NULL
+ * when it passes, else the reason the peer reads. */
+static const char *auth_gate(const struct ez_listener *l, const struct hs_msg *hs)
+{
+	if (l->auth) {
+		if (!(hs->caps & HS_CAP_AUTH))
+			return "listener requires a shared secret";
+		if (auth_req_check(l->auth, hs))
+			return "listener refused the shared-secret proof";
+	} else if (hs->caps & HS_CAP_AUTH) {
+		return "listener has no shared secret";
+	}
+	return NULL;
+}
+
 void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 {
 	struct ez_conn_req *req;
 	char why[160];
+	const char *denied;
 	struct sockaddr *peer;
 
 	if (!l) {
@@ -115,6 +137,14 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 		free(req);
 		return;
 	}
+	denied = auth_gate(l, &req->hs);
+	if (denied) {
+		ezi_log_info("listener: rejecting a request: %s", denied);
+		listener_reject_id(ev->id, HS_CAP_AUTH, denied, strlen(denied));
+		destroy_id(ev->id);
+		free(req);
+		return;
+	}
 	ev->id->context = req;
 	req->listener = l;
 	req->next = l->reqs;
@@ -134,6 +164,15 @@ void listener_on_event(void *owner, const struct cm_event *ev)
 		ezi_log_debug("listener: pending request got %s", rdma_event_str(ev->type));
 	else
 		ezi_log_debug("listener: %s", rdma_event_str(ev->type));
+}
+
+static void listener_free(struct ez_listener *l)
+{
+	if (l->auth) {
+		auth_key_wipe(l->auth);
+		free(l->auth);
+	}
+	free(l);
 }
 
 int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
@@ -159,16 +198,29 @@ int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
 	}
 	if (ret)
 		return ezi_fail(ret, "ez_listen: %s", err);
+	if (opts && opts->auth_key_len && (!opts->auth_key || opts->auth_key_len < AUTH_KEY_MIN ||
+					   opts->auth_key_len > EZ_AUTH_KEY_MAX))
+		return ezi_fail(-EINVAL, "ez_listen_opts.auth_key: %s (auth_key_len %u; %d..%d bytes)",
+				opts->auth_key ? "bad length" : "NULL", opts->auth_key_len,
+				AUTH_KEY_MIN, EZ_AUTH_KEY_MAX);
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return ezi_fail(-ENOMEM, "ez_listen: out of memory");
+	if (opts && opts->auth_key_len) {
+		l->auth = malloc(sizeof(*l->auth));
+		if (!l->auth) {
+			free(l);
+			return ezi_fail(-ENOMEM, "ez_listen: out of memory");
+		}
+		auth_key_set(l->auth, opts->auth_key, opts->auth_key_len);
+	}
 	l->kind = CM_LISTENER;
 	l->ctx = ctx;
 	l->on_request = on_request;
 	l->arg = arg;
 	if (rdma_create_id(ctx->ch, &l->id, l, RDMA_PS_TCP)) {
 		ret = ezi_fail(-errno, "rdma_create_id: %s", ez_strerror(errno));
-		free(l);
+		listener_free(l);
 		return ret;
 	}
 	if (rdma_bind_addr(l->id, (struct sockaddr *)&ss)) {
@@ -187,7 +239,7 @@ int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
 	return 0;
 err:
 	destroy_id(l->id);
-	free(l);
+	listener_free(l);
 	return ret;
 }
 
@@ -211,7 +263,7 @@ void ez_listener_close(struct ez_listener *l)
 	}
 	destroy_id(l->id);
 	l->ctx->nlisteners--;
-	free(l);
+	listener_free(l);
 }
 
 const struct sockaddr *ez_conn_req_peer(const struct ez_conn_req *req)

@@ -7,6 +7,8 @@
 #include "ctx.h"
 #include "handshake.h"
 
+struct auth_key;
+
 struct ez_conn_req {
 	int kind;		/* CM_REQ */
 	struct ez_listener *listener;
@@ -25,12 +27,16 @@ struct ez_listener {
 	ez_request_cb on_request;
 	void *arg;
 	struct ez_conn_req *reqs;	/* not yet accepted or rejected */
+	struct auth_key *auth;		/* shared secret requests must prove; NULL: none */
 };
 
 void listener_on_request(struct ez_listener *l, const struct cm_event *ev);
 void listener_on_event(void *owner, const struct cm_event *ev);
 /* Takes req off its listener's list (ez_accept and ez_reject). */
 void listener_req_unlink(struct ez_conn_req *req);
+/* Rejects id with a reason (and HS_CAP_AUTH for a shared-secret refusal)
+ * that the peer's easyrdma shows in its error message. */
+void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason, size_t len);
 
 /* getaddrinfo() for rdma_cm: numeric first, then a (blocking) name lookup,
  * or -EAGAIN instead of the lookup with EZADDR_NUMERIC_ONLY. */

@@ -8,16 +8,25 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/conn.c lib/conn/conn.h \
 	lib/conn/msg.c \
 	lib/conn/handshake.c lib/conn/handshake.h \
+	lib/conn/auth.c lib/conn/auth.h \
+	lib/conn/conn_auth.c lib/conn/conn_auth.h \
 	lib/conn/opts.c lib/conn/opts.h \
 	lib/conn/mr.c lib/conn/mr.h \
 	lib/conn/pool.c lib/conn/pool.h \
 	lib/conn/flow.c lib/conn/flow.h \
 	lib/conn/flowdev.c \
 	lib/conn/path.c lib/conn/path.h
+# The shared-secret check (auth.c) uses OpenSSL's libcrypto.
+AM_CPPFLAGS += $(CRYPTO_CFLAGS)
+lib_libezcore_la_LIBADD += $(CRYPTO_LIBS)
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
+UNIT_TESTS += tests/unit/test_auth
+tests_unit_test_auth_SOURCES = tests/unit/test_auth.c
+tests_unit_test_auth_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_auth_LDADD = $(TEST_LDADD)
 tests_unit_test_flow_SOURCES = tests/unit/test_flow.c
 tests_unit_test_flow_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_flow_LDADD = $(TEST_LDADD)

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 
 #include "conn.h"
+#include "conn_auth.h"
 #include "cq.h"
 #include "device.h"
 #include "log.h"
@@ -143,10 +144,9 @@ void conn_sq_append(struct ez_conn *conn, struct op *op)
 static void op_charge(struct ez_conn *conn, struct op *op)
 {
 	if (op->kind == OP_SEND || op->kind == OP_SEND_MR) {
-		uint32_t give = conn->owed > IMM_CREDITS_MASK ? IMM_CREDITS_MASK : conn->owed;
+		uint32_t give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
 
 		op->wr.imm_data = htonl(give);
-		conn->owed -= give;
 	}
 	if (needs_credit(op))
 		conn->send_credits--;
@@ -155,7 +155,8 @@ static void op_charge(struct ez_conn *conn, struct op *op)
 static void op_uncharge(struct ez_conn *conn, struct op *op)
 {
 	if (op->kind == OP_SEND || op->kind == OP_SEND_MR)
-		conn->owed += ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
+		srqpool_credits_unreturn(conn->pool, &conn->acct,
+					 ntohl(op->wr.imm_data) & IMM_CREDITS_MASK);
 	if (needs_credit(op))
 		conn->send_credits++;
 }
@@ -239,27 +240,35 @@ static int op_post(struct ez_conn *conn, struct op *op)
 }
 
 /* Hands credits back in a message of their own when no send is there to
- * carry them and half the window is owed. */
+ * carry them and half the window is owed, as far as the pool lets it
+ * (the connection's share, buffers posted). */
 static void maybe_send_credits(struct ez_conn *conn)
 {
 	struct op *op = &conn->credit_op;
 	struct ibv_send_wr *bad;
 	uint32_t give;
 
-	if (conn->credit_inflight || conn->state != CS_CONNECTED || conn->owed < conn->credit_threshold)
+	if (conn->credit_inflight || conn->state != CS_CONNECTED || !srqpool_credits_due(&conn->acct))
 		return;
-	give = conn->owed > IMM_CREDITS_MASK ? IMM_CREDITS_MASK : conn->owed;
+	give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
+	if (!give)
+		return;
 	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | give);
 	op->wr.num_sge = 0;
 	op->path = path_pick(conn);
 	if (ibv_post_send(op->path->qp, &op->wr, &bad)) {
 		ezi_log_warn("ibv_post_send(credit message): %s", ez_strerror(errno));
+		srqpool_credits_unreturn(conn->pool, &conn->acct, give);
 		return;
 	}
-	conn->owed -= give;
 	conn->credit_inflight = 1;
 	sq_append(conn, op);
 	conn->stats.credit_msgs_sent++;
+}
+
+void conn_credit_kick(struct srqpool_acct *a)
+{
+	maybe_send_credits(container_of(a, struct ez_conn, acct));
 }
 
 int conn_post_bye(struct ez_conn *conn)
@@ -676,8 +685,19 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 
 	if (!buf)
 		return;
+	/* Every message but a credit-only one used one of the credits the
+	 * pool granted this peer, whatever becomes of it here. */
+	if (wc->status == IBV_WC_SUCCESS &&
+	    (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM) ||
+	     !(ntohl(wc->imm_data) & IMM_CREDIT_ONLY)))
+		srqpool_credit_used(conn->pool, &conn->acct);
 	if (wc->status != IBV_WC_SUCCESS || conn->ended) {
 		ez_buf_release(buf);
+		return;
+	}
+	/* Nothing reaches the application before the shared secret is proved. */
+	if (conn_auth_pending(conn)) {
+		conn_auth_on_recv(conn, buf, wc);
 		return;
 	}
 	/* A message can overtake the RTU: the QP is in RTS, so the peer has
@@ -695,7 +715,6 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		 * owed like any message's. */
 		ez_buf_release(buf);
 		conn->stats.write_imms_recv++;
-		conn->owed++;
 		if (conn->cbs.on_write_imm)
 			conn->cbs.on_write_imm(conn, ntohl(wc->imm_data), wc->byte_len, conn->arg);
 		if (conn->state == CS_CONNECTED)
@@ -719,9 +738,6 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 			conn->cbs.on_recv(conn, buf, conn->arg);
 		else
 			ez_buf_release(buf);
-		/* Handed back once the message has been delivered: the pool
-		 * reposts released buffers on its watermark event. */
-		conn->owed++;
 	}
 	if (conn->state == CS_CONNECTED)
 		conn_kick(conn);

@@ -11,7 +11,7 @@
 
 int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out)
 {
-	size_t pmax = accept ? EZ_ACCEPT_DATA_MAX : EZ_CONNECT_DATA_MAX;
+	size_t pmax;
 
 	if (in)
 		*out = *in;
@@ -71,17 +71,37 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 	if (out->paths > EZ_MAX_PATHS)
 		return ezi_fail(-EINVAL, "ez_conn_opts.paths %u not in 1..%d", out->paths,
 				EZ_MAX_PATHS);
+	if (out->auth_key_len) {
+		if (accept)
+			return ezi_fail(-EINVAL, "ez_conn_opts.auth_key: ez_accept takes the shared secret from the listener (ez_listen_opts.auth_key)");
+		if (!out->auth_key || out->auth_key_len < 16 || out->auth_key_len > EZ_AUTH_KEY_MAX)
+			return ezi_fail(-EINVAL, "ez_conn_opts.auth_key: %s (auth_key_len %u; 16..%d bytes)",
+					out->auth_key ? "bad length" : "NULL", out->auth_key_len,
+					EZ_AUTH_KEY_MAX);
+		/* The proof travels as one message. */
+		if (out->max_msg_size < 32)
+			return ezi_fail(-EINVAL, "ez_conn_opts.max_msg_size %u below 32, the size of the shared-secret proof",
+					out->max_msg_size);
+	}
+	pmax = accept ? EZ_ACCEPT_DATA_MAX : out->auth_key_len ? EZ_CONNECT_DATA_MAX_AUTH :
+		EZ_CONNECT_DATA_MAX;
 	/* A multi-path handshake carries the extra QP numbers in the same
-	 * private data (56 bytes for a request). */
-	if (out->paths > 1)
+	 * private data (56 bytes for a request, less the auth block). */
+	if (out->paths > 1) {
+		if (hs_paths_len(out->paths) > pmax)
+			return ezi_fail(-EINVAL, "ez_conn_opts.paths %u: %zu bytes of QP numbers do not fit the %zu a connect request has left%s",
+					out->paths, hs_paths_len(out->paths), pmax,
+					out->auth_key_len ? " with a shared secret (at most 3 paths then)" : "");
 		pmax -= hs_paths_len(out->paths);
+	}
 	if (out->private_data_len > pmax && out->paths > 1)
-		return ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %zu for %s with %u paths",
+		return ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %zu for %s with %u paths%s",
 				out->private_data_len, pmax, accept ? "an accept" : "a connect",
-				out->paths);
+				out->paths, out->auth_key_len ? " and a shared secret" : "");
 	if (out->private_data_len > pmax)
-		return ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %zu for %s",
-				out->private_data_len, pmax, accept ? "an accept" : "a connect");
+		return ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %zu for %s%s",
+				out->private_data_len, pmax, accept ? "an accept" : "a connect",
+				out->auth_key_len ? " with a shared secret" : "");
 	if (out->private_data_len && !out->private_data)
 		return ezi_fail(-EINVAL, "ez_conn_opts.private_data is NULL with private_data_len %u",
 				out->private_data_len);

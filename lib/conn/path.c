@@ -13,6 +13,7 @@
 #include "flow.h"
 #include "log.h"
 #include "path.h"
+#include "srqpool/srqpool.h"
 
 _Static_assert(HS_MAX_PATHS == EZ_MAX_PATHS, "the handshake carries up to EZ_MAX_PATHS paths");
 
@@ -279,8 +280,12 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 	/* The peer never took these, or took them without our seeing the
 	 * ACK: handing the credits back risks an RNR retry at worst, where
 	 * losing them would shrink the window for good. */
-	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_CREDIT)
-		conn->owed += ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_CREDIT) {
+		uint32_t carried = ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
+
+		if (carried)
+			srqpool_credits_unreturn(conn->pool, &conn->acct, carried);
+	}
 	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM)
 		conn->send_credits++;
 	if (!p->live)

@@ -27,6 +27,10 @@ void ez_buf_release(struct ez_buf *buf)
 		ezi_log_err("%s", pool->errmsg);
 		return;
 	}
-	if (srqpool_release_should_post(pool) && srqpool_flush(pool))
+	if (!srqpool_release_should_post(pool))
+		return;
+	if (srqpool_flush(pool))
 		ezi_log_err("ez_buf_release: %s", pool->errmsg);
+	else if (pool->waiters)
+		srqpool_share_wake(pool, 0);
 }

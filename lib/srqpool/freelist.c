@@ -80,7 +80,9 @@ int srqpool_release_should_post(const struct ez_srqpool *pool)
 {
 	if (!pool->nfree)
 		return 0;
-	return pool->posted < pool->p.watermark || pool->nfree >= pool->p.batch;
+	/* A connection waiting for reposted buffers to return credits is
+	 * worth the doorbell too. */
+	return pool->posted < pool->p.watermark || pool->nfree >= pool->p.batch || pool->waiters;
 }
 
 int srqpool_is_dry(const struct ez_srqpool *pool)

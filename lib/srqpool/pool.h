@@ -69,6 +69,19 @@ struct ez_srqpool {
 	 * re-armed limit may never fire again on an SRQ that is already empty. */
 	int recheck;
 
+	/* Receive credits of the attached connections (share.c). */
+	struct srqpool_acct *accts;
+	struct srqpool_acct *waiters;
+	uint32_t expected;	/* expected_conns: shares sized for this many at least */
+	int single;		/* a connection's private pool */
+	uint32_t share;		/* credits one connection may hold */
+	uint32_t reserve;	/* posted buffers never granted: credit-only and goodbye messages */
+	uint64_t granted;	/* credits all attached peers hold or have in flight */
+	uint64_t granted_max;
+	uint32_t conn_granted_max;
+	uint64_t withheld, credit_waits, rebalances;
+	int waking;	/* srqpool_share_wake() is running */
+
 	uint64_t limit_events;
 	uint64_t refills;
 	uint64_t growths;
@@ -85,6 +98,27 @@ uint32_t srqpool_watermark_pct(uint32_t nbufs, uint32_t pct);
 uint32_t srqpool_fair_share(uint32_t bufs, uint32_t conns);
 int srqpool_check_modify(const struct srqpool_limits *lim, uint32_t cur_max_wr,
 			 uint32_t registered, const struct ibv_srq_attr *attr, int attr_mask);
+
+/* share.c: receive credits as shares of the pool (no verbs calls). */
+/* Buffers kept back from grants for messages that carry no credit. */
+uint32_t srqpool_share_reserve(uint32_t total, uint32_t conns, int shared);
+/* The credits one of conns connections may hold (>= 1 while conns fit). */
+uint32_t srqpool_share_of(uint32_t total, uint32_t conns, uint32_t expected, int shared);
+/* Can total buffers give each of conns connections a credit? */
+int srqpool_share_fits(uint32_t total, uint32_t conns, int shared);
+/* Posted buffers not yet backed by a grant (negative: none, over by that much). */
+int64_t srqpool_share_room(const struct ez_srqpool *pool);
+/* Recomputes share and reserve after attached, total or expected changed. */
+void srqpool_share_update(struct ez_srqpool *pool);
+int srqpool_share_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int private_pool,
+			 uint32_t *initial);
+void srqpool_share_detach(struct ez_srqpool *pool, struct srqpool_acct *a);
+uint32_t srqpool_share_give(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t max);
+void srqpool_share_take_back(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t n);
+void srqpool_share_unwait(struct ez_srqpool *pool, struct srqpool_acct *a);
+/* Kicks the connections waiting for reposted buffers (all of them: every
+ * attached connection that is owed credits). */
+void srqpool_share_wake(struct ez_srqpool *pool, int all);
 
 /* freelist.c: the free list and the linked WR chains, no verbs calls. */
 void srqpool_buf_init(struct ez_buf *b, struct ez_srqpool *pool, void *data,

@@ -173,7 +173,12 @@ int srqpool_grow(struct ez_srqpool *pool, uint32_t nbufs)
 	pool->growths++;
 	ezi_log_info("srqpool: grew by %u buffers to %u (SRQ max_wr %u)", nbufs, pool->total,
 		     pool->srq_max_wr);
-	return srqpool_flush(pool);
+	rc = srqpool_flush(pool);
+	/* Credits are granted against posted buffers only: the new ones are
+	 * headroom from here on, handed to connections that are owed. */
+	srqpool_share_update(pool);
+	srqpool_share_wake(pool, 1);
+	return rc;
 }
 
 /* Posts every free buffer, then grows if that left the SRQ at or below the watermark. */
@@ -198,6 +203,7 @@ int srqpool_on_limit_event(struct ez_srqpool *pool)
 
 	pool->limit_events++;
 	rc = pool_replenish(pool);
+	srqpool_share_wake(pool, 0);
 	pool->recheck = !rc && !srqpool_is_dry(pool);
 	arm = pool_arm(pool);
 	if (arm)
@@ -226,6 +232,7 @@ int srqpool_create(struct ibv_pd *pd, const struct ez_srqpool_opts *opts,
 	if (!pool)
 		return ezi_fail(-ENOMEM, "srqpool: no memory");
 	pool->pd = pd;
+	pool->expected = opts ? opts->expected_conns : 0;
 	srqpool_limits_from_device(&da, &pool->lim);
 	rc = srqpool_resolve(opts, &pool->lim, &pool->p);
 	if (rc)
@@ -252,6 +259,8 @@ int srqpool_create(struct ibv_pd *pd, const struct ez_srqpool_opts *opts,
 		goto err_srq;
 	slab_adopt(pool, s);
 	pool->lowest_posted = pool->total;
+	srqpool_share_update(pool);
+	pool->rebalances = 0;
 	rc = srqpool_flush(pool);
 	if (!rc)
 		rc = pool_arm(pool);
@@ -328,34 +337,65 @@ struct ez_buf *srqpool_take(struct ez_srqpool *pool, uint64_t wr_id, uint32_t by
 		pool->recheck = 0;
 		if (pool_replenish(pool))
 			ezi_log_err("srqpool: refill after a limit event: %s", pool->errmsg);
+		srqpool_share_wake(pool, 0);
 	}
 	return b;
 }
 
-int srqpool_attach(struct ez_srqpool *pool)
+/* A connection that would leave too few buffers for one credit each grows
+ * the pool first where it may: grants are only made against buffers that
+ * are registered and posted, never against the growth cap itself. */
+int srqpool_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int private_pool,
+		   uint32_t *initial)
 {
-	uint32_t cap = pool->p.max_bufs > pool->total ? pool->p.max_bufs : pool->total;
+	int rc;
 
-	if (pool->attached >= cap)
-		return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -ENOSPC,
-				     "srqpool_attach: a pool of at most %u buffers cannot give %u "
-				     "connections a receive credit each", cap, pool->attached + 1);
-	pool->attached++;
-	return 0;
+	while (!srqpool_share_fits(pool->total, pool->attached + 1, !private_pool) &&
+	       pool->total < pool->p.max_bufs && !pool->grow_refused) {
+		rc = srqpool_grow(pool, 0);
+		if (rc == -EOPNOTSUPP)
+			pool->grow_refused = 1;
+		if (rc)
+			break;
+	}
+	if (pool->nfree && srqpool_flush(pool))
+		ezi_log_warn("srqpool_attach: %s", pool->errmsg);
+	return srqpool_share_attach(pool, a, private_pool, initial);
 }
 
-void srqpool_detach(struct ez_srqpool *pool)
+void srqpool_detach(struct ez_srqpool *pool, struct srqpool_acct *a)
 {
 	if (!pool->attached) {
 		ezi_log_err("srqpool_detach: no connection attached");
 		return;
 	}
-	pool->attached--;
+	srqpool_share_detach(pool, a);
 }
 
-uint32_t srqpool_credits_per_conn(const struct ez_srqpool *pool)
+/* On the data path: a flush here is the repost the credit needs (one
+ * doorbell, no syscall), done only when free buffers are what is missing. */
+uint32_t srqpool_credits_return(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t max)
 {
-	return srqpool_fair_share(pool->total, pool->attached);
+	if (!a->owed)
+		return 0;
+	srqpool_share_unwait(pool, a);
+	if (pool->nfree && srqpool_share_room(pool) < (int64_t)a->owed * 2) {
+		if (srqpool_flush(pool))
+			ezi_log_err("srqpool: repost before returning credits: %s", pool->errmsg);
+		else if (pool->waiters)
+			srqpool_share_wake(pool, 0);
+	}
+	return srqpool_share_give(pool, a, max);
+}
+
+void srqpool_credits_unreturn(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t n)
+{
+	srqpool_share_take_back(pool, a, n);
+}
+
+uint32_t srqpool_credit_share(const struct ez_srqpool *pool)
+{
+	return pool->share;
 }
 
 const char *srqpool_errmsg(const struct ez_srqpool *pool)
@@ -386,6 +426,15 @@ int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *st)
 	st->low_watermark = pool->p.watermark;
 	st->srq_max_wr = pool->srq_max_wr;
 	st->max_bufs = pool->grow_refused ? pool->total : pool->p.max_bufs;
+	st->expected_conns = pool->expected;
+	st->credit_share = pool->share;
+	st->credit_reserve = pool->reserve;
+	st->credits_granted = pool->granted;
+	st->credits_granted_max = pool->granted_max;
+	st->conn_granted_max = pool->conn_granted_max;
+	st->credits_withheld = pool->withheld;
+	st->credit_waits = pool->credit_waits;
+	st->rebalances = pool->rebalances;
 	srqpool_rnr_counters(pool, &st->rnr_naks_sent, &st->rnr_naks_received);
 	return 0;
 }

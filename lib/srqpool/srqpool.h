@@ -54,12 +54,48 @@ struct ez_buf *srqpool_take(struct ez_srqpool *pool, uint64_t wr_id, uint32_t by
  * The limit is re-armed even when a refill or a growth fails. */
 int srqpool_on_limit_event(struct ez_srqpool *pool);
 
-/* Connections drawing from the pool; each gets a fair share of receive credits.
- * attach: -ENOSPC when the pool (at its cap) cannot give one more connection
- * a credit of at least one buffer. */
-int srqpool_attach(struct ez_srqpool *pool);
-void srqpool_detach(struct ez_srqpool *pool);
-uint32_t srqpool_credits_per_conn(const struct ez_srqpool *pool);
+/* One connection's receive credits in a pool (embedded in the connection).
+ * granted: credits the peer holds or has in flight; owed: messages received
+ * whose credits are not back yet. The pool only ever returns a credit for a
+ * buffer that is posted (lib/srqpool/share.c has the rules). */
+struct srqpool_acct {
+	struct srqpool_acct *next, *prev;	/* the pool's attached connections */
+	/* Waiting for buffers to be reposted (unlinked in O(1): a return on
+	 * the data path takes the connection off first). */
+	struct srqpool_acct *wnext, **wpprev;
+	int waiting;
+	uint32_t granted;
+	uint32_t owed;
+	uint32_t max_granted;	/* the most this connection ever held */
+	/* The pool has credits for it again (buffers reposted, a share grew).
+	 * May run from ez_buf_release() or an async event; must not re-enter
+	 * the pool's share functions other than srqpool_credits_return(). */
+	void (*kick)(struct srqpool_acct *a);
+};
+
+/* Connections drawing from the pool; each gets a share of its receive credits.
+ * attach: 0 with *initial the credits to advertise (>= 1); -ENOSPC when the
+ * pool (at its cap) cannot give one more connection a credit. private_pool:
+ * the connection owns the pool alone and starts with its whole share. */
+int srqpool_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int private_pool,
+		   uint32_t *initial);
+/* The peer's outstanding credits die with its QP; freed headroom goes to the others. */
+void srqpool_detach(struct ez_srqpool *pool, struct srqpool_acct *a);
+/* A credited message arrived (not a credit-only one). No verbs calls. */
+void srqpool_credit_used(struct ez_srqpool *pool, struct srqpool_acct *a);
+/* Credits to hand back now (0..max), counted as granted: within the
+ * connection's share and within the buffers posted. Reposts free buffers
+ * first when they are what is missing; registers the connection to be
+ * kicked when it had to wait. */
+uint32_t srqpool_credits_return(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t max);
+/* A return that could not be sent is taken back. */
+void srqpool_credits_unreturn(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t n);
+/* Half the connection's window is owed: worth a credit-only message. */
+static inline int srqpool_credits_due(const struct srqpool_acct *a)
+{
+	return a->owed && a->owed >= a->granted;
+}
+uint32_t srqpool_credit_share(const struct ez_srqpool *pool);
 
 /* ---- added by srqpool (beyond the first contract) ---- */
 

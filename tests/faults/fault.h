@@ -50,6 +50,8 @@ struct srv {
 	char port[8];
 	int requests;
 	struct ez_conn_opts opts;
+	const void *auth_key;	/* ez_listen_opts.auth_key, set before srv_start */
+	uint32_t auth_key_len;
 	struct ep *eps;
 	int neps, cap;
 	int accept_errors;

@@ -1,4 +1,4 @@
-/* fuzz_handshake.c: libFuzzer target: untrusted private data through the handshake decoder. */
+/* fuzz_handshake.c: libFuzzer target: untrusted private data through the handshake decoder and the shared-secret checks. */
 #include "config.h"
 
 #include <errno.h>
@@ -6,9 +6,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn/auth.h"
 #include "conn/handshake.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Whatever a peer without the key sends, the checks refuse it: a request's
+ * MAC, a reply's MAC against a request of ours. */
+static void check_auth(const struct hs_msg *m)
+{
+	static const char secret[] = "fuzzing key, 32 bytes of secret";
+	static struct auth_key key;
+	static struct hs_msg ours = { .kind = HS_REQ, .credits = 1, .max_msg = 64 };
+	uint8_t proof[AUTH_PROOF_LEN];
+
+	if (!key.len) {
+		if (auth_key_set(&key, secret, sizeof(secret) - 1) || auth_req_seal(&key, &ours))
+			abort();
+	}
+	if (m->kind == HS_REQ && auth_req_check(&key, m) != -EACCES)
+		abort();
+	if (m->kind == HS_REP && auth_rep_check(&key, &ours, m, proof) != -EACCES)
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,15 +56,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			if (again.user_len != m.user_len || again.credits != m.credits ||
 			    again.max_msg != m.max_msg || again.caps != m.caps ||
-			    memcmp(again.user, m.user, m.user_len) || again.paths != m.paths)
+			    memcmp(again.user, m.user, m.user_len) || again.paths != m.paths ||
+			    memcmp(again.auth, m.auth, hs_auth_len(kinds[k], m.caps)))
 				abort();
-			/* A path block is within its bounds and round-trips. */
+			/* A path block is within its bounds (with any auth block) and round-trips. */
 			if (m.paths < 1 || m.paths > HS_MAX_PATHS ||
-			    (m.paths > 1 && (m.user_len + hs_paths_len(m.paths) > hs_user_max(kinds[k]))))
+			    (m.paths > 1 && (hs_auth_len(kinds[k], m.caps) + m.user_len +
+					     hs_paths_len(m.paths) > hs_user_max(kinds[k]))))
 				abort();
 			for (unsigned int i = 1; i < m.paths; i++)
 				if (m.path_qpn[i] > 0xffffff || again.path_qpn[i] != m.path_qpn[i])
 					abort();
+			check_auth(&m);
 		}
 	}
 	/* Reasons are shown to people: always terminated and printable. */

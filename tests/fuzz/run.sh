@@ -10,12 +10,12 @@ secs=${2:-60}
 out=$build/fuzz
 mkdir -p "$out"
 CC=${FUZZ_CC:-clang}
-flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$build -I$top/include -I$top/lib $(pkg-config --cflags libibverbs)"
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$build -I$top/include -I$top/lib $(pkg-config --cflags libibverbs libcrypto)"
 
 # target name, then the library sources it needs (pure code only: no device).
 targets="
 qpfsm_validate lib/qpfsm/validate.c lib/qpfsm/table.c lib/qpfsm/names.c
-handshake lib/conn/handshake.c
+handshake lib/conn/handshake.c lib/conn/auth.c
 "
 
 status=0
@@ -24,7 +24,7 @@ echo "$targets" | while read -r name srcs; do
 	bin=$out/fuzz_$name
 	files=""
 	for s in $srcs; do files="$files $top/$s"; done
-	$CC $flags -o "$bin" "$top/tests/fuzz/fuzz_$name.c" $files $(pkg-config --libs libibverbs)
+	$CC $flags -o "$bin" "$top/tests/fuzz/fuzz_$name.c" $files $(pkg-config --libs libibverbs libcrypto)
 	seeds=$top/tests/fuzz/corpus/$name
 	work=$out/corpus_$name
 	mkdir -p "$work" "$seeds"

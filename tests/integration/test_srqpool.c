@@ -30,6 +30,7 @@ struct bench {
 	struct ez_srqpool *pool;
 	int n;			/* QP pairs */
 	struct ibv_qp **snd, **rcv;
+	struct srqpool_acct *acct;	/* each receiver's credits in the pool */
 	struct ibv_mr *smr;
 	char *sbuf;
 	uint32_t slots;		/* send slots per connection */
@@ -119,6 +120,7 @@ static void qp_connect(struct bench *b, struct ibv_qp *qp, uint32_t remote_qpn)
 
 static void bench_open(struct bench *b, int n, const struct ez_srqpool_opts *opts, uint32_t slots)
 {
+	uint32_t init;
 	int flags;
 
 	memset(b, 0, sizeof(*b));
@@ -142,8 +144,9 @@ static void bench_open(struct bench *b, int n, const struct ez_srqpool_opts *opt
 	b->rcv = calloc(n, sizeof(*b->rcv));
 	b->sent = calloc(n, sizeof(*b->sent));
 	b->recvd = calloc(n, sizeof(*b->recvd));
+	b->acct = calloc(n, sizeof(*b->acct));
 	b->sbuf = calloc((size_t)n * slots, MSG_MAX);
-	ck_assert(b->snd && b->rcv && b->sent && b->recvd && b->sbuf);
+	ck_assert(b->snd && b->rcv && b->sent && b->recvd && b->acct && b->sbuf);
 	b->smr = ibv_reg_mr(b->pd, b->sbuf, (size_t)n * slots * MSG_MAX, IBV_ACCESS_LOCAL_WRITE);
 	ck_assert_ptr_nonnull(b->smr);
 	for (int i = 0; i < n; i++) {
@@ -162,7 +165,8 @@ static void bench_open(struct bench *b, int n, const struct ez_srqpool_opts *opt
 		ck_assert_msg(b->snd[i], "ibv_create_qp (sender %d): %s", i, strerror(errno));
 		b->rcv[i] = ibv_create_qp(b->pd, &ra);
 		ck_assert_msg(b->rcv[i], "ibv_create_qp (receiver %d on the SRQ): %s", i, strerror(errno));
-		ck_assert_int_eq(srqpool_attach(b->pool), 0);
+		ck_assert_int_eq(srqpool_attach(b->pool, &b->acct[i], 0, &init), 0);
+		ck_assert_uint_ge(init, 1);
 	}
 	{
 		struct ez_srqpool_stats st;
@@ -181,7 +185,7 @@ static void bench_close(struct bench *b)
 	for (int i = 0; i < b->n; i++) {
 		ck_assert_int_eq(ibv_destroy_qp(b->snd[i]), 0);
 		ck_assert_int_eq(ibv_destroy_qp(b->rcv[i]), 0);
-		srqpool_detach(b->pool);
+		srqpool_detach(b->pool, &b->acct[i]);
 	}
 	for (uint32_t i = 0; i < b->nheld; i++)
 		ez_buf_release(b->held[i]);
@@ -198,6 +202,7 @@ static void bench_close(struct bench *b)
 	free(b->rcv);
 	free(b->sent);
 	free(b->recvd);
+	free(b->acct);
 	free(b->sbuf);
 	free(b->held);
 }
@@ -474,8 +479,9 @@ START_TEST(fifty_conns_share_one_pool)
 	double t0, ms, worst = 0;
 
 	bench_open(&b, n, &o, 16);
-	credits = srqpool_credits_per_conn(b.pool);
-	ck_assert_uint_eq(credits, 256 / 50);
+	/* 32 buffers (an eighth) stay back for credit-only messages. */
+	credits = srqpool_credit_share(b.pool);
+	ck_assert_uint_eq(credits, (256 - 32) / 50);
 	stats(&b, &s);
 	ck_assert_uint_eq(s.attached, 50);
 
@@ -688,12 +694,15 @@ START_TEST(destroy_refused_while_busy)
 	wait_for(&b, 7, 7, "one held");
 	ck_assert_uint_eq(b.nheld, 1);
 	for (int i = 0; i < b.n; i++)
-		srqpool_detach(b.pool);
+		srqpool_detach(b.pool, &b.acct[i]);
 	ck_assert_int_eq(srqpool_destroy(b.pool), -EBUSY);
 	ck_assert_msg(strstr(ez_errmsg(), "still holds 1 buffer(s)"), "%s", ez_errmsg());
 	/* Put them back for bench_close (it detaches again). */
-	for (int i = 0; i < b.n; i++)
-		ck_assert_int_eq(srqpool_attach(b.pool), 0);
+	for (int i = 0; i < b.n; i++) {
+		uint32_t init;
+
+		ck_assert_int_eq(srqpool_attach(b.pool, &b.acct[i], 0, &init), 0);
+	}
 	bench_close(&b);
 }
 END_TEST

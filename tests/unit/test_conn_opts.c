@@ -81,6 +81,50 @@ START_TEST(out_of_range_named)
 }
 END_TEST
 
+/* msg "": the same with a NULL key. */
+static void bad_key(uint32_t key_len, int accept, uint32_t max_msg, uint32_t pdata_len,
+		    const char *msg)
+{
+	static const char key[EZ_AUTH_KEY_MAX + 1] = "0123456789abcdef", data[40];
+	struct ez_conn_opts in = { .auth_key = key,
+				   .auth_key_len = key_len, .max_msg_size = max_msg,
+				   .private_data = data, .private_data_len = pdata_len }, o;
+
+	if (!msg[0]) {
+		in.auth_key = NULL;
+		msg = "ez_conn_opts.auth_key: NULL (auth_key_len 16; 16..64 bytes)";
+	}
+	ck_assert_int_eq(conn_opts_resolve(&in, accept, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), msg);
+}
+
+START_TEST(auth_key_checked)
+{
+	static const char key[EZ_AUTH_KEY_MAX] = "0123456789abcdef", data[40];
+
+	bad_key(15, 0, 0, 0, "ez_conn_opts.auth_key: bad length (auth_key_len 15; 16..64 bytes)");
+	bad_key(65, 0, 0, 0, "ez_conn_opts.auth_key: bad length (auth_key_len 65; 16..64 bytes)");
+	bad_key(16, 0, 0, 0, "");	/* NULL key */
+	bad_key(16, 1, 0, 0,
+		"ez_conn_opts.auth_key: ez_accept takes the shared secret from the listener (ez_listen_opts.auth_key)");
+	bad_key(16, 0, 31, 0,
+		"ez_conn_opts.max_msg_size 31 below 32, the size of the shared-secret proof");
+	bad_key(16, 0, 0, 9,
+		"ez_conn_opts.private_data_len 9 exceeds 8 for a connect with a shared secret");
+	{
+		struct ez_conn_opts in = { .auth_key = key, .auth_key_len = 64, .private_data = data,
+					   .private_data_len = 8 }, o;
+
+		ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+		ck_assert_uint_eq(o.auth_key_len, 64);
+		/* A key pointer without a length is no key. */
+		in.auth_key_len = 0;
+		in.private_data_len = 40;
+		ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conn_opts");
@@ -91,6 +135,7 @@ int main(void)
 	tcase_add_test(tc, null_gives_all_defaults);
 	tcase_add_test(tc, set_fields_are_kept);
 	tcase_add_test(tc, out_of_range_named);
+	tcase_add_test(tc, auth_key_checked);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

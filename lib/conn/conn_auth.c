@@ -1,0 +1,220 @@
+/* conn_auth.c: a connection's shared-secret step: the sealed handshake, the client's proof on the QP and the server's verdict. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "conn.h"
+#include "conn_auth.h"
+#include "listener.h"
+#include "log.h"
+
+int conn_auth_new(struct ez_conn *conn, const void *key, uint32_t len)
+{
+	struct conn_auth *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return -ENOMEM;
+	if (auth_key_set(&a->key, key, len)) {
+		free(a);
+		return -EINVAL;
+	}
+	conn->auth = a;
+	return 0;
+}
+
+void conn_auth_free(struct ez_conn *conn)
+{
+	if (!conn->auth)
+		return;
+	OPENSSL_cleanse(conn->auth, sizeof(*conn->auth));
+	free(conn->auth);
+	conn->auth = NULL;
+}
+
+int conn_auth_pending(const struct ez_conn *conn)
+{
+	return conn->auth && conn->auth->pending;
+}
+
+/* Once the proof is settled the key and the transcript are not needed. */
+static void settle(struct ez_conn *conn)
+{
+	struct conn_auth *a = conn->auth;
+
+	OPENSSL_cleanse(a, sizeof(*a));
+	a->pending = 0;
+}
+
+int conn_auth_seal_req(struct ez_conn *conn, struct hs_msg *req)
+{
+	struct conn_auth *a = conn->auth;
+	int ret = auth_req_seal(&a->key, req);
+
+	if (ret)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
+				     "shared secret: sealing the request: %s", ez_strerror(ret));
+	a->req = *req;
+	a->pending = 1;
+	return 0;
+}
+
+int conn_auth_seal_rep(struct ez_conn *conn, struct hs_msg *rep)
+{
+	struct conn_auth *a = conn->auth;
+	int ret = auth_rep_seal(&a->key, &a->req, rep, a->proof);
+
+	if (ret)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
+				     "shared secret: sealing the reply: %s", ez_strerror(ret));
+	a->pending = 1;
+	return 0;
+}
+
+int conn_auth_check_rep(struct ez_conn *conn, const struct hs_msg *rep)
+{
+	struct conn_auth *a = conn->auth;
+
+	if (auth_rep_check(&a->key, &a->req, rep, a->proof)) {
+		static const char why[] = "reply failed the client's shared-secret check";
+
+		listener_reject_id(conn->id, HS_CAP_AUTH, why, sizeof(why) - 1);
+		conn_fail(conn, -EACCES, "rdma_connect(%s): peer failed the shared-secret check%s",
+			  conn->host, rep->caps & HS_CAP_AUTH ? "" : " (its reply carries no proof)");
+		return -EACCES;
+	}
+	if (conn->peer_max_msg < AUTH_PROOF_LEN) {
+		conn_fail(conn, -EPROTO, "rdma_connect(%s): peer's maximum message size %u cannot take the %d-byte shared-secret proof",
+			  conn->host, conn->peer_max_msg, AUTH_PROOF_LEN);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Posts a library message from a free op (the op returns to the free list
+ * on its completion, like any send). */
+static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint32_t len)
+{
+	struct op *op = conn->free_ops;
+	struct ibv_send_wr *bad;
+
+	if (!op)
+		return -ENOBUFS;
+	conn->free_ops = op->next;
+	op->kind = OP_AUTH;
+	op->cb = NULL;
+	op->arg = NULL;
+	if (len)
+		memcpy(op->buf, data, len);
+	op->sge.addr = (uintptr_t)op->buf;
+	op->sge.length = len;
+	op->sge.lkey = conn->send_mr ? conn->send_mr->lkey : 0;
+	op->wr.next = NULL;
+	op->wr.num_sge = len ? 1 : 0;
+	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
+	op->wr.send_flags = IBV_SEND_SIGNALED;
+	op->wr.imm_data = htonl(imm);
+	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
+		int err = errno ? errno : EIO;
+
+		op->next = conn->free_ops;
+		conn->free_ops = op;
+		return -err;
+	}
+	conn->posted++;
+	return 0;
+}
+
+int conn_auth_send_proof(struct ez_conn *conn)
+{
+	int ret = post_auth(conn, AUTH_IMM_PROOF, conn->auth->proof, AUTH_PROOF_LEN);
+
+	if (ret) {
+		conn_fail(conn, ret, "rdma_connect(%s): ibv_post_send(shared-secret proof): %s",
+			  conn->host, ez_strerror(ret));
+		return ret;
+	}
+	conn->state = CS_AUTHENTICATING;
+	return 0;
+}
+
+void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
+{
+	struct op *op = &conn->bye_op;
+	struct ibv_send_wr *bad;
+	char msg[EZ_ERRMSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	settle(conn);
+	/* The refusal goes out like a goodbye: the teardown waits for it. */
+	if (conn->qp && !conn->bye_posted) {
+		op->wr.imm_data = htonl(AUTH_IMM_REFUSED);
+		op->wr.num_sge = 0;
+		if (ibv_post_send(conn->qp, &op->wr, &bad) == 0) {
+			conn->posted++;
+			conn->bye_posted = 1;
+		} else {
+			ezi_log_warn("ibv_post_send(shared-secret refusal): %s", ez_strerror(errno));
+		}
+	}
+	conn_fail(conn, -EACCES, "%s", msg);
+}
+
+static void server_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t imm, size_t len)
+{
+	int ok = imm == AUTH_IMM_PROOF && len == AUTH_PROOF_LEN &&
+		 auth_memcmp(ez_buf_data(buf), conn->auth->proof, AUTH_PROOF_LEN) == 0;
+
+	ez_buf_release(buf);
+	if (!ok) {
+		conn_auth_refuse(conn, "ez_accept(%s): the peer's shared-secret proof %s", conn->host,
+				 imm == AUTH_IMM_PROOF ? "does not match" :
+				 "is missing (another message came first)");
+		return;
+	}
+	settle(conn);
+	if (post_auth(conn, AUTH_IMM_OK, NULL, 0)) {
+		conn_fail(conn, -EIO, "ez_accept(%s): ibv_post_send(shared-secret verdict): %s",
+			  conn->host, ez_strerror(errno));
+		return;
+	}
+	conn_established(conn);
+}
+
+static void client_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t imm)
+{
+	ez_buf_release(buf);
+	if (imm == AUTH_IMM_OK) {
+		settle(conn);
+		conn_established(conn);
+	} else if (imm == AUTH_IMM_REFUSED) {
+		settle(conn);
+		conn_fail(conn, -EACCES, "rdma_connect(%s): listener refused the shared-secret proof",
+			  conn->host);
+	} else {
+		settle(conn);
+		conn_fail(conn, -EPROTO, "rdma_connect(%s): a message came before the listener's shared-secret verdict",
+			  conn->host);
+	}
+}
+
+void conn_auth_on_recv(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
+{
+	uint32_t imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
+
+	if (!conn->active && conn->state == CS_ACCEPTING)
+		server_on_recv(conn, buf, imm, wc->byte_len);
+	else if (conn->active && conn->state == CS_AUTHENTICATING)
+		client_on_recv(conn, buf, imm);
+	else
+		ez_buf_release(buf);
+}

@@ -1,0 +1,46 @@
+/* conn_auth.h: a connection's shared-secret step: sealing its handshake, the proof on the QP, the verdict. */
+#ifndef EZ_CONN_CONN_AUTH_H
+#define EZ_CONN_CONN_AUTH_H
+
+#include <infiniband/verbs.h>
+
+#include "auth.h"
+
+struct ez_conn;
+struct ez_buf;
+
+/* Immediate data of the library's auth messages (conn.h has the others):
+ * the client's proof (AUTH_PROOF_LEN bytes), the server's verdict. */
+#define IMM_AUTH 0x20000000u
+#define AUTH_IMM_PROOF (IMM_CREDIT_ONLY | IMM_AUTH)
+#define AUTH_IMM_OK (IMM_CREDIT_ONLY | IMM_AUTH)
+#define AUTH_IMM_REFUSED (IMM_CREDIT_ONLY | IMM_AUTH | IMM_BYE)
+
+struct conn_auth {
+	struct auth_key key;
+	struct hs_msg req;		/* the request: ours (client) or the peer's (server) */
+	uint8_t proof[AUTH_PROOF_LEN];	/* the client's proof: to send, or to expect */
+	int pending;			/* the proof on the QP is not settled yet */
+};
+
+/* Gives conn a copy of the key (conn->auth). */
+int conn_auth_new(struct ez_conn *conn, const void *key, uint32_t len);
+/* Wipes and frees conn->auth. */
+void conn_auth_free(struct ez_conn *conn);
+/* The connection waits for the proof (server) or the verdict (client). */
+int conn_auth_pending(const struct ez_conn *conn);
+/* Client: seals the request about to be sent and keeps it. */
+int conn_auth_seal_req(struct ez_conn *conn, struct hs_msg *req);
+/* Server: seals the reply to conn->auth->req and computes the proof to expect. */
+int conn_auth_seal_rep(struct ez_conn *conn, struct hs_msg *rep);
+/* Client: checks the reply; 0, or -EACCES with the connection failed. */
+int conn_auth_check_rep(struct ez_conn *conn, const struct hs_msg *rep);
+/* Client, once in RTS: posts the proof; the connection waits for the verdict. */
+int conn_auth_send_proof(struct ez_conn *conn);
+/* A receive while the proof is pending (the buffer is consumed here). */
+void conn_auth_on_recv(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc);
+/* Server: sends the refusal, then ends the connection with -EACCES. */
+void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif

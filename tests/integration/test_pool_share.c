@@ -1,0 +1,705 @@
+/* test_pool_share.c: many connections on one shared pool: receive credits stay within the pool, a greedy peer holds no more than its share, rebalancing on attach and detach, credits only for reposted buffers. */
+#include <check.h>
+#include <errno.h>
+#include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "easyrdma.h"
+
+#define MSG_MIN 16
+#define MSG_MAX 200
+#define MAXC 1000
+
+static const char *test_addr(void)
+{
+	const char *a = getenv("EZ_TEST_ADDR");
+
+	return a && *a ? a : "192.0.2.1";
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct bench;
+
+/* One client connection and what the server saw of it. */
+struct cli {
+	struct bench *b;
+	int idx;
+	struct ez_conn *conn;	/* client side, private pool */
+	struct ez_conn *sconn;	/* server side, on the shared pool */
+	int connected, connect_status, disconnected, sdisconnected;
+	int greedy;		/* keeps send_depth messages queued until told to stop */
+	uint32_t queued;	/* ez_send() accepted (sequence numbers 0..queued-1) */
+	uint32_t target;	/* queue up to this many (bursts raise it) */
+	uint32_t recvd;		/* server side: in order, payload checked */
+	uint32_t bad;		/* out of order or wrong bytes */
+	uint32_t max_credits;	/* highest send_credits sampled on the client */
+	uint32_t max_outstanding; /* highest msgs_sent - recvd, at every arrival */
+	int hold;		/* server keeps this connection's buffers */
+};
+
+struct bench {
+	struct ev_loop *loop;
+	ev_timer tick;
+	struct ez_ctx *ctx;
+	struct ez_listener *listener;
+	char port[8];
+	struct ez_srqpool *pool;
+	struct cli *c;
+	int n;
+	int accepted;
+	struct ez_buf *held[256];
+	int nheld;
+	int hold_at;		/* held buffers are released (from the loop) at this many */
+	int releases;
+	uint64_t checks;	/* samples of the grant invariant */
+	uint32_t mark, limit;	/* for the phase conditions */
+	int strict;
+};
+
+static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+static size_t msg_len(uint32_t seq)
+{
+	return MSG_MIN + (seq * 37u) % (MSG_MAX - MSG_MIN + 1);
+}
+
+static void fill(uint8_t *p, int idx, uint32_t seq)
+{
+	size_t len = msg_len(seq);
+
+	memcpy(p, &idx, 4);
+	memcpy(p + 4, &seq, 4);
+	for (size_t i = 8; i < len; i++)
+		p[i] = (uint8_t)(idx * 7 + seq * 13 + i);
+}
+
+/* ---- server: checks every message, releases (or holds) the buffer ---- */
+
+static void srv_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	struct cli *c = arg;
+	uint8_t want[MSG_MAX];
+	uint32_t seq = c->recvd;
+
+	(void)conn;
+	/* Exact, per message: what the client has posted and the server not
+	 * yet seen, this one included, each on one of the pool's credits. */
+	if (c->conn) {
+		struct ez_conn_stats cs;
+
+		ck_assert_int_eq(ez_conn_stats(c->conn, &cs), 0);
+		if (cs.msgs_sent - seq > c->max_outstanding)
+			c->max_outstanding = (uint32_t)(cs.msgs_sent - seq);
+	}
+	fill(want, c->idx, seq);
+	if (ez_buf_len(buf) != msg_len(seq) || memcmp(ez_buf_data(buf), want, msg_len(seq))) {
+		if (c->bad++ < 3)
+			fprintf(stderr, "conn %d: message %u: %zu bytes, not the expected %zu (or bytes differ)\n",
+				c->idx, seq, ez_buf_len(buf), msg_len(seq));
+	}
+	c->recvd++;
+	if (c->hold && c->b->nheld < (int)(sizeof(c->b->held) / sizeof(c->b->held[0])))
+		c->b->held[c->b->nheld++] = buf;
+	else
+		ez_buf_release(buf);
+}
+
+static void srv_connect(struct ez_conn *conn, int status, void *arg)
+{
+	(void)conn;
+	ck_assert_int_eq(status, 0);
+	(void)arg;
+}
+
+static void srv_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct cli *c = arg;
+
+	(void)status;
+	c->sdisconnected = 1;
+	ez_conn_close(conn);
+	c->sconn = NULL;
+}
+
+static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	struct bench *b = arg;
+	struct ez_conn_opts o = { .send_depth = 2, .max_msg_size = MSG_MAX, .srqpool = b->pool };
+	struct ez_conn_cbs cbs = { .on_connect = srv_connect, .on_recv = srv_recv,
+				   .on_disconnect = srv_disconnect };
+	size_t len;
+	const void *data = ez_conn_req_data(req, &len);
+	struct cli *c;
+	int idx;
+
+	(void)l;
+	ck_assert_uint_eq(len, sizeof(idx));
+	memcpy(&idx, data, sizeof(idx));	/* private data has no alignment */
+	ck_assert(idx >= 0 && idx < b->n);
+	c = &b->c[idx];
+	ck_assert_msg(ez_accept(req, &o, &cbs, c, &c->sconn) == 0, "ez_accept: %s", ez_errmsg());
+	b->accepted++;
+}
+
+/* ---- clients: the greedy one keeps its queue full, the others burst ---- */
+
+static void pump(struct cli *c);
+
+static void sent_cb(struct ez_conn *conn, int status, void *arg)
+{
+	struct cli *c = arg;
+
+	(void)conn;
+	if (status == 0)
+		pump(c);
+}
+
+static void pump(struct cli *c)
+{
+	uint8_t buf[MSG_MAX];
+
+	while (c->connected && c->queued < c->target) {
+		int ret;
+
+		fill(buf, c->idx, c->queued);
+		ret = ez_send(c->conn, buf, msg_len(c->queued), sent_cb, c);
+		if (ret == -ENOBUFS)
+			return;		/* send_depth queued; the callback comes back */
+		ck_assert_msg(ret == 0, "conn %d: ez_send #%u: %s", c->idx, c->queued, ez_errmsg());
+		c->queued++;
+	}
+}
+
+static void cli_connect(struct ez_conn *conn, int status, void *arg)
+{
+	struct cli *c = arg;
+
+	ck_assert_msg(status == 0, "conn %d: %s", c->idx, ez_conn_errmsg(conn));
+	c->connected = 1;
+	c->connect_status = status;
+	pump(c);
+}
+
+static void cli_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct cli *c = arg;
+
+	(void)conn;
+	(void)status;
+	c->disconnected = 1;
+}
+
+static void cli_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	(void)conn;
+	(void)arg;
+	ez_buf_release(buf);
+}
+
+static void bench_init(struct bench *b, int n, const struct ez_srqpool_opts *po)
+{
+	struct ez_listen_opts lo = { .backlog = 1024 };
+
+	memset(b, 0, sizeof(*b));
+	b->loop = ev_loop_new(EVFLAG_AUTO);
+	ck_assert_ptr_nonnull(b->loop);
+	ck_assert_int_eq(ez_ctx_new(b->loop, 0, &b->ctx), 0);
+	ev_timer_init(&b->tick, on_tick, 0.01, 0.01);
+	ev_timer_start(b->loop, &b->tick);
+	ck_assert_msg(ez_srqpool_new(b->ctx, getenv("EZ_DEVICE"), po, &b->pool) == 0,
+		      "ez_srqpool_new: %s", ez_errmsg());
+	b->n = n;
+	b->c = calloc(n, sizeof(*b->c));
+	ck_assert_ptr_nonnull(b->c);
+	ck_assert_msg(ez_listen(b->ctx, test_addr(), "0", &lo, on_request, b, &b->listener) == 0,
+		      "ez_listen: %s", ez_errmsg());
+	snprintf(b->port, sizeof(b->port), "%u", ez_listener_port(b->listener));
+}
+
+static void cli_open_depth(struct bench *b, int i, uint32_t target, uint32_t depth)
+{
+	/* Small private pools on the client side: the server's pool is the one under test. */
+	struct ez_conn_opts o = { .send_depth = depth, .recv_depth = 4, .max_msg_size = MSG_MAX };
+	struct ez_conn_cbs cbs = { .on_connect = cli_connect, .on_recv = cli_recv,
+				   .on_disconnect = cli_disconnect };
+	struct cli *c = &b->c[i];
+
+	c->b = b;
+	c->idx = i;
+	c->target = target;
+	o.private_data = &c->idx;
+	o.private_data_len = sizeof(c->idx);
+	ck_assert_msg(ez_connect(b->ctx, test_addr(), b->port, &o, &cbs, c, &c->conn) == 0,
+		      "ez_connect: %s", ez_errmsg());
+}
+
+static void cli_open(struct bench *b, int i, uint32_t target)
+{
+	cli_open_depth(b, i, target, 16);
+}
+
+/* The invariant, sampled: what the clients hold never exceeds what the pool
+ * granted, which never exceeds the pool; nor the pool less its reserve while
+ * no connection attached when every other credit was out (b->strict). */
+static void sample(struct bench *b, struct ez_srqpool_stats *st)
+{
+	uint64_t held = 0;
+
+	ck_assert_int_eq(ez_srqpool_stats(b->pool, st), 0);
+	for (int i = 0; i < b->n; i++) {
+		struct cli *c = &b->c[i];
+		struct ez_conn_info ci;
+		struct ez_conn_stats cs;
+		uint32_t out;
+
+		if (!c->connected || c->disconnected || !c->conn)
+			continue;
+		ck_assert_int_eq(ez_conn_info(c->conn, &ci), 0);
+		ck_assert_int_eq(ez_conn_stats(c->conn, &cs), 0);
+		held += ci.send_credits;
+		if (ci.send_credits > c->max_credits)
+			c->max_credits = ci.send_credits;
+		out = (uint32_t)cs.msgs_sent - c->recvd;
+		if (out > c->max_outstanding)
+			c->max_outstanding = out;
+	}
+	ck_assert_msg(held <= st->credits_granted, "clients hold %llu credits, the pool granted %llu",
+		      (unsigned long long)held, (unsigned long long)st->credits_granted);
+	ck_assert_msg(st->credits_granted + (b->strict ? st->credit_reserve : 0) <= st->total,
+		      "granted %llu + reserve %u > %llu buffers", (unsigned long long)st->credits_granted,
+		      b->strict ? st->credit_reserve : 0, (unsigned long long)st->total);
+	ck_assert_uint_le(st->credits_granted_max, st->total);
+	b->checks++;
+}
+
+/* Runs the loop until cond(b) or secs pass, sampling every `every` turns. */
+static int run_until(struct bench *b, int (*cond)(struct bench *), double secs, int every)
+{
+	double end = now_s() + secs;
+	struct ez_srqpool_stats st;
+	int turn = 0;
+
+	while (!cond(b) && now_s() < end) {
+		ev_run(b->loop, EVRUN_ONCE);
+		if (b->hold_at && b->nheld >= b->hold_at) {
+			for (int i = 0; i < b->nheld; i++)
+				ez_buf_release(b->held[i]);
+			b->nheld = 0;
+			b->releases++;
+		}
+		if (every && ++turn % every == 0)
+			sample(b, &st);
+	}
+	return cond(b);
+}
+
+static int all_connected(struct bench *b)
+{
+	for (int i = 0; i < b->n; i++)
+		if (!b->c[i].connected || !b->c[i].sconn)
+			return 0;
+	return b->accepted == b->n;
+}
+
+/* Every burst sender's messages arrived. */
+static int bursts_done(struct bench *b)
+{
+	for (int i = 0; i < b->n; i++)
+		if (!b->c[i].greedy && b->c[i].recvd < b->c[i].target)
+			return 0;
+	return 1;
+}
+
+static int everything_arrived(struct bench *b)
+{
+	for (int i = 0; i < b->n; i++)
+		if (b->c[i].recvd < b->c[i].queued || b->c[i].queued < b->c[i].target)
+			return 0;
+	return 1;
+}
+
+static int all_closed(struct bench *b)
+{
+	for (int i = 0; i < b->n; i++)
+		if ((b->c[i].conn && !b->c[i].disconnected) || b->c[i].sconn)
+			return 0;
+	return 1;
+}
+
+static void bench_close(struct bench *b)
+{
+	for (int i = 0; i < b->n; i++)
+		if (b->c[i].conn)
+			ez_conn_close(b->c[i].conn);
+	ck_assert(run_until(b, all_closed, 30, 0));
+	ez_listener_close(b->listener);
+	ck_assert_msg(ez_srqpool_free(b->pool) == 0, "ez_srqpool_free: %s", ez_srqpool_errmsg(b->pool));
+	ck_assert_msg(ez_ctx_free(b->ctx) == 0, "ez_ctx_free: %s", ez_errmsg());
+	ev_timer_stop(b->loop, &b->tick);
+	ev_loop_destroy(b->loop);
+	free(b->c);
+}
+
+static void check_delivery(struct bench *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		struct cli *c = &b->c[i];
+
+		ck_assert_msg(c->bad == 0, "conn %d: %u messages out of order or damaged", i, c->bad);
+		ck_assert_msg(c->recvd == c->queued, "conn %d: %u of %u messages arrived", i, c->recvd,
+			      c->queued);
+	}
+}
+
+/* ---- 50 connections: one greedy sender, 49 bursts, one pool of 256 ---- */
+
+START_TEST(fifty_conns_greedy_and_bursts)
+{
+	struct ez_srqpool_opts po = { .nbufs = 256, .buf_size = MSG_MAX };
+	struct ez_srqpool_stats st0, st;
+	struct bench b;
+	const int n = 50, rounds = 20, burst = 8;
+	double t0, worst = 0;
+	uint32_t others_max_out = 0, others_max_cred = 0;
+
+	bench_init(&b, n, &po);
+	b.strict = 1;
+	for (int i = 0; i < n; i++)
+		cli_open(&b, i, 0);
+	ck_assert_msg(run_until(&b, all_connected, 60, 0), "%d of %d accepted", b.accepted, n);
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st0), 0);
+	ck_assert_uint_eq(st0.attached, n);
+	ck_assert_uint_eq(st0.credit_share, (256 - 32) / n);	/* an eighth stays back */
+	/* Without expected_conns every connection starts with one credit. */
+	for (int i = 0; i < n; i++) {
+		struct ez_conn_info ci;
+
+		ck_assert_int_eq(ez_conn_info(b.c[i].conn, &ci), 0);
+		ck_assert_uint_eq(ci.peer_credits, 1);
+	}
+
+	/* The greedy one streams from now until the bursts are all done. */
+	b.c[0].greedy = 1;
+	b.c[0].target = UINT32_MAX;
+	pump(&b.c[0]);
+	t0 = now_s();
+	for (int r = 1; r <= rounds; r++) {
+		double r0 = now_s();
+
+		for (int i = 1; i < n; i++) {
+			b.c[i].target = (uint32_t)(r * burst);
+			pump(&b.c[i]);
+		}
+		ck_assert_msg(run_until(&b, bursts_done, 60, 1), "round %d: bursts not through", r);
+		if (now_s() - r0 > worst)
+			worst = now_s() - r0;
+	}
+	/* Stop the greedy one; whatever it queued must still arrive. */
+	b.c[0].target = b.c[0].queued;
+	ck_assert_msg(run_until(&b, everything_arrived, 30, 1), "greedy: %u of %u arrived",
+		      b.c[0].recvd, b.c[0].queued);
+	sample(&b, &st);
+	check_delivery(&b);
+	for (int i = 1; i < n; i++) {
+		ck_assert_uint_eq(b.c[i].recvd, (uint32_t)(rounds * burst));
+		if (b.c[i].max_outstanding > others_max_out)
+			others_max_out = b.c[i].max_outstanding;
+		if (b.c[i].max_credits > others_max_cred)
+			others_max_cred = b.c[i].max_credits;
+	}
+	/* The greedy peer never held more than its share, sampled or not. */
+	ck_assert_uint_le(b.c[0].max_credits, st.credit_share);
+	ck_assert_uint_le(b.c[0].max_outstanding, st.credit_share);
+	ck_assert_uint_le(st.conn_granted_max, st.credit_share);
+	ck_assert_uint_le(st.credits_granted_max + st.credit_reserve, st.total);
+	ck_assert_uint_gt(b.c[0].recvd, (uint32_t)(rounds * burst));	/* it did stream */
+	ck_assert_uint_eq(st.growths, 0);
+	if (st.rnr_naks_sent >= 0 && st0.rnr_naks_sent >= 0)
+		ck_assert_msg(st.rnr_naks_sent == st0.rnr_naks_sent,
+			      "%lld RNR NAKs: a peer met an empty SRQ",
+			      (long long)(st.rnr_naks_sent - st0.rnr_naks_sent));
+	printf("pool share: %d connections on 256 buffers (share %u, reserve %u): greedy sent %u "
+	       "(max %u credits held, max %u outstanding), 49 others %d x %d each (max %u credits, "
+	       "max %u outstanding), in %.0f ms, slowest round %.0f ms; pool granted at most %llu "
+	       "(one connection at most %u), %llu returns withheld, %llu waits, %llu samples, "
+	       "RNR NAKs sent %lld\n",
+	       n, st.credit_share, st.credit_reserve, b.c[0].recvd, b.c[0].max_credits,
+	       b.c[0].max_outstanding, rounds, burst, others_max_cred, others_max_out,
+	       (now_s() - t0) * 1e3, worst * 1e3, (unsigned long long)st.credits_granted_max,
+	       st.conn_granted_max, (unsigned long long)st.credits_withheld,
+	       (unsigned long long)st.credit_waits, (unsigned long long)b.checks,
+	       (long long)(st.rnr_naks_sent - st0.rnr_naks_sent));
+	bench_close(&b);
+}
+END_TEST
+
+/* ---- one pool of 64: a greedy peer alone, then with three others, then alone again ---- */
+
+static int greedy_window_over(struct bench *b)
+{
+	return b->c[0].max_credits > b->limit;
+}
+
+static int greedy_advanced(struct bench *b)
+{
+	return b->c[0].recvd >= b->mark;
+}
+
+static int others_closed(struct bench *b)
+{
+	for (int i = 1; i < b->n; i++)
+		if (!b->c[i].disconnected || b->c[i].sconn)
+			return 0;
+	return 1;
+}
+
+static int released_five_times(struct bench *b)
+{
+	return b->releases >= 5;
+}
+
+START_TEST(rebalance_on_attach_and_detach)
+{
+	struct ez_srqpool_opts po = { .nbufs = 64, .buf_size = MSG_MAX };
+	struct ez_srqpool_stats st0, st1, st2, st3, st4;
+	struct bench b;
+	uint32_t alone_max, shared_max, shared_out, again_max;
+
+	bench_init(&b, 4, &po);
+	b.n = 1;
+	cli_open(&b, 0, UINT32_MAX);
+	b.c[0].greedy = 1;
+	ck_assert(run_until(&b, all_connected, 20, 0));
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st0), 0);
+	ck_assert_uint_eq(st0.credit_share, 56);	/* 8 kept for credit messages and newcomers */
+
+	/* Alone, the greedy peer's window grows past what four would each get. */
+	b.limit = 14;
+	ck_assert_msg(run_until(&b, greedy_window_over, 20, 1), "window stayed at %u",
+		      b.c[0].max_credits);
+	alone_max = b.c[0].max_credits;
+	sample(&b, &st1);
+
+	/* Three more attach: the share shrinks to (64 - 8) / 4 = 14 and the
+	 * greedy peer's returns are withheld until it is back under it. */
+	b.n = 4;
+	for (int i = 1; i < 4; i++)
+		cli_open(&b, i, 0);
+	ck_assert(run_until(&b, all_connected, 20, 1));
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st2), 0);
+	ck_assert_uint_eq(st2.credit_share, 14);
+	ck_assert_uint_ge(st2.rebalances, st1.rebalances + 3);
+	/* Once it has used every credit granted before the shrink, it holds
+	 * no more than the new share. */
+	b.mark = b.c[0].recvd + st0.credit_share;
+	ck_assert(run_until(&b, greedy_advanced, 20, 1));
+	b.c[0].max_credits = b.c[0].max_outstanding = 0;
+	for (int i = 1; i < 4; i++) {
+		b.c[i].target = 40;
+		pump(&b.c[i]);
+	}
+	ck_assert_msg(run_until(&b, bursts_done, 30, 1), "the newcomers' bursts did not get through");
+	b.mark = b.c[0].recvd + 100;
+	ck_assert(run_until(&b, greedy_advanced, 20, 1));
+	shared_max = b.c[0].max_credits;
+	shared_out = b.c[0].max_outstanding;
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st3), 0);
+	ck_assert_uint_le(shared_max, 14);
+	ck_assert_uint_le(shared_out, 14);
+	ck_assert_uint_gt(st3.credits_withheld, st1.credits_withheld);
+
+	/* They leave: the share grows back and the headroom reaches the greedy peer. */
+	for (int i = 1; i < 4; i++) {
+		ez_conn_close(b.c[i].conn);
+		b.c[i].conn = NULL;
+	}
+	ck_assert(run_until(&b, others_closed, 20, 0));
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st4), 0);
+	ck_assert_uint_eq(st4.attached, 1);
+	ck_assert_uint_eq(st4.credit_share, 56);
+	ck_assert_uint_ge(st4.rebalances, st3.rebalances + 3);
+	b.c[0].max_credits = 0;
+	b.limit = 14;
+	ck_assert_msg(run_until(&b, greedy_window_over, 20, 1), "window stayed at %u after the detaches",
+		      b.c[0].max_credits);
+	again_max = b.c[0].max_credits;
+
+	/* The server keeps up to 40 buffers at a time: credits come back only
+	 * as buffers are posted again, so the peer waits instead of meeting an
+	 * empty SRQ. */
+	b.c[0].hold = 1;
+	b.hold_at = 40;
+	ck_assert_msg(run_until(&b, released_five_times, 60, 1), "%d releases", b.releases);
+	b.c[0].hold = 0;
+	b.hold_at = 0;
+	for (int i = 0; i < b.nheld; i++)
+		ez_buf_release(b.held[i]);
+	b.nheld = 0;
+	b.c[0].target = b.c[0].queued;
+	ck_assert(run_until(&b, everything_arrived, 30, 1));
+	sample(&b, &st4);
+	check_delivery(&b);
+	ck_assert_uint_gt(st4.credit_waits, st3.credit_waits);
+	if (st4.rnr_naks_sent >= 0 && st0.rnr_naks_sent >= 0)
+		ck_assert_msg(st4.rnr_naks_sent == st0.rnr_naks_sent, "%lld RNR NAKs",
+			      (long long)(st4.rnr_naks_sent - st0.rnr_naks_sent));
+	printf("rebalance on 64 buffers: greedy alone reached %u credits; with 3 more (share 14) "
+	       "at most %u held, %u outstanding, newcomers 3 x 40 through; alone again %u; "
+	       "%llu returns withheld, %llu rebalances; holding 40 buffers x 5: %llu waits for "
+	       "reposts, RNR NAKs sent %lld; greedy delivered %u in order\n",
+	       alone_max, shared_max, shared_out, again_max,
+	       (unsigned long long)st4.credits_withheld, (unsigned long long)st4.rebalances,
+	       (unsigned long long)(st4.credit_waits - st3.credit_waits),
+	       (long long)(st4.rnr_naks_sent - st0.rnr_naks_sent), b.c[0].recvd);
+	bench_close(&b);
+}
+END_TEST
+
+/* ---- expected_conns: every connection starts with its whole share ---- */
+
+START_TEST(expected_conns_full_share_at_once)
+{
+	struct ez_srqpool_opts po = { .nbufs = 256, .buf_size = MSG_MAX, .expected_conns = 20 };
+	struct ez_srqpool_stats st;
+	struct bench b;
+	const int n = 20;
+	uint64_t sum = 0;
+	uint32_t lo = UINT32_MAX, hi = 0;
+
+	bench_init(&b, n, &po);
+	b.strict = 1;
+	for (int i = 0; i < n; i++)
+		cli_open(&b, i, 0);
+	ck_assert(run_until(&b, all_connected, 30, 0));
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st), 0);
+	ck_assert_uint_eq(st.expected_conns, 20);
+	for (int i = 0; i < n; i++) {
+		struct ez_conn_info ci;
+
+		ck_assert_int_eq(ez_conn_info(b.c[i].conn, &ci), 0);
+		sum += ci.peer_credits;
+		lo = ci.peer_credits < lo ? ci.peer_credits : lo;
+		hi = ci.peer_credits > hi ? ci.peer_credits : hi;
+	}
+	/* (256 - reserve) / 20: 12 while the reserve is 8..16, 11 once it is 17..20;
+	 * the first grants are made within the buffers posted less the reserve. */
+	ck_assert_uint_eq(st.credit_share, 11);
+	ck_assert_uint_ge(lo, st.credit_share);
+	ck_assert_uint_le(hi, 12);
+	ck_assert_uint_le(sum + st.credit_reserve, st.total);
+	for (int i = 0; i < n; i++) {
+		b.c[i].target = 3 * hi;
+		pump(&b.c[i]);
+	}
+	ck_assert(run_until(&b, everything_arrived, 30, 1));
+	sample(&b, &st);
+	check_delivery(&b);
+	ck_assert_uint_le(st.conn_granted_max, hi);
+	printf("expected_conns 20 on 256 buffers: first grants %u..%u credits, %llu in all (reserve %u, "
+	       "share now %u); 20 x %u messages through, %llu returns withheld\n",
+	       lo, hi, (unsigned long long)sum, st.credit_reserve, st.credit_share, 3 * hi,
+	       (unsigned long long)st.credits_withheld);
+	bench_close(&b);
+}
+END_TEST
+
+/* ---- the case: 1,000 connections on a pool of 4,000 buffers ---- */
+
+START_TEST(thousand_conns_one_pool)
+{
+	struct ez_srqpool_opts po = { .nbufs = 4000, .buf_size = MSG_MAX };
+	struct ez_srqpool_stats st0, st;
+	struct bench b;
+	const int n = MAXC, burst = 6;
+	uint64_t sum_init = 0;
+	uint32_t max_init = 0, max_out = 0;
+	double t0 = now_s(), t1;
+
+	bench_init(&b, n, &po);
+	b.strict = 1;
+	for (int i = 0; i < n; i++)
+		cli_open_depth(&b, i, 0, 8);
+	ck_assert_msg(run_until(&b, all_connected, 120, 0), "%d of %d accepted", b.accepted, n);
+	t1 = now_s();
+	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st0), 0);
+	ck_assert_uint_eq(st0.attached, n);
+	ck_assert_uint_eq(st0.credit_share, 3);		/* (4000 - 500) / 1000 */
+	ck_assert_uint_eq(st0.credit_reserve, 500);
+	for (int i = 0; i < n; i++) {
+		struct ez_conn_info ci;
+
+		ck_assert_int_eq(ez_conn_info(b.c[i].conn, &ci), 0);
+		sum_init += ci.peer_credits;
+		if (ci.peer_credits > max_init)
+			max_init = ci.peer_credits;
+	}
+	/* Every connection started with one credit (before: the first got 3,999). */
+	ck_assert_uint_eq(max_init, 1);
+	ck_assert_uint_eq(sum_init, n);
+	/* One greedy sender, everyone else a burst larger than the share. */
+	b.c[0].greedy = 1;
+	b.c[0].target = UINT32_MAX;
+	pump(&b.c[0]);
+	for (int i = 1; i < n; i++) {
+		b.c[i].target = burst;
+		pump(&b.c[i]);
+	}
+	ck_assert_msg(run_until(&b, bursts_done, 120, 50), "bursts not through");
+	b.c[0].target = b.c[0].queued;
+	ck_assert(run_until(&b, everything_arrived, 30, 50));
+	sample(&b, &st);
+	check_delivery(&b);
+	for (int i = 0; i < n; i++)
+		if (b.c[i].max_outstanding > max_out)
+			max_out = b.c[i].max_outstanding;
+	ck_assert_uint_le(max_out, st.credit_share);
+	ck_assert_uint_le(st.conn_granted_max, st.credit_share);
+	ck_assert_uint_le(st.credits_granted_max + st.credit_reserve, st.total);
+	if (st.rnr_naks_sent >= 0 && st0.rnr_naks_sent >= 0)
+		ck_assert_msg(st.rnr_naks_sent == st0.rnr_naks_sent, "%lld RNR NAKs",
+			      (long long)(st.rnr_naks_sent - st0.rnr_naks_sent));
+	printf("1000 connections on 4000 buffers: connected in %.1f s; initial grants: each 1, "
+	       "sum %llu; share %u, reserve %u; greedy sent %u, 999 others %d each; pool granted at "
+	       "most %llu in all, one connection at most %u, max outstanding on one connection %u; "
+	       "RNR NAKs sent %lld; all in %.1f s\n",
+	       t1 - t0, (unsigned long long)sum_init, st.credit_share, st.credit_reserve,
+	       b.c[0].recvd, burst, (unsigned long long)st.credits_granted_max, st.conn_granted_max,
+	       max_out, (long long)(st.rnr_naks_sent - st0.rnr_naks_sent), now_s() - t0);
+	bench_close(&b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("pool_share");
+	TCase *tc = tcase_create("share");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, fifty_conns_greedy_and_bursts);
+	tcase_add_test(tc, rebalance_on_attach_and_detach);
+	tcase_add_test(tc, expected_conns_full_share_at_once);
+	tcase_add_test(tc, thousand_conns_one_pool);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
