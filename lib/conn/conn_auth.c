@@ -12,6 +12,7 @@
 
 #include "conn.h"
 #include "conn_auth.h"
+#include "path.h"
 #include "listener.h"
 #include "log.h"
 
@@ -120,6 +121,9 @@ static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint3
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
 	op->wr.imm_data = htonl(imm);
+	/* On QP 0, in its list of posted WRs: a completion accounts for the
+	 * WRs before it on its path (selective signalling). */
+	op->path = &conn->paths[0];
 	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
 		int err = errno ? errno : EIO;
 
@@ -127,7 +131,7 @@ static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint3
 		conn->free_ops = op;
 		return -err;
 	}
-	conn->posted++;
+	conn_sq_append(conn, op);
 	return 0;
 }
 
@@ -159,9 +163,11 @@ void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
 	if (conn->qp && !conn->bye_posted) {
 		op->wr.imm_data = htonl(AUTH_IMM_REFUSED);
 		op->wr.num_sge = 0;
+		op->path = &conn->paths[0];
 		if (ibv_post_send(conn->qp, &op->wr, &bad) == 0) {
-			conn->posted++;
+			conn_sq_append(conn, op);
 			conn->bye_posted = 1;
+			conn->byes_left = 1;
 		} else {
 			ezi_log_warn("ibv_post_send(shared-secret refusal): %s", ez_strerror(errno));
 		}
