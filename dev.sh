@@ -170,7 +170,7 @@ test_all() {
 	fi
 	echo "(two hosts: $((SECONDS - t)) s)"
 	local pt
-	for pt in check-flows-pair; do
+	for pt in check-flows-pair check-mpath-pair; do
 		say "two hosts: make $pt"
 		t=$SECONDS
 		if timeout 900 make -C "$build" "$pt"; then
