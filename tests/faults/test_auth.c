@@ -153,6 +153,50 @@ START_TEST(right_key_connects)
 }
 END_TEST
 
+/* A key and several paths: the path block rides after the auth block, under
+ * its MAC; 3 paths fit the 8 bytes a keyed request has left, 4 do not. */
+START_TEST(keyed_multipath)
+{
+	struct fb b;
+	struct srv s = { .opts = { .paths = 3 } };
+	struct ez_conn_opts o = keyed(KEY);
+	struct ez_conn_info info;
+	struct ez_conn *conn;
+	struct ep c = { 0 };
+	int i;
+
+	fb_init(&b);
+	keyed_srv(&b, &s, 4);
+	o.paths = 4;
+	ck_assert_int_eq(ez_connect(b.ctx, test_addr(), s.port, &o, &ep_cbs, NULL, &conn), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.paths 4: 10 bytes of QP numbers do not fit the 8 a "
+			 "connect request has left with a shared secret (at most 3 paths then)");
+	o.paths = 3;
+	ck_assert_int_eq(ep_connect(&b, &c, s.port, &o), 0);
+	ck_assert(fb_run(&b, &c.connected, 1, 10));
+	ck_assert_msg(c.connect_status == 0, "%d %s", c.connect_status, c.connect_msg);
+	ck_assert_int_eq(ez_conn_info(c.conn, &info), 0);
+	ck_assert_uint_eq(info.paths, 3);
+	ck_assert_uint_eq(info.paths_live, 3);
+	/* One at a time: ordering holds per path only. */
+	for (i = 0; i < 12; i++) {
+		ck_assert_int_eq(ep_send_seq(&c, (uint64_t)i), 0);
+		ck_assert(fb_run(&b, &c.received, i + 1, 5));
+	}
+	ck_assert_int_eq(c.bad_seq, 0);
+	printf("keyed, 3 paths: QPs %u %u %u, ports 0x%x 0x%x 0x%x, 12 messages echoed\n",
+	       info.path_qp_num[0], info.path_qp_num[1], info.path_qp_num[2],
+	       info.path_udp_sport[0], info.path_udp_sport[1], info.path_udp_sport[2]);
+	ep_close(&c);
+	ck_assert(fb_run(&b, &c.disconnected, 1, 5));
+	ck_assert_int_eq(c.disconnect_status, 0);
+	/* The wrong key is still refused with paths asked. */
+	refused_client(&b, &s, WRONG, "listener refused the shared-secret proof");
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
 START_TEST(options_checked)
 {
 	struct fb b;
@@ -635,6 +679,7 @@ int main(void)
 	tcase_add_test(tc, replayed_request_cannot_complete);
 	tcase_add_test(tc, forged_reply_refused);
 	tcase_add_test(tc, client_waits_for_the_verdict);
+	tcase_add_test(tc, keyed_multipath);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
