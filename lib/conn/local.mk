@@ -39,10 +39,10 @@ tests_unit_test_conn_opts_LDADD = $(TEST_LDADD)
 
 INTEGRATION_TESTS += tests/integration/test_conn
 INTEGRATION_TESTS += tests/integration/test_flow_policy
-tests_integration_test_flow_policy_SOURCES = tests/integration/test_flow_policy.c
+tests_integration_test_flow_policy_SOURCES = tests/integration/test_flow_policy.c tests/integration/testenv.h
 tests_integration_test_flow_policy_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_flow_policy_LDADD = $(TEST_LDADD)
-tests_integration_test_conn_SOURCES = tests/integration/test_conn.c
+tests_integration_test_conn_SOURCES = tests/integration/test_conn.c tests/integration/testenv.h
 tests_integration_test_conn_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_conn_LDADD = $(TEST_LDADD)
 endif
@@ -78,7 +78,7 @@ check-mpath-pair: tests/integration/flowpeer tests/integration/flowcheck
 
 if HAVE_CHECK
 INTEGRATION_TESTS += tests/integration/test_multipath
-tests_integration_test_multipath_SOURCES = tests/integration/test_multipath.c
+tests_integration_test_multipath_SOURCES = tests/integration/test_multipath.c tests/integration/testenv.h
 tests_integration_test_multipath_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_multipath_LDADD = $(TEST_LDADD)
 endif

@@ -19,7 +19,7 @@ tests_integration_test_srqpool_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_srqpool_LDADD = $(TEST_LDADD)
 
 INTEGRATION_TESTS += tests/integration/test_pool_share
-tests_integration_test_pool_share_SOURCES = tests/integration/test_pool_share.c
+tests_integration_test_pool_share_SOURCES = tests/integration/test_pool_share.c tests/integration/testenv.h
 tests_integration_test_pool_share_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_pool_share_LDADD = $(TEST_LDADD)
 endif

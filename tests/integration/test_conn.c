@@ -15,22 +15,8 @@
 #include <rdma/rdma_cma.h>
 
 #include "easyrdma.h"
+#include "testenv.h"
 #include "conn/handshake.h"
-
-static const char *test_addr(void)
-{
-	const char *a = getenv("EZ_TEST_ADDR");
-
-	return a && *a ? a : "192.0.2.1";
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ---- a loop, a context and a listener: the test bench ---------------- */
 

@@ -11,27 +11,13 @@
 #include <unistd.h>
 
 #include "easyrdma.h"
+#include "testenv.h"
 #include "conn/path.h"
 
 #define NMSG 600
 #define MSG_SIZE 1024
 #define WR_CHUNK 16384
 #define NWRITE 64
-
-static const char *test_addr(void)
-{
-	const char *a = getenv("EZ_TEST_ADDR");
-
-	return a && *a ? a : "192.0.2.1";
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* `rdma res show qp` lines of this process (-1: the tool is not there). */
 static int qps_of_mine(void)

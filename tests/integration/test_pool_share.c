@@ -8,25 +8,11 @@
 #include <time.h>
 
 #include "easyrdma.h"
+#include "testenv.h"
 
 #define MSG_MIN 16
 #define MSG_MAX 200
 #define MAXC 1000
-
-static const char *test_addr(void)
-{
-	const char *a = getenv("EZ_TEST_ADDR");
-
-	return a && *a ? a : "192.0.2.1";
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct bench;
 
