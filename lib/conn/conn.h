@@ -9,6 +9,7 @@
 #include "error.h"
 #include "handshake.h"
 #include "qpfsm/qpfsm.h"
+#include "sendslab.h"
 #include "srqpool/srqpool.h"
 
 enum conn_state {
@@ -105,8 +106,7 @@ struct ez_conn {
 	int torn;		/* QP in ERR, CM disconnected */
 	int was_connected;
 	int peer_bye;
-	uint8_t *sendbuf;
-	struct ibv_mr *send_mr;
+	struct slab_range sendbuf;	/* send_depth x max_msg_size for copies */
 	int posted;		/* WRs on the send queue */
 	struct ez_conn *kick_next;	/* on the device's list of deferred kicks */
 	int kick_queued;

@@ -115,7 +115,7 @@ static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint3
 		memcpy(op->buf, data, len);
 	op->sge.addr = (uintptr_t)op->buf;
 	op->sge.length = len;
-	op->sge.lkey = conn->send_mr ? conn->send_mr->lkey : 0;
+	op->sge.lkey = conn->sendbuf.lkey;
 	op->wr.next = NULL;
 	op->wr.num_sge = len ? 1 : 0;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;

@@ -28,6 +28,7 @@ static void device_release(struct device *dev)
 		ezi_log_err("ibv_destroy_cq(%s): %s", dev->name, ez_strerror(err));
 	if (dev->cc && (err = ibv_destroy_comp_channel(dev->cc)))
 		ezi_log_err("ibv_destroy_comp_channel(%s): %s", dev->name, ez_strerror(err));
+	sendslab_fini(&dev->slab, dev->name);
 	if (dev->pd && (err = ibv_dealloc_pd(dev->pd)))
 		ezi_log_err("ibv_dealloc_pd(%s): %s", dev->name, ez_strerror(err));
 	if (dev->verbs && ibv_close_device(dev->verbs))
@@ -139,6 +140,7 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 		ret = ezi_fail(-errno, "ibv_alloc_pd(%s): %s", dev->name, ez_strerror(errno));
 		goto err;
 	}
+	sendslab_init(&dev->slab, dev->pd);
 	dev->cc = ibv_create_comp_channel(verbs);
 	if (!dev->cc) {
 		ret = ezi_fail(-errno, "ibv_create_comp_channel(%s): %s", dev->name, ez_strerror(errno));

@@ -7,6 +7,7 @@
 
 #include "ctx.h"
 #include "qpfsm/qpfsm.h"
+#include "sendslab.h"
 
 #define DEVICE_QPN_BUCKETS 256
 
@@ -20,6 +21,7 @@ struct device {
 	 * rather than by ez_qp_modify() at every step of every connection. */
 	struct qpfsm_limits lim;
 	struct ibv_pd *pd;
+	struct sendslab slab;	/* every connection's send copies */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	int cq_size;

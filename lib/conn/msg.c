@@ -20,27 +20,23 @@ int conn_ops_init(struct ez_conn *conn)
 {
 	uint32_t i, n = conn->o.send_depth;
 	size_t bytes = (size_t)n * conn->o.max_msg_size;
+	int ret;
 
 	conn->ops = calloc(n, sizeof(*conn->ops));
 	if (!conn->ops)
 		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -ENOMEM,
 				     "send ops: out of memory");
-	if (bytes) {
-		conn->sendbuf = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-		if (!conn->sendbuf)
-			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -ENOMEM,
-					     "send buffers (%zu bytes): out of memory", bytes);
-		conn->send_mr = ibv_reg_mr(conn->dev->pd, conn->sendbuf, bytes, 0);
-		if (!conn->send_mr)
-			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -errno,
-					     "ibv_reg_mr(send buffers, %zu bytes, local read): %s",
-					     bytes, ez_strerror(errno));
-	}
+	/* The copies live in the device's send slab, registered once for
+	 * many connections (sendslab.c). */
+	ret = sendslab_get(&conn->dev->slab, bytes, &conn->sendbuf, conn->errmsg,
+			   sizeof(conn->errmsg));
+	if (ret)
+		return ret;
 	for (i = 0; i < n; i++) {
 		struct op *op = &conn->ops[i];
 
 		op->conn = conn;
-		op->buf = conn->sendbuf + (size_t)i * conn->o.max_msg_size;
+		op->buf = conn->sendbuf.addr + (size_t)i * conn->o.max_msg_size;
 		op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
 		op->wr.sg_list = &op->sge;
 		op->next = conn->free_ops;
@@ -59,13 +55,8 @@ int conn_ops_init(struct ez_conn *conn)
 
 void conn_ops_fini(struct ez_conn *conn)
 {
-	int err;
-
-	if (conn->send_mr && (err = ibv_dereg_mr(conn->send_mr)))
-		ezi_log_err("ibv_dereg_mr(send buffers of QP %u): %s", conn->qpn, ez_strerror(err));
-	conn->send_mr = NULL;
-	free(conn->sendbuf);
-	conn->sendbuf = NULL;
+	if (conn->sendbuf.chunk)
+		sendslab_put(&conn->dev->slab, &conn->sendbuf);
 	free(conn->ops);
 	conn->ops = NULL;
 }
@@ -488,7 +479,7 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 	}
 	prep_send(conn, op, OP_SEND, (uint32_t)len, cb, op_arg);
 	op->sge.addr = (uintptr_t)op->buf;
-	op->sge.lkey = conn->send_mr ? conn->send_mr->lkey : 0;
+	op->sge.lkey = conn->sendbuf.lkey;
 	return op_submit(conn, op);
 }
 

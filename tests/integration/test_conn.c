@@ -1468,6 +1468,142 @@ START_TEST(hundred_connections)
 }
 END_TEST
 
+/* ---- the send slab: copies of many connections, one registration ------ */
+
+#define SLAB_CONNS 24
+#define SLAB_MSG 2048
+#define SLAB_ROUNDS 8
+
+struct slab_test {
+	struct ez_conn *conn[SLAB_CONNS];
+	int got[SLAB_CONNS];
+	int connected, failed, bad, done, disconnected;
+};
+
+static struct slab_test *slab_g;
+
+/* Bytes that differ per connection and per message: a copy landing in
+ * another connection's range, or reused too early, shows. */
+static void slab_fill(uint8_t *p, int conn, int seq)
+{
+	for (int j = 0; j < SLAB_MSG; j++)
+		p[j] = (uint8_t)(conn * 31 + seq * 7 + j);
+}
+
+static void slab_send(struct ez_conn *conn, int i, int seq)
+{
+	uint8_t msg[SLAB_MSG];
+
+	slab_fill(msg, i, seq);
+	ck_assert_msg(ez_send(conn, msg, sizeof(msg), NULL, NULL) == 0, "ez_send: %s", ez_errmsg());
+}
+
+static void slab_on_connect(struct ez_conn *conn, int status, void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	if (status) {
+		slab_g->failed++;
+		fprintf(stderr, "conn %d: %s\n", i, ez_conn_errmsg(conn));
+		return;
+	}
+	slab_g->connected++;
+	/* Two in flight each: the echo of one comes back while the other
+	 * still sits in the send slab. */
+	slab_send(conn, i, 0);
+	slab_send(conn, i, 1);
+}
+
+static void slab_on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	int i = (int)(intptr_t)arg, seq = slab_g->got[i];
+	uint8_t want[SLAB_MSG];
+
+	slab_fill(want, i, seq);
+	if (ez_buf_len(buf) != SLAB_MSG || memcmp(ez_buf_data(buf), want, SLAB_MSG))
+		slab_g->bad++;
+	ez_buf_release(buf);
+	slab_g->got[i]++;
+	if (seq + 2 < SLAB_ROUNDS)
+		slab_send(conn, i, seq + 2);
+	else if (slab_g->got[i] == SLAB_ROUNDS)
+		slab_g->done++;
+}
+
+static void slab_on_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	(void)conn;
+	(void)status;
+	(void)arg;
+	slab_g->disconnected++;
+}
+
+/* `rdma res show mr` lines of this process (-1: the tool is not there). */
+static int count_my_mrs(void)
+{
+	char cmd[128];
+	FILE *f;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "rdma res show mr 2>/dev/null | grep -c 'pid %d '", (int)getpid());
+	f = popen(cmd, "r");
+	if (f) {
+		if (fscanf(f, "%d", &n) != 1)
+			n = -1;
+		pclose(f);
+	}
+	return n;
+}
+
+START_TEST(send_slab_one_registration_for_many_connections)
+{
+	struct bench b;
+	static struct server s;
+	struct slab_test t = { 0 };
+	struct ez_srqpool *pool;
+	struct ez_srqpool_opts po = { .nbufs = 256, .buf_size = 4096 };
+	struct ez_conn_opts o = { .send_depth = 4, .max_msg_size = 4096 };
+	struct ez_conn_cbs cbs = { .on_connect = slab_on_connect, .on_recv = slab_on_recv,
+				   .on_disconnect = slab_on_disconnect };
+	int i, mrs0, mrs1, mrs2;
+
+	slab_g = &t;
+	memset(&s, 0, sizeof(s));
+	bench_init(&b, 0);
+	ck_assert_int_eq(ez_srqpool_new(b.ctx, getenv("EZ_DEVICE"), &po, &pool), 0);
+	/* Both sides on one pool: a connection adds no receive MR either. */
+	o.srqpool = pool;
+	s.opts = o;	/* 2 KiB messages: above the inline threshold, copies */
+	s.close_on_disconnect = 1;
+	server_listen(&b, &s, test_addr());
+	mrs0 = count_my_mrs();
+	ck_assert_msg(mrs0 > 0, "rdma res show mr: %d lines for this process", mrs0);
+	for (i = 0; i < SLAB_CONNS; i++)
+		ck_assert_int_eq(ez_connect(b.ctx, test_addr(), b.port, &o, &cbs, (void *)(intptr_t)i,
+					    &t.conn[i]), 0);
+	ck_assert_msg(bench_run(&b, &t.connected, SLAB_CONNS, 30), "%d connected, %d failed",
+		      t.connected, t.failed);
+	/* 48 connections (both ends in this process) x 4 x 4 KiB copies fit
+	 * the first 1 MiB chunk: one registration where there were 48. */
+	mrs1 = count_my_mrs();
+	ck_assert_msg(bench_run(&b, &t.done, SLAB_CONNS, 30), "%d of %d done", t.done, SLAB_CONNS);
+	ck_assert_int_eq(t.bad, 0);
+	ck_assert_int_eq(s.received, SLAB_CONNS * SLAB_ROUNDS);
+	printf("send slab: %d connections each way, MRs of the process %d -> %d, %d x %d B checked\n",
+	       SLAB_CONNS, mrs0, mrs1, SLAB_CONNS * SLAB_ROUNDS, SLAB_MSG);
+	ck_assert_int_eq(mrs1 - mrs0, 1);
+	for (i = 0; i < SLAB_CONNS; i++)
+		ez_conn_close(t.conn[i]);
+	ck_assert(bench_run(&b, &t.disconnected, SLAB_CONNS, 20));
+	ck_assert(bench_run(&b, &s.disconnected, SLAB_CONNS, 20));
+	/* Every range is back; the empty chunk stays for the next connection. */
+	mrs2 = count_my_mrs();
+	ck_assert_int_eq(mrs2 - mrs0, 1);
+	ck_assert_int_eq(ez_srqpool_free(pool), 0);
+	bench_fini(&b);
+}
+END_TEST
+
 /* ---- connect/transfer/close again and again: nothing grows ------------ */
 
 static int count_fds(void)
@@ -1731,6 +1867,7 @@ int main(int argc, char **argv)
 	tcase_add_test(modes, busy_poll_pingpong);
 	tcase_add_test(modes, ipv6_pingpong);
 	tcase_add_test(scale, hundred_connections);
+	tcase_add_test(scale, send_slab_one_registration_for_many_connections);
 	tcase_add_test(scale, repeat_without_growth);
 	tcase_add_test(scale, two_contexts_each_see_port_down);
 	suite_add_tcase(s, basic);
