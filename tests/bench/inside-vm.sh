@@ -10,6 +10,7 @@
 set -u
 
 out=$1 rounds=$2 quick=$3 ez=$4
+cmserial=$(dirname "$ez")/cmserial
 addr=${EZ_TEST_ADDR:-192.0.2.1}
 dev=${EZ_DEVICE:-rxe0}
 raw=$out/raw.tsv
@@ -325,22 +326,45 @@ conn_round() {
 		fi
 		if ez_pair "--pool-bufs $((2 * n))" --conn "$n" --async --send-depth 16; then
 			record "conn_${n}_async_rate" ez "$r" "$(field rate "$tmp/cli")"
+			record "conn_${n}_async_rate_cmtime" ez "$r" "$(field rate "$tmp/cli")"
 			record "conn_${n}_async_total_ms" ez "$r" "$(field total "$tmp/cli")"
 			record "conn_${n}_async_per_conn_ms" ez "$r" "$(field per_conn "$tmp/cli")"
 		else
 			fail "conn_${n}_async_rate" ez "$r" "$(grep ezbench "$tmp/cli" | tail -3)"
 		fi
+		# The serial anchor: cmtime's server, and its QP and parameters in a
+		# plain rdma_cm loop, one connection after the other (cmserial.c).
 		next_port
-		if tool_pair cmtime "cmtime -b $addr -p $port -c $n" "cmtime -s $addr -p $port -c $n" sleep &&
-			tot=$(cm_sum) && [ -n "$tot" ]; then
-			record "conn_${n}_per_conn_ms" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.3f", t / n }')"
-			record "conn_${n}_async_rate" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.1f", n / (t / 1000) }')"
-			record "conn_${n}_async_total_ms" anchor "$r" "$tot"
-			record "conn_${n}_async_per_conn_ms" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.3f", t / n }')"
+		if tool_pair cmserial "cmtime -b $addr -p $port" "$cmserial -s $addr -p $port -c $n" sleep; then
+			record "conn_${n}_per_conn_ms" anchor "$r" "$(field per_conn "$tmp/cli")"
+			record "conn_${n}_async_rate" anchor "$r" "$(field rate "$tmp/cli")"
 		else
 			fail "conn_${n}_per_conn_ms" anchor "$r" "$(tail -3 "$tmp/cli")"
 		fi
+		next_port
+		if tool_pair cmtime "cmtime -b $addr -p $port -c $n" "cmtime -s $addr -p $port -c $n" sleep &&
+			tot=$(cm_sum) && [ -n "$tot" ]; then
+			record "conn_${n}_async_rate_cmtime" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.1f", n / (t / 1000) }')"
+			record "conn_${n}_async_total_ms" anchor "$r" "$tot"
+			record "conn_${n}_async_per_conn_ms" anchor "$r" "$(awk -v t="$tot" -v n="$n" 'BEGIN { printf "%.3f", t / n }')"
+		else
+			fail "conn_${n}_async_per_conn_ms" anchor "$r" "$(tail -3 "$tmp/cli")"
+		fi
 	done
+	# One connection from a new process on both sides (cold: the first
+	# resolve, the first QP), which is what cmtime run serially would be.
+	if ez_pair "--pool-bufs 2" --conn 1 --send-depth 16; then
+		record conn_1_cmtime_ms ez "$r" "$(field per_conn "$tmp/cli")"
+	else
+		fail conn_1_cmtime_ms ez "$r" "$(grep ezbench "$tmp/cli" | tail -3)"
+	fi
+	next_port
+	if tool_pair cmtime "cmtime -b $addr -p $port -c 1" "cmtime -s $addr -p $port -c 1" sleep &&
+		tot=$(cm_sum) && [ -n "$tot" ]; then
+		record conn_1_cmtime_ms anchor "$r" "$tot"
+	else
+		fail conn_1_cmtime_ms anchor "$r" "$(tail -3 "$tmp/cli")"
+	fi
 }
 
 mem_once() {

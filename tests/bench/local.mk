@@ -7,6 +7,10 @@ tests_bench_ezbench_SOURCES = tests/bench/ezbench.c
 tests_bench_ezbench_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
 # A real executable, not a libtool wrapper that relinks on first run in the VM.
 tests_bench_ezbench_LDFLAGS = -no-install
+# The serial rdma_cm anchor (cmtime has no serial mode).
+noinst_PROGRAMS += tests/bench/cmserial
+tests_bench_cmserial_SOURCES = tests/bench/cmserial.c
+tests_bench_cmserial_LDADD = $(RDMACM_LIBS) $(IBVERBS_LIBS)
 
 dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py
 EXTRA_DIST += tests/bench/README.md tests/bench/steptime.c doc/performance.md doc/performance.json
