@@ -2,17 +2,18 @@
 
 if HAVE_CHECK
 FAULT_SRC = tests/faults/fault.c tests/faults/fault.h
+RAWCM_SRC = tests/faults/rawcm.c tests/faults/rawcm.h
 
 INTEGRATION_TESTS += tests/faults/test_api
 tests_faults_test_api_SOURCES = tests/faults/test_api.c $(FAULT_SRC)
 tests_faults_test_api_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_api_LDADD = $(TEST_LDADD)
 INTEGRATION_TESTS += tests/faults/test_handshake
-tests_faults_test_handshake_SOURCES = tests/faults/test_handshake.c $(FAULT_SRC)
+tests_faults_test_handshake_SOURCES = tests/faults/test_handshake.c $(FAULT_SRC) $(RAWCM_SRC)
 tests_faults_test_handshake_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_handshake_LDADD = $(TEST_LDADD)
 INTEGRATION_TESTS += tests/faults/test_auth
-tests_faults_test_auth_SOURCES = tests/faults/test_auth.c $(FAULT_SRC)
+tests_faults_test_auth_SOURCES = tests/faults/test_auth.c $(FAULT_SRC) $(RAWCM_SRC)
 tests_faults_test_auth_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_auth_LDADD = $(TEST_LDADD)
 INTEGRATION_TESTS += tests/faults/test_kill

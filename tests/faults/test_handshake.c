@@ -12,6 +12,7 @@
 
 #include "easyrdma.h"
 #include "fault.h"
+#include "rawcm.h"
 
 /* The wire header (see lib/conn/handshake.h), written by hand on purpose:
  * the test must not trust the codec it tests. */
@@ -38,113 +39,6 @@ static size_t hdr(uint8_t *p, uint32_t magic, uint8_t version, uint8_t kind, uin
 }
 
 #define MAGIC 0x455a5244u
-
-/* A raw rdma_cm endpoint with its own channel, PD, CQ and QP. */
-struct raw {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id, *conn_id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	int status;
-	enum rdma_cm_event_type last;
-	uint8_t pdata[256];
-	int pdata_len;
-};
-
-/* Waits for the raw channel's next event while the easyrdma loop turns. */
-static int raw_event(struct fb *b, struct raw *r, struct rdma_cm_event **ev, double secs)
-{
-	struct pollfd pf = { .fd = r->ch->fd, .events = POLLIN };
-	double end = now_s() + secs;
-
-	while (poll(&pf, 1, 0) == 0) {
-		if (now_s() > end)
-			return -ETIMEDOUT;
-		fb_spin(b, 0.005);
-	}
-	return rdma_get_cm_event(r->ch, ev) ? -errno : 0;
-}
-
-static void raw_qp(struct raw *r, struct rdma_cm_id *id)
-{
-	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
-				       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
-						.max_send_sge = 1, .max_recv_sge = 1 } };
-
-	r->pd = ibv_alloc_pd(id->verbs);
-	ck_assert_ptr_nonnull(r->pd);
-	r->cq = ibv_create_cq(id->verbs, 4, NULL, NULL, 0);
-	ck_assert_ptr_nonnull(r->cq);
-	ia.send_cq = ia.recv_cq = r->cq;
-	ck_assert_int_eq(rdma_create_qp(id, r->pd, &ia), 0);
-}
-
-static void raw_free(struct raw *r)
-{
-	struct rdma_cm_id *qid = r->conn_id ? r->conn_id : r->id;
-
-	if (qid && qid->qp)
-		rdma_destroy_qp(qid);
-	if (r->conn_id)
-		rdma_destroy_id(r->conn_id);
-	if (r->cq)
-		ibv_destroy_cq(r->cq);
-	if (r->pd)
-		ibv_dealloc_pd(r->pd);
-	if (r->id)
-		rdma_destroy_id(r->id);
-	rdma_destroy_event_channel(r->ch);
-	memset(r, 0, sizeof(*r));
-}
-
-/* Connects with pdata; returns the REJECT status (or -1) and the reason
- * text in r->pdata (the reject's easyrdma header stripped). */
-static int raw_connect(struct fb *b, struct raw *r, const char *port, const void *pdata, int len)
-{
-	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
-	struct rdma_conn_param p = { 0 };
-	struct rdma_cm_event *ev;
-	int done = 0;
-
-	memset(r, 0, sizeof(*r));
-	r->ch = rdma_create_event_channel();
-	ck_assert_ptr_nonnull(r->ch);
-	ck_assert_int_eq(rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_getaddrinfo(test_addr(), port, &hints, &ai), 0);
-	ck_assert_int_eq(rdma_resolve_addr(r->id, NULL, ai->ai_dst_addr, 2000), 0);
-	rdma_freeaddrinfo(ai);
-	r->status = -1;
-	while (!done) {
-		ck_assert_int_eq(raw_event(b, r, &ev, 10), 0);
-		r->last = ev->event;
-		switch (ev->event) {
-		case RDMA_CM_EVENT_ADDR_RESOLVED:
-			ck_assert_int_eq(rdma_resolve_route(r->id, 2000), 0);
-			break;
-		case RDMA_CM_EVENT_ROUTE_RESOLVED:
-			raw_qp(r, r->id);
-			p.private_data = pdata;
-			p.private_data_len = (uint8_t)len;
-			p.responder_resources = 1;
-			p.initiator_depth = 1;
-			p.retry_count = 7;
-			ck_assert_msg(rdma_connect(r->id, &p) == 0, "rdma_connect: %s", strerror(errno));
-			break;
-		case RDMA_CM_EVENT_REJECTED:
-			r->status = ev->status;
-			r->pdata_len = ev->param.conn.private_data_len;
-			if (ev->param.conn.private_data)
-				memcpy(r->pdata, ev->param.conn.private_data, r->pdata_len);
-			done = 1;
-			break;
-		default:
-			done = 1;
-			break;
-		}
-		rdma_ack_cm_event(ev);
-	}
-	return r->status;
-}
 
 /* The reason in an easyrdma REJECT (16-byte header, user_len at [6]). */
 static const char *reject_text(const struct raw *r, char *text, size_t size)
@@ -189,7 +83,7 @@ static void expect_rejected(const void *pdata, int len, const char *want)
 
 	fb_init(&b);
 	srv_start(&b, &s, 4);
-	st = raw_connect(&b, &r, s.port, pdata, len);
+	st = raw_connect_result(&b, &r, s.port, pdata, len);
 	ck_assert_msg(r.last == RDMA_CM_EVENT_REJECTED, "raw client got %s, not a REJECT",
 		      rdma_event_str(r.last));
 	ck_assert_int_eq(st, 28);	/* IB CM: consumer-defined reject */
@@ -338,7 +232,7 @@ START_TEST(random_bytes)
 			p[i] = (uint8_t)rand_r(&seed);
 		if (p[0] == 0x45)
 			p[0] = 0x46;	/* never the magic by chance */
-		ck_assert_int_eq(raw_connect(&b, &r, s.port, p, 1 + round * 7), 28);
+		ck_assert_int_eq(raw_connect_result(&b, &r, s.port, p, 1 + round * 7), 28);
 		reject_text(&r, text, sizeof(text));
 		ck_assert_msg(strncmp(text, "not an easyrdma handshake: magic 0x", 35) == 0, "%s",
 			      text);
@@ -359,26 +253,15 @@ static void bad_reply(const void *rep, int len, const char *want_part)
 	struct fb b;
 	struct raw r;
 	struct ep c = { 0 };
-	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP, .ai_flags = RAI_PASSIVE }, *ai;
 	struct rdma_conn_param p = { 0 };
 	struct rdma_cm_event *ev;
 	char port[8], want[256];
 	int got_reject = 0, rej_len = 0, i;
 
 	fb_init(&b);
-	memset(&r, 0, sizeof(r));
-	r.ch = rdma_create_event_channel();
-	ck_assert_int_eq(rdma_create_id(r.ch, &r.id, NULL, RDMA_PS_TCP), 0);
-	ck_assert_int_eq(rdma_getaddrinfo(test_addr(), "0", &hints, &ai), 0);
-	ck_assert_int_eq(rdma_bind_addr(r.id, ai->ai_src_addr), 0);
-	rdma_freeaddrinfo(ai);
-	ck_assert_int_eq(rdma_listen(r.id, 4), 0);
-	snprintf(port, sizeof(port), "%u", ntohs(rdma_get_src_port(r.id)));
+	raw_listen(&r, port, sizeof(port));
 	ck_assert_int_eq(ep_connect(&b, &c, port, NULL), 0);
-	ck_assert_int_eq(raw_event(&b, &r, &ev, 10), 0);
-	ck_assert_int_eq(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
-	r.conn_id = ev->id;
-	rdma_ack_cm_event(ev);
+	raw_expect(&b, &r, RDMA_CM_EVENT_CONNECT_REQUEST, &r.conn_id);
 	raw_qp(&r, r.conn_id);
 	p.private_data = rep;
 	p.private_data_len = (uint8_t)len;

@@ -1,0 +1,180 @@
+/* rawcm.c: a raw rdma_cm peer for the fault suite: listen, connect, a QP, one send and one receive, in plain rdma_cm and verbs. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rawcm.h"
+
+int raw_event(struct fb *b, struct raw *r, struct rdma_cm_event **ev, double secs)
+{
+	struct pollfd pf = { .fd = r->ch->fd, .events = POLLIN };
+	double end = now_s() + secs;
+
+	while (poll(&pf, 1, 0) == 0) {
+		if (now_s() > end)
+			return -ETIMEDOUT;
+		fb_spin(b, 0.005);
+	}
+	return rdma_get_cm_event(r->ch, ev) ? -errno : 0;
+}
+
+/* Waits for an event of type want, keeping its private data. */
+void raw_expect(struct fb *b, struct raw *r, enum rdma_cm_event_type want,
+		struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *ev;
+
+	ck_assert_int_eq(raw_event(b, r, &ev, 10), 0);
+	r->last = ev->event;
+	ck_assert_msg(ev->event == want, "raw peer got %s, wanted %s", rdma_event_str(ev->event),
+		      rdma_event_str(want));
+	r->pdata_len = ev->param.conn.private_data ? ev->param.conn.private_data_len : 0;
+	if (r->pdata_len)
+		memcpy(r->pdata, ev->param.conn.private_data, (size_t)r->pdata_len);
+	if (id)
+		*id = ev->id;
+	rdma_ack_cm_event(ev);
+}
+
+void raw_qp(struct raw *r, struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 2, .max_recv_wr = 2,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_sge sge;
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	r->pd = ibv_alloc_pd(id->verbs);
+	ck_assert_ptr_nonnull(r->pd);
+	r->cq = ibv_create_cq(id->verbs, 8, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(r->cq);
+	r->mr = ibv_reg_mr(r->pd, r->buf, sizeof(r->buf), IBV_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(r->mr);
+	ia.send_cq = ia.recv_cq = r->cq;
+	ck_assert_int_eq(rdma_create_qp(id, r->pd, &ia), 0);
+	sge = (struct ibv_sge){ (uintptr_t)r->buf + 128, 128, r->mr->lkey };
+	ck_assert_int_eq(ibv_post_recv(id->qp, &wr, &bad), 0);
+}
+
+void raw_free(struct raw *r)
+{
+	struct rdma_cm_id *qid = r->conn_id ? r->conn_id : r->id;
+
+	if (qid && qid->qp)
+		rdma_destroy_qp(qid);
+	if (r->conn_id)
+		rdma_destroy_id(r->conn_id);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->cq)
+		ibv_destroy_cq(r->cq);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->id)
+		rdma_destroy_id(r->id);
+	rdma_destroy_event_channel(r->ch);
+	memset(r, 0, sizeof(*r));
+}
+
+void raw_listen(struct raw *r, char *port, size_t len)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP, .ai_flags = RAI_PASSIVE }, *ai;
+
+	memset(r, 0, sizeof(*r));
+	r->ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(r->ch);
+	ck_assert_int_eq(rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_getaddrinfo(test_addr(), "0", &hints, &ai), 0);
+	ck_assert_int_eq(rdma_bind_addr(r->id, ai->ai_src_addr), 0);
+	rdma_freeaddrinfo(ai);
+	ck_assert_int_eq(rdma_listen(r->id, 4), 0);
+	snprintf(port, len, "%u", ntohs(rdma_get_src_port(r->id)));
+}
+
+void raw_start_connect(struct fb *b, struct raw *r, const char *port, const void *pdata, int len)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1,
+				     .retry_count = 7, .rnr_retry_count = 7 };
+
+	memset(r, 0, sizeof(*r));
+	r->ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(r->ch);
+	ck_assert_int_eq(rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_getaddrinfo(test_addr(), port, &hints, &ai), 0);
+	ck_assert_int_eq(rdma_resolve_addr(r->id, NULL, ai->ai_dst_addr, 2000), 0);
+	rdma_freeaddrinfo(ai);
+	raw_expect(b, r, RDMA_CM_EVENT_ADDR_RESOLVED, NULL);
+	ck_assert_int_eq(rdma_resolve_route(r->id, 2000), 0);
+	raw_expect(b, r, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL);
+	raw_qp(r, r->id);
+	p.private_data = pdata;
+	p.private_data_len = (uint8_t)len;
+	ck_assert_msg(rdma_connect(r->id, &p) == 0, "rdma_connect: %s", strerror(errno));
+}
+
+void raw_connect(struct fb *b, struct raw *r, const char *port, const void *pdata, int len)
+{
+	raw_start_connect(b, r, port, pdata, len);
+	raw_expect(b, r, RDMA_CM_EVENT_ESTABLISHED, NULL);
+}
+
+int raw_connect_result(struct fb *b, struct raw *r, const char *port, const void *pdata, int len)
+{
+	struct rdma_cm_event *ev;
+
+	raw_start_connect(b, r, port, pdata, len);
+	r->status = -1;
+	ck_assert_int_eq(raw_event(b, r, &ev, 10), 0);
+	r->last = ev->event;
+	if (ev->event == RDMA_CM_EVENT_REJECTED) {
+		r->status = ev->status;
+		r->pdata_len = ev->param.conn.private_data ? ev->param.conn.private_data_len : 0;
+		if (r->pdata_len)
+			memcpy(r->pdata, ev->param.conn.private_data, (size_t)r->pdata_len);
+	}
+	rdma_ack_cm_event(ev);
+	return r->status;
+}
+
+void raw_send(struct raw *r, uint32_t imm, const void *data, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)r->buf, len, r->mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = len ? 1 : 0,
+				  .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(imm) }, *bad;
+
+	if (len)
+		memcpy(r->buf, data, len);
+	ck_assert_int_eq(ibv_post_send(r->conn_id ? r->conn_id->qp : r->id->qp, &wr, &bad), 0);
+}
+
+/* The first receive completion on the raw QP: its immediate value (its
+ * bytes are at r->buf + 128, r->recv_len of them). */
+uint32_t raw_recv_imm(struct fb *b, struct raw *r, double secs)
+{
+	struct ibv_wc wc;
+	double end = now_s() + secs;
+
+	while (now_s() < end) {
+		int n = ibv_poll_cq(r->cq, 1, &wc);
+
+		ck_assert_int_ge(n, 0);
+		if (n && wc.opcode & IBV_WC_RECV) {
+			ck_assert_msg(wc.status == IBV_WC_SUCCESS, "raw receive: %s",
+				      ibv_wc_status_str(wc.status));
+			ck_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+			r->recv_len = wc.byte_len;
+			return ntohl(wc.imm_data);
+		}
+		if (!n)
+			fb_spin(b, 0.005);
+	}
+	ck_abort_msg("raw peer: no message within %.0f s", secs);
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* rawcm.h: a raw rdma_cm peer for the fault suite: what easyrdma meets on the wire from a program that does not use it. */
+#ifndef EZ_RAWCM_H
+#define EZ_RAWCM_H
+
+#include <stdint.h>
+#include <rdma/rdma_cma.h>
+
+#include "fault.h"
+
+/* A raw rdma_cm endpoint with its own channel, PD, CQ, MR and QP. */
+struct raw {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id, *conn_id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t buf[256];	/* [0, 128): send, [128, 256): receive */
+	uint8_t pdata[256];	/* private data of the last event kept */
+	int pdata_len;
+	uint32_t recv_len;
+	int status;		/* of a REJECTED event (raw_connect_result) */
+	enum rdma_cm_event_type last;
+};
+
+/* The raw channel's next event while the easyrdma loop turns: 0 or -ETIMEDOUT. */
+int raw_event(struct fb *b, struct raw *r, struct rdma_cm_event **ev, double secs);
+/* Waits for an event of type want (a test failure otherwise), keeping its
+ * private data in r->pdata and its id in *id. */
+void raw_expect(struct fb *b, struct raw *r, enum rdma_cm_event_type want,
+		struct rdma_cm_id **id);
+/* A QP on id (RC, 2 WRs each way) with its PD, CQ and MR; one receive of
+ * 128 bytes at r->buf + 128 is posted. */
+void raw_qp(struct raw *r, struct rdma_cm_id *id);
+void raw_free(struct raw *r);
+/* A listener on test_addr(), any port; its number in port. */
+void raw_listen(struct raw *r, char *port, size_t len);
+/* Resolves test_addr():port, makes the QP and sends a REQ with pdata
+ * (librdmacm moves the QP and sends the RTU itself). */
+void raw_start_connect(struct fb *b, struct raw *r, const char *port, const void *pdata, int len);
+/* raw_start_connect() then waits for ESTABLISHED; r->pdata holds the reply. */
+void raw_connect(struct fb *b, struct raw *r, const char *port, const void *pdata, int len);
+/* raw_start_connect() then the next event: a REJECTED's status (the reason
+ * in r->pdata), or -1 for any other event (in r->last). */
+int raw_connect_result(struct fb *b, struct raw *r, const char *port, const void *pdata, int len);
+/* A SEND with immediate of len bytes (0: none) from r->buf. */
+void raw_send(struct raw *r, uint32_t imm, const void *data, uint32_t len);
+/* The first receive completion: its immediate value (its bytes are at
+ * r->buf + 128, r->recv_len of them). */
+uint32_t raw_recv_imm(struct fb *b, struct raw *r, double secs);
+
+#endif
