@@ -37,7 +37,7 @@ struct op {
 	ez_op_cb cb;
 	void *arg;
 	enum op_kind kind;
-	void *buf;		/* this op's slice of the send buffer (copy sends) */
+	struct slab_slot *slot;	/* a copied send's bytes, until its completion */
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 };
@@ -106,7 +106,6 @@ struct ez_conn {
 	int torn;		/* QP in ERR, CM disconnected */
 	int was_connected;
 	int peer_bye;
-	struct slab_range sendbuf;	/* send_depth x max_msg_size for copies */
 	int posted;		/* WRs on the send queue */
 	struct ez_conn *kick_next;	/* on the device's list of deferred kicks */
 	int kick_queued;
@@ -156,6 +155,10 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc);
 void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
 int conn_ops_init(struct ez_conn *conn);
 void conn_ops_fini(struct ez_conn *conn);
+/* A copied send's registered slot of len bytes (sendslab.c), set in op's
+ * SGE; and its return, when the op completes or is given up. */
+int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len);
+void conn_op_release_copy(struct ez_conn *conn, struct op *op);
 void conn_kick(struct ez_conn *conn);
 /* The pool has credits for this connection again (srqpool_acct.kick). */
 void conn_credit_kick(struct srqpool_acct *a);

@@ -111,11 +111,17 @@ static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint3
 	op->kind = OP_AUTH;
 	op->cb = NULL;
 	op->arg = NULL;
-	if (len)
-		memcpy(op->buf, data, len);
-	op->sge.addr = (uintptr_t)op->buf;
+	if (len) {
+		int ret = conn_op_copy_slot(conn, op, len);
+
+		if (ret) {
+			op->next = conn->free_ops;
+			conn->free_ops = op;
+			return ret;
+		}
+		memcpy(op->slot->addr, data, len);
+	}
 	op->sge.length = len;
-	op->sge.lkey = conn->sendbuf.lkey;
 	op->wr.next = NULL;
 	op->wr.num_sge = len ? 1 : 0;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
@@ -127,6 +133,7 @@ static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint3
 	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
 		int err = errno ? errno : EIO;
 
+		conn_op_release_copy(conn, op);
 		op->next = conn->free_ops;
 		conn->free_ops = op;
 		return -err;

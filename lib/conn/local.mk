@@ -13,7 +13,6 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/opts.c lib/conn/opts.h \
 	lib/conn/mr.c lib/conn/mr.h \
 	lib/conn/sendslab.c lib/conn/sendslab.h \
-	lib/conn/extents.c lib/conn/extents.h \
 	lib/conn/pool.c lib/conn/pool.h \
 	lib/conn/flow.c lib/conn/flow.h \
 	lib/conn/flowdev.c \
@@ -26,10 +25,10 @@ if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
 UNIT_TESTS += tests/unit/test_auth
-UNIT_TESTS += tests/unit/test_extents
-tests_unit_test_extents_SOURCES = tests/unit/test_extents.c
-tests_unit_test_extents_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_extents_LDADD = $(TEST_LDADD)
+UNIT_TESTS += tests/unit/test_sendslab
+tests_unit_test_sendslab_SOURCES = tests/unit/test_sendslab.c
+tests_unit_test_sendslab_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_sendslab_LDADD = $(TEST_LDADD)
 tests_unit_test_auth_SOURCES = tests/unit/test_auth.c
 tests_unit_test_auth_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_auth_LDADD = $(TEST_LDADD)

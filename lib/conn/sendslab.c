@@ -1,149 +1,175 @@
-/* sendslab.c: a device's registered memory for send copies, carved per connection. */
+/* sendslab.c: a device's registered slots for send copies, shared by all its connections. */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <infiniband/verbs.h>
+
 #include "error.h"
 #include "log.h"
 #include "sendslab.h"
 
-#define SENDSLAB_FIRST_CHUNK (1u << 20)
-#define SENDSLAB_MAX_CHUNK (16u << 20)
-#define SENDSLAB_ALIGN 64u
+/* A class's first chunk is small (registration cost grows with the pages
+ * pinned); each further one doubles, so a class that keeps growing
+ * registers log2 times, not once per slot. */
+#define SLAB_FIRST_CHUNK (64u << 10)
+#define SLAB_MAX_CHUNK (4u << 20)
 #define PAGE 4096u
 
-void sendslab_init(struct sendslab *s, struct ibv_pd *pd)
+static void *verbs_reg(void *pd, void *addr, size_t len, uint32_t *lkey)
 {
-	memset(s, 0, sizeof(*s));
-	s->pd = pd;
-	s->next_size = SENDSLAB_FIRST_CHUNK;
+	struct ibv_mr *mr = ibv_reg_mr(pd, addr, len, 0);
+
+	if (mr)
+		*lkey = mr->lkey;
+	return mr;
 }
 
-static void chunk_free(struct sendslab *s, struct slab_chunk *c, const char *devname)
+static int verbs_dereg(void *pd, void *mr)
 {
-	int err;
+	(void)pd;
+	return ibv_dereg_mr(mr);
+}
 
-	if (c->mr && (err = ibv_dereg_mr(c->mr)))
-		ezi_log_err("ibv_dereg_mr(send slab of %s, %zu bytes): %s", devname ? devname : "?",
-			    c->size, ez_strerror(err));
-	extents_fini(&c->ranges);
-	free(c->base);
-	free(c);
-	s->nchunks--;
+void sendslab_init_ops(struct sendslab *s, const struct slab_ops *ops)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = *ops;
+	for (unsigned int c = 0; c < SLAB_CLASSES; c++)
+		s->cls[c].next_chunk = SLAB_FIRST_CHUNK;
+}
+
+void sendslab_init(struct sendslab *s, void *pd)
+{
+	struct slab_ops ops = { .reg = verbs_reg, .dereg = verbs_dereg, .arg = pd };
+
+	sendslab_init_ops(s, &ops);
+}
+
+unsigned int sendslab_class(size_t len)
+{
+	unsigned int c = 0;
+
+	while (c + 1 < SLAB_CLASSES && sendslab_class_size(c) < len)
+		c++;
+	return c;
+}
+
+size_t sendslab_class_size(unsigned int cls)
+{
+	return (size_t)1 << (SLAB_MIN_SHIFT + cls);
 }
 
 void sendslab_fini(struct sendslab *s, const char *devname)
 {
-	while (s->chunks) {
-		struct slab_chunk *c = s->chunks;
+	int err;
 
-		if (c->ranges.nlive)
-			ezi_log_err("send slab of %s: %zu ranges still handed out at close",
-				    devname ? devname : "?", c->ranges.nlive);
-		s->chunks = c->next;
-		chunk_free(s, c, devname);
+	if (s->slots_out)
+		ezi_log_err("send slots of %s: %u still handed out at close", devname ? devname : "?",
+			    s->slots_out);
+	for (unsigned int c = 0; c < SLAB_CLASSES; c++) {
+		struct slab_class *k = &s->cls[c];
+
+		while (k->chunks) {
+			struct slab_chunk *ch = k->chunks;
+
+			k->chunks = ch->next;
+			if (ch->mr && (err = s->ops.dereg(s->ops.arg, ch->mr)))
+				ezi_log_err("ibv_dereg_mr(send slots of %s, %zu bytes): %s",
+					    devname ? devname : "?", ch->size, ez_strerror(err));
+			free(ch->slots);
+			free(ch->base);
+			free(ch);
+		}
+		k->free = NULL;
+		k->nfree = k->nslots = 0;
 	}
 }
 
-static int chunk_new(struct sendslab *s, size_t need, struct slab_chunk **out, char *errmsg,
-		     size_t errlen)
+/* Registers one more chunk for class c and puts its slots on the free list. */
+static int class_grow(struct sendslab *s, unsigned int c)
 {
-	size_t size = s->next_size > need ? s->next_size : need;
-	struct slab_chunk *c;
+	struct slab_class *k = &s->cls[c];
+	size_t slot = sendslab_class_size(c);
+	size_t size = k->next_chunk > slot ? k->next_chunk : slot;
+	struct slab_chunk *ch;
+	uint32_t lkey = 0, i;
 	int ret;
 
 	size = (size + PAGE - 1) & ~(size_t)(PAGE - 1);
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return ezi_fail_into(errmsg, errlen, -ENOMEM, "send slab: out of memory");
-	c->size = size;
-	c->base = aligned_alloc(PAGE, size);
-	if (!c->base) {
-		free(c);
-		return ezi_fail_into(errmsg, errlen, -ENOMEM,
-				     "send slab (%zu bytes): out of memory", size);
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return ezi_fail(-ENOMEM, "send slots: out of memory");
+	ch->size = size;
+	ch->nslots = (uint32_t)(size / slot);
+	ch->base = aligned_alloc(PAGE, size);
+	ch->slots = calloc(ch->nslots, sizeof(*ch->slots));
+	if (!ch->base || !ch->slots) {
+		free(ch->base);
+		free(ch->slots);
+		free(ch);
+		return ezi_fail(-ENOMEM, "send slots (%zu bytes): out of memory", size);
 	}
-	ret = extents_init(&c->ranges, size);
-	if (ret) {
-		free(c->base);
-		free(c);
-		return ezi_fail_into(errmsg, errlen, ret, "send slab: out of memory");
+	ch->mr = s->ops.reg(s->ops.arg, ch->base, size, &lkey);
+	if (!ch->mr) {
+		ret = errno ? -errno : -ENOMEM;
+		free(ch->base);
+		free(ch->slots);
+		free(ch);
+		return ezi_fail(ret, "ibv_reg_mr(send slots, %zu bytes, local read): %s", size,
+				ez_strerror(ret));
 	}
-	/* Local read only: the device reads the copies, no peer touches them. */
-	c->mr = ibv_reg_mr(s->pd, c->base, size, 0);
-	if (!c->mr) {
-		ret = -errno;
-		extents_fini(&c->ranges);
-		free(c->base);
-		free(c);
-		return ezi_fail_into(errmsg, errlen, ret,
-				     "ibv_reg_mr(send buffers, %zu bytes, local read): %s", size,
-				     ez_strerror(ret));
+	for (i = ch->nslots; i-- > 0;) {
+		struct slab_slot *sl = &ch->slots[i];
+
+		sl->addr = ch->base + (size_t)i * slot;
+		sl->lkey = lkey;
+		sl->cls = c;
+		sl->next = k->free;
+		k->free = sl;
 	}
+	k->nfree += ch->nslots;
+	k->nslots += ch->nslots;
+	ch->next = k->chunks;
+	k->chunks = ch;
+	if (k->next_chunk < SLAB_MAX_CHUNK)
+		k->next_chunk *= 2;
 	s->registrations++;
-	s->nchunks++;
-	c->next = s->chunks;
-	s->chunks = c;
-	if (s->next_size < SENDSLAB_MAX_CHUNK)
-		s->next_size *= 2;
-	*out = c;
+	s->bytes_registered += size;
 	return 0;
 }
 
-int sendslab_get(struct sendslab *s, size_t len, struct slab_range *r, char *errmsg,
-		 size_t errlen)
+int sendslab_get(struct sendslab *s, size_t len, struct slab_slot **out)
 {
-	struct slab_chunk *c;
-	size_t off;
+	unsigned int c;
+	struct slab_class *k;
+	struct slab_slot *sl;
 	int ret;
 
-	memset(r, 0, sizeof(*r));
-	if (!len)
-		return 0;
-	len = (len + SENDSLAB_ALIGN - 1) & ~(size_t)(SENDSLAB_ALIGN - 1);
-	for (c = s->chunks; c; c = c->next)
-		if (!(ret = extents_alloc(&c->ranges, len, &off)))
-			goto found;
-		else if (ret != -ENOSPC)
-			return ezi_fail_into(errmsg, errlen, ret, "send slab: out of memory");
-	ret = chunk_new(s, len, &c, errmsg, errlen);
-	if (ret)
+	if (!len || len > sendslab_class_size(SLAB_CLASSES - 1))
+		return ezi_fail(-EINVAL, "send slots: no class for %zu bytes", len);
+	c = sendslab_class(len);
+	k = &s->cls[c];
+	if (!k->free && (ret = class_grow(s, c)))
 		return ret;
-	ret = extents_alloc(&c->ranges, len, &off);
-	if (ret)
-		return ezi_fail_into(errmsg, errlen, ret, "send slab: out of memory");
-found:
-	r->chunk = c;
-	r->addr = c->base + off;
-	r->len = len;
-	r->lkey = c->mr->lkey;
+	sl = k->free;
+	k->free = sl->next;
+	sl->next = NULL;
+	k->nfree--;
+	s->slots_out++;
+	*out = sl;
 	return 0;
 }
 
-void sendslab_put(struct sendslab *s, struct slab_range *r)
+void sendslab_put(struct sendslab *s, struct slab_slot *slot)
 {
-	struct slab_chunk *c = r->chunk, **pp, *o;
-	int ret;
+	struct slab_class *k = &s->cls[slot->cls];
 
-	if (!c)
-		return;
-	ret = extents_free(&c->ranges, (size_t)(r->addr - c->base), r->len);
-	if (ret)
-		ezi_log_err("send slab: range %p+%zu was not handed out (%s)", (void *)r->addr,
-			    r->len, ez_strerror(ret));
-	memset(r, 0, sizeof(*r));
-	if (c->ranges.nlive)
-		return;
-	/* Keep one empty chunk for the next connection; a second goes. */
-	for (o = s->chunks; o; o = o->next)
-		if (o != c && !o->ranges.nlive)
-			break;
-	if (!o)
-		return;
-	for (pp = &s->chunks; *pp != c; pp = &(*pp)->next)
-		;
-	*pp = c->next;
-	chunk_free(s, c, NULL);
+	/* LIFO: the slot used last is the one most likely still in cache. */
+	slot->next = k->free;
+	k->free = slot;
+	k->nfree++;
+	s->slots_out--;
 }

@@ -1,52 +1,73 @@
-/* sendslab.h: a device's registered memory for send copies, carved per connection. */
+/* sendslab.h: a device's registered slots for send copies, shared by all its connections. */
 #ifndef EZ_CONN_SENDSLAB_H
 #define EZ_CONN_SENDSLAB_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include <infiniband/verbs.h>
+/* A copied send needs registered memory until its completion. Registering
+ * it per connection (send_depth x max_msg_size) cost 0.4-0.5 ms of every
+ * connection's setup on Soft-RoCE, and pinned memory in proportion to the
+ * connections, not to the sends in flight. Here a device keeps slots by
+ * size class (powers of two from SLAB_MIN_SLOT), carved from chunks that
+ * are registered when a class runs dry: setup registers nothing, and what
+ * stays registered is the peak of copies in flight, per class. */
+#define SLAB_MIN_SHIFT 6	/* 64-byte slots: one cache line */
+#define SLAB_CLASSES 26		/* up to 2^31-byte slots */
 
-#include "extents.h"
+struct slab_slot {
+	struct slab_slot *next;	/* free list */
+	uint8_t *addr;
+	uint32_t lkey;
+	uint32_t cls;
+};
 
-/* Registering memory costs a system call and page pinning per connection
- * (0.4-0.5 ms on Soft-RoCE, more than the QP); copies into registered
- * memory need no MR of their own. So a device registers chunks and hands
- * each connection a range of one: connections made after the first
- * register nothing. */
 struct slab_chunk {
 	struct slab_chunk *next;
 	uint8_t *base;
 	size_t size;
-	struct ibv_mr *mr;
-	struct extents ranges;
+	void *mr;		/* what reg returned */
+	struct slab_slot *slots;
+	uint32_t nslots;
+};
+
+struct slab_class {
+	struct slab_slot *free;
+	struct slab_chunk *chunks;
+	size_t next_chunk;	/* bytes of the next chunk; doubles to SLAB_MAX_CHUNK */
+	uint32_t nfree, nslots;
+};
+
+/* How chunks are registered: verbs by default (sendslab_init); a unit test
+ * supplies its own. reg returns a handle (NULL and errno on failure) and
+ * the local key. */
+struct slab_ops {
+	void *(*reg)(void *arg, void *addr, size_t len, uint32_t *lkey);
+	int (*dereg)(void *arg, void *mr);
+	void *arg;
 };
 
 struct sendslab {
-	struct ibv_pd *pd;
-	struct slab_chunk *chunks;
-	size_t next_size;	/* of the next chunk; grows to SENDSLAB_MAX_CHUNK */
-	unsigned int nchunks;
-	uint64_t registrations;	/* ibv_reg_mr calls made, for tests and stats */
+	struct slab_ops ops;
+	struct slab_class cls[SLAB_CLASSES];
+	uint64_t registrations;	/* chunks registered so far */
+	uint64_t bytes_registered;
+	uint32_t slots_out;	/* handed out, not yet back */
 };
 
-/* A connection's range. */
-struct slab_range {
-	struct slab_chunk *chunk;
-	uint8_t *addr;
-	size_t len;
-	uint32_t lkey;
-};
-
-void sendslab_init(struct sendslab *s, struct ibv_pd *pd);
-/* Deregisters and frees every chunk; every range must be back. */
+/* Registers chunks on pd with ibv_reg_mr (local access only: the device
+ * reads the copies, no peer touches them). */
+void sendslab_init(struct sendslab *s, void *pd);
+void sendslab_init_ops(struct sendslab *s, const struct slab_ops *ops);
+/* Deregisters and frees every chunk; logs slots still handed out. */
 void sendslab_fini(struct sendslab *s, const char *devname);
-/* len bytes (rounded up to 64) of registered memory, local access only.
- * 0, or a negative errno with the reason in errmsg. */
-int sendslab_get(struct sendslab *s, size_t len, struct slab_range *r, char *errmsg,
-		 size_t errlen);
-/* Gives a range back; a chunk left empty is deregistered unless it is the
- * only empty one (kept for the next connection). */
-void sendslab_put(struct sendslab *s, struct slab_range *r);
+/* A slot of at least len bytes (1 <= len <= 2^31): the smallest class that
+ * fits, registering a chunk for it if it has no free slot. 0, or a
+ * negative errno with the reason in the thread's error (ezi_fail). */
+int sendslab_get(struct sendslab *s, size_t len, struct slab_slot **out);
+void sendslab_put(struct sendslab *s, struct slab_slot *slot);
+/* The class of len bytes, and its slot size (pure; for tests). */
+unsigned int sendslab_class(size_t len);
+size_t sendslab_class_size(unsigned int cls);
 
 #endif

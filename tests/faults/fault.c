@@ -174,7 +174,7 @@ static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void 
 	e = &s->eps[s->neps];
 	memset(e, 0, sizeof(*e));
 	e->user = s;
-	e->echo = 1;
+	e->echo = !s->no_echo;
 	e->close_on_disconnect = 1;
 	if (ez_accept(req, &s->opts, &srv_cbs, e, &e->conn)) {
 		s->accept_errors++;

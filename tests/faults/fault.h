@@ -52,6 +52,7 @@ struct srv {
 	struct ez_conn_opts opts;
 	const void *auth_key;	/* ez_listen_opts.auth_key, set before srv_start */
 	uint32_t auth_key_len;
+	int no_echo;		/* accepted eps only count what they receive */
 	struct ep *eps;
 	int neps, cap;
 	int accept_errors;
