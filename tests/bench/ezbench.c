@@ -48,7 +48,7 @@ struct cfg {
 	const char *port;
 	enum test test;
 	enum poll_mode poll;
-	uint32_t size, iters, warmup, depth, send_depth, nconns, pool_bufs;
+	uint32_t size, iters, warmup, depth, send_depth, nconns, pool_bufs, pool_size;
 	int srq, write_op, async, timeout, size_given;
 };
 
@@ -294,6 +294,11 @@ static void srv_on_request(struct ez_listener *lis, struct ez_conn_req *req, voi
 	o.recv_depth = s->h.depth;
 	o.send_depth = s->h.send_depth;
 	if (s->h.flags & F_SRQ) {
+		if (srv.pool && o.max_msg_size > srv.pool_size) {
+			free(s);
+			ez_reject(req, "messages larger than the pool's buffers", 39);
+			return;
+		}
 		if (!srv.pool) {
 			struct ez_srqpool_opts po = { .buf_size = o.max_msg_size, .nbufs = cfg.pool_bufs };
 
@@ -333,6 +338,16 @@ static int server(void)
 	int ret;
 
 	ctx_setup();
+	/* A server makes its pool before it listens; without --pool-size the
+	 * first request makes it, sized by the client's messages. */
+	if (cfg.pool_size && cfg.pool_bufs) {
+		struct ez_srqpool_opts po = { .buf_size = cfg.pool_size, .nbufs = cfg.pool_bufs };
+
+		ret = ez_srqpool_new(ctx, NULL, &po, &srv.pool);
+		if (ret)
+			die("ez_srqpool_new", ret);
+		srv.pool_size = cfg.pool_size;
+	}
 	ret = ez_listen(ctx, cfg.addr, cfg.port, &(struct ez_listen_opts){ .backlog = 1024 },
 			srv_on_request, NULL, &srv.lis);
 	if (ret)
@@ -776,9 +791,11 @@ static int client_mem(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezbench -s [-a ADDR] [-p PORT] [--poll event|spin] [--pool-bufs N]\n"
+		"usage: ezbench -s [-a ADDR] [-p PORT] [--poll event|spin] [--pool-bufs N [--pool-size BYTES]]\n"
 		"       (--pool-bufs: buffers of the shared pool; client: its own pool for\n"
-		"       --conn/--mem, default max(256, 2 N))\n"
+		"       --conn/--mem, default max(256, 2 N); server: --pool-size makes the\n"
+		"       pool, of buffers of that size, before listening, else the first\n"
+		"       request makes it)\n"
 		"       ezbench -c ADDR [-p PORT] TEST [options]\n"
 		"tests: --lat        send ping-pong; prints half the round trip (like ib_send_lat)\n"
 		"       --rate       64 B sends, window --send-depth; Mpps at the sender\n"
@@ -796,7 +813,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	enum { O_LAT = 256, O_RATE, O_BW, O_CONN, O_MEM, O_POLL, O_SIZE, O_ITERS, O_WARMUP,
-	       O_DEPTH, O_SDEPTH, O_SRQ, O_OP, O_ASYNC, O_TIMEOUT, O_POOLBUFS };
+	       O_DEPTH, O_SDEPTH, O_SRQ, O_OP, O_ASYNC, O_TIMEOUT, O_POOLBUFS, O_POOLSIZE };
 	static const struct option lo[] = {
 		{ "server", no_argument, NULL, 's' },
 		{ "client", required_argument, NULL, 'c' },
@@ -818,6 +835,7 @@ int main(int argc, char **argv)
 		{ "async", no_argument, NULL, O_ASYNC },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
 		{ "pool-bufs", required_argument, NULL, O_POOLBUFS },
+		{ "pool-size", required_argument, NULL, O_POOLSIZE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -860,6 +878,7 @@ int main(int argc, char **argv)
 		case O_ASYNC: cfg.async = 1; break;
 		case O_TIMEOUT: cfg.timeout = atoi(optarg); break;
 		case O_POOLBUFS: cfg.pool_bufs = (uint32_t)atoi(optarg); break;
+		case O_POOLSIZE: cfg.pool_size = (uint32_t)atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -57,7 +57,7 @@ for _n in ("20", "50", "100", "500"):
     # has no serial mode; cmserial is its serial loop in plain rdma_cm.
     METRICS[f"conn_{_n}_per_conn_ms"] = (
         f"setup N={_n}: ezbench --conn {_n} --send-depth 16, one after the other: wall time / N"
-        " (resolve, route, QP, send buffers, CM, RTS)",
+        " (resolve, route, QP, CM, RTS; the server made its pool before listening)",
         f"cmserial -c {_n} (plain rdma_cm, cmtime's QP, against cmtime's server), one after the"
         " other: wall time / N (create id, resolve, route, QP, connect)",
         "ms", "lower", ("<=", 1.0))
