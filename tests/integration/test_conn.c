@@ -1538,23 +1538,6 @@ static void slab_on_disconnect(struct ez_conn *conn, int status, void *arg)
 	slab_g->disconnected++;
 }
 
-/* `rdma res show mr` lines of this process (-1: the tool is not there). */
-static int count_my_mrs(void)
-{
-	char cmd[128];
-	FILE *f;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "rdma res show mr 2>/dev/null | grep -c 'pid %d '", (int)getpid());
-	f = popen(cmd, "r");
-	if (f) {
-		if (fscanf(f, "%d", &n) != 1)
-			n = -1;
-		pclose(f);
-	}
-	return n;
-}
-
 /* One wave: SLAB_CONNS connections, each SLAB_ROUNDS echoed messages
  * checked byte for byte, then closed on both sides. */
 static void slab_wave(struct bench *b, struct server *s, const struct ez_conn_opts *o)
@@ -1596,17 +1579,17 @@ START_TEST(send_slots_shared_by_connections)
 	s.opts = o;	/* 2 KiB messages: above the inline threshold, copies */
 	s.close_on_disconnect = 1;
 	server_listen(&b, &s, test_addr());
-	mrs0 = count_my_mrs();
+	mrs0 = rdma_res_mine("mr");
 	ck_assert_msg(mrs0 > 0, "rdma res show mr: %d lines for this process", mrs0);
 	slab_wave(&b, &s, &o);
 	/* 48 connections (both ends are here) with up to 96 copies of 2 KiB in
 	 * flight: slot chunks of 64, 128 (and 256) KiB, where each connection
 	 * used to register its own send buffers (48 MRs). */
-	mrs1 = count_my_mrs();
+	mrs1 = rdma_res_mine("mr");
 	ck_assert_msg(mrs1 - mrs0 >= 1 && mrs1 - mrs0 <= 3, "MRs %d -> %d", mrs0, mrs1);
 	/* A second wave of 48 reuses the slots: nothing more is registered. */
 	slab_wave(&b, &s, &o);
-	mrs2 = count_my_mrs();
+	mrs2 = rdma_res_mine("mr");
 	printf("send slots: 2 waves of %d connections each way, %d x %d B checked per wave;"
 	       " MRs of the process %d -> %d -> %d\n", SLAB_CONNS, SLAB_CONNS * SLAB_ROUNDS,
 	       SLAB_MSG, mrs0, mrs1, mrs2);

@@ -19,23 +19,6 @@
 #define WR_CHUNK 16384
 #define NWRITE 64
 
-/* `rdma res show qp` lines of this process (-1: the tool is not there). */
-static int qps_of_mine(void)
-{
-	char cmd[160];
-	int n = -1;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "rdma res show qp 2>/dev/null | grep -c 'pid %d '", (int)getpid());
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &n) != 1)
-		n = -1;
-	pclose(f);
-	return n;
-}
-
 struct side {
 	struct ez_conn *conn;
 	struct ez_conn_info info;
@@ -331,7 +314,7 @@ START_TEST(four_paths_move_sends_and_writes)
 
 	bench_connect(&b, 4, 4);
 	check_paths(&b, 4);
-	ck_assert_int_eq(qps_of_mine(), 8);
+	ck_assert_int_eq(rdma_res_mine("qp"), 8);
 
 	run_sends(&b);
 	ck_assert_int_eq(b.errors, 0);
@@ -400,14 +383,14 @@ START_TEST(negotiated_to_the_smaller_side)
 	/* The server caps the client's 4 at 2; the client's surplus QPs go. */
 	bench_connect(&b, 4, 2);
 	check_paths(&b, 2);
-	ck_assert_int_eq(qps_of_mine(), 4);
+	ck_assert_int_eq(rdma_res_mine("qp"), 4);
 	run_sends(&b);
 	bench_close(&b);
 
 	/* A single-path client gets one path from a 4-path server. */
 	bench_connect(&b, 1, 4);
 	check_paths(&b, 1);
-	ck_assert_int_eq(qps_of_mine(), 2);
+	ck_assert_int_eq(rdma_res_mine("qp"), 2);
 	run_sends(&b);
 	bench_close(&b);
 }
@@ -479,9 +462,9 @@ START_TEST(close_leaves_no_qp)
 
 	bench_connect(&b, 8, 8);
 	check_paths(&b, 8);
-	ck_assert_int_eq(qps_of_mine(), 16);
+	ck_assert_int_eq(rdma_res_mine("qp"), 16);
 	bench_close(&b);
-	ck_assert_int_eq(qps_of_mine(), 0);
+	ck_assert_int_eq(rdma_res_mine("qp"), 0);
 }
 END_TEST
 
