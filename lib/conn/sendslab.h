@@ -9,7 +9,7 @@
  * it per connection (send_depth x max_msg_size) cost 0.4-0.5 ms of every
  * connection's setup on Soft-RoCE, and pinned memory in proportion to the
  * connections, not to the sends in flight. Here a device keeps slots by
- * size class (powers of two from SLAB_MIN_SLOT), carved from chunks that
+ * size class (powers of two from 64 B, SLAB_MIN_SHIFT), carved from chunks that
  * are registered when a class runs dry: setup registers nothing, and what
  * stays registered is the peak of copies in flight, per class. */
 #define SLAB_MIN_SHIFT 6	/* 64-byte slots: one cache line */
