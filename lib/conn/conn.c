@@ -545,12 +545,6 @@ static void on_route_resolved(struct ez_conn *conn)
 	uint8_t hs[HS_REQ_MAX];
 	int n;
 
-	int ret = conn_setup(conn);
-
-	if (ret) {
-		conn_abort(conn, ret);
-		return;
-	}
 	n = encode_hs(conn, HS_REQ, hs, sizeof(hs));
 	if (n < 0) {
 		conn_abort(conn, n);
@@ -658,9 +652,16 @@ void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
 			ezi_log_warn("rdma_set_option(TOS %u): %s", conn->o.tos, ez_strerror(errno));
 		conn->step = "rdma_resolve_route";
 		conn->state = CS_RESOLVING_ROUTE;
-		if (rdma_resolve_route(conn->id, (int)conn->o.connect_timeout_ms))
+		if (rdma_resolve_route(conn->id, (int)conn->o.connect_timeout_ms)) {
 			conn_fail(conn, addr_errno(-errno), "rdma_resolve_route(%s): %s", conn->host,
 				  ez_strerror(errno));
+			break;
+		}
+		/* The QP needs the device, not the route: it is made (and
+		 * brought to INIT) while the kernel resolves the route. */
+		ret = conn_setup(conn);
+		if (ret)
+			conn_abort(conn, ret);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 		conn_fail(conn, addr_errno(ev->status), "rdma_resolve_addr(%s): %s", conn->host,
