@@ -10,6 +10,7 @@
 
 #include "easyrdma.h"
 #include "fault.h"
+#include "../checkmain.h"
 
 /* The call returns code and ez_errmsg() contains part. */
 #define ASSERT_ERR_HAS(call, code, part)                                                  \
@@ -579,8 +580,6 @@ int main(void)
 {
 	Suite *su = suite_create("faults_api");
 	TCase *tc = tcase_create("misuse");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, null_arguments);
@@ -596,9 +595,5 @@ int main(void)
 	tcase_add_test(tc, listener_close_from_on_connect);
 	tcase_add_test(tc, ctx_free_with_live_objects);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(su, CK_NORMAL);
 }

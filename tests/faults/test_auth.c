@@ -15,6 +15,7 @@
 #include "rawcm.h"
 #include "conn/auth.h"
 #include "conn/handshake.h"
+#include "../checkmain.h"
 
 static const char KEY[] = "easyrdma test key: 32 bytes long";
 static const char WRONG[] = "easyrdma test key: 32 bytes lonG";
@@ -507,8 +508,6 @@ int main(void)
 {
 	Suite *su = suite_create("faults_auth");
 	TCase *tc = tcase_create("auth");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 40);
 	tcase_add_test(tc, right_key_connects);
@@ -521,9 +520,5 @@ int main(void)
 	tcase_add_test(tc, client_waits_for_the_verdict);
 	tcase_add_test(tc, keyed_multipath);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(su, CK_NORMAL);
 }

@@ -15,6 +15,7 @@
 
 #include "easyrdma.h"
 #include "fault.h"
+#include "../checkmain.h"
 
 static int device_attr(struct ibv_device_attr *attr, char *name, size_t len)
 {
@@ -418,8 +419,6 @@ int main(void)
 {
 	Suite *su = suite_create("faults_exhaust");
 	TCase *tc = tcase_create("exhaust");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, cq_capacity_exhausted);
@@ -427,9 +426,5 @@ int main(void)
 	tcase_add_test(tc, mr_memlock_limit);
 	tcase_add_test(tc, srqpool_at_cap_under_burst);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(su, CK_NORMAL);
 }

@@ -13,6 +13,7 @@
 #include "easyrdma.h"
 #include "fault.h"
 #include "rawcm.h"
+#include "../checkmain.h"
 
 /* The wire header (see lib/conn/handshake.h), written by hand on purpose:
  * the test must not trust the codec it tests. */
@@ -335,8 +336,6 @@ int main(void)
 {
 	Suite *su = suite_create("faults_handshake");
 	TCase *tc = tcase_create("handshake");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 40);
 	tcase_add_test(tc, wrong_magic);
@@ -353,9 +352,5 @@ int main(void)
 	tcase_add_test(tc, server_reply_zero_credits);
 	tcase_add_test(tc, server_reply_empty);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(su, CK_NORMAL);
 }

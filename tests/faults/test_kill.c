@@ -14,6 +14,7 @@
 
 #include "easyrdma.h"
 #include "fault.h"
+#include "../checkmain.h"
 
 #define MR_SIZE (64 * 1024)
 #define MAX_OPS (1 << 17)
@@ -385,8 +386,6 @@ int main(void)
 	Suite *su = suite_create("faults_kill");
 	TCase *tc = tcase_create("kill");
 	TCase *tc2 = tcase_create("client_killed");
-	SRunner *sr;
-	int failed;
 
 	/* ~20 s each normally; ASan in a loaded TCG guest needs more. */
 	tcase_set_timeout(tc, 120);
@@ -398,9 +397,5 @@ int main(void)
 	 * handler drained the CQ while this client kept it from emptying.) */
 	tcase_add_test(tc2, client_killed_listener_carries_on);
 	suite_add_tcase(su, tc2);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(su, CK_NORMAL);
 }

@@ -9,6 +9,7 @@
 
 #include "easyrdma.h"
 #include "fault.h"
+#include "../checkmain.h"
 
 enum { MAX_LANES = 32, MSGS = 3 };
 
@@ -188,15 +189,9 @@ int main(void)
 {
 	Suite *su = suite_create("faults_leak");
 	TCase *tc = tcase_create("leak");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, cycles_without_growth);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(su, CK_NORMAL);
 }

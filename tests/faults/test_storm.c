@@ -9,6 +9,7 @@
 
 #include "easyrdma.h"
 #include "fault.h"
+#include "../checkmain.h"
 
 /* Small queues keep 2 x N connections within a 2 GiB guest. */
 static const struct ez_conn_opts small = {
@@ -203,16 +204,10 @@ int main(void)
 {
 	Suite *su = suite_create("faults_storm");
 	TCase *tc = tcase_create("storm");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, storm_of_clients);
 	tcase_add_test(tc, aborted_connects);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(su, CK_NORMAL);
 }

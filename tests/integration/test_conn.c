@@ -17,6 +17,7 @@
 #include "easyrdma.h"
 #include "testenv.h"
 #include "conn/handshake.h"
+#include "../checkmain.h"
 
 /* ---- a loop, a context and a listener: the test bench ---------------- */
 
@@ -1819,8 +1820,6 @@ int main(int argc, char **argv)
 {
 	Suite *s;
 	TCase *basic, *rdma, *close_tc, *errors, *modes, *scale;
-	SRunner *sr;
-	int failed;
 
 	/* The peer that test peer_killed_ends_with_error kills. */
 	if (argc == 4 && !strcmp(argv[1], "--kill-client"))
@@ -1871,9 +1870,5 @@ int main(int argc, char **argv)
 	suite_add_tcase(s, errors);
 	suite_add_tcase(s, modes);
 	suite_add_tcase(s, scale);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

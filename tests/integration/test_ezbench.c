@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "spawn.h"
+#include "../checkmain.h"
 
 static int start_server(struct child *srv, const char *poll)
 {
@@ -162,8 +163,6 @@ int main(void)
 {
 	Suite *s = suite_create("ezbench");
 	TCase *tc = tcase_create("ezbench");
-	SRunner *sr;
-	int failed;
 
 	signal(SIGPIPE, SIG_IGN);
 	tcase_set_timeout(tc, 60);
@@ -173,9 +172,5 @@ int main(void)
 	tcase_add_test(tc, rate_srq);
 	tcase_add_test(tc, conn_async_and_mem);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_VERBOSE);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run_suite(s, CK_VERBOSE);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "spawn.h"
+#include "../checkmain.h"
 
 #define EZRDMA prog_path("tools/ezrdma")
 
@@ -155,8 +156,6 @@ int main(void)
 {
 	Suite *s = suite_create("ezrdma");
 	TCase *tc = tcase_create("tool");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, devices_lists_rxe_with_rocev2_gid);
@@ -165,9 +164,5 @@ int main(void)
 	tcase_add_test(tc, perf_json_summary);
 	tcase_add_test(tc, ping_without_server_fails);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_VERBOSE);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run_suite(s, CK_VERBOSE);
 }

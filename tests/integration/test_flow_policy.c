@@ -9,6 +9,7 @@
 
 #include "easyrdma.h"
 #include "testenv.h"
+#include "../checkmain.h"
 
 #define NCONN 6
 
@@ -209,8 +210,6 @@ int main(void)
 {
 	Suite *s = suite_create("flow_policy");
 	TCase *tc = tcase_create("rxe");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, auto_port_from_each_sides_qpn);
@@ -219,9 +218,5 @@ int main(void)
 	tcase_add_test(tc, default_keeps_rdma_cm_label);
 	tcase_add_test(tc, bad_policy_refused_before_anything);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

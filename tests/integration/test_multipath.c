@@ -13,6 +13,7 @@
 #include "easyrdma.h"
 #include "testenv.h"
 #include "conn/path.h"
+#include "../checkmain.h"
 
 #define NMSG 600
 #define MSG_SIZE 1024
@@ -491,8 +492,6 @@ int main(void)
 {
 	Suite *s = suite_create("multipath");
 	TCase *tc = tcase_create("rxe");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, four_paths_move_sends_and_writes);
@@ -501,9 +500,5 @@ int main(void)
 	tcase_add_test(tc, close_leaves_no_qp);
 	tcase_add_test(tc, options_checked);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

@@ -9,6 +9,7 @@
 
 #include "easyrdma.h"
 #include "testenv.h"
+#include "../checkmain.h"
 
 #define MSG_MIN 16
 #define MSG_MAX 200
@@ -674,8 +675,6 @@ int main(void)
 {
 	Suite *s = suite_create("pool_share");
 	TCase *tc = tcase_create("share");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, fifty_conns_greedy_and_bursts);
@@ -683,9 +682,5 @@ int main(void)
 	tcase_add_test(tc, expected_conns_full_share_at_once);
 	tcase_add_test(tc, thousand_conns_one_pool);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

@@ -11,6 +11,7 @@
 #include "easyrdma.h"
 #include "qpfsm/qpfsm.h"
 #include "testdev.h"
+#include "../checkmain.h"
 
 #define DEFAULT_CASES 3000
 #define DEFAULT_BUDGET 45	/* seconds: a loaded TCG guest runs 3,000 cases in 15-80 s */
@@ -573,15 +574,9 @@ int main(void)
 {
 	Suite *s = suite_create("qpfsm_diff");
 	TCase *tc = tcase_create("rxe");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, validator_agrees_with_the_kernel);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

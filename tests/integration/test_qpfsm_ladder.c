@@ -10,6 +10,7 @@
 
 #include "easyrdma.h"
 #include "testdev.h"
+#include "../checkmain.h"
 
 #define MSG 512
 #define GRH 40
@@ -548,8 +549,6 @@ int main(void)
 {
 	Suite *s = suite_create("qpfsm_ladder");
 	TCase *tc = tcase_create("rxe");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, rc_laddered_and_exchanging);
@@ -561,9 +560,5 @@ int main(void)
 	tcase_add_test(tc, sqd_without_notify);
 	tcase_add_test(tc, raw_packet_says_eopnotsupp);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

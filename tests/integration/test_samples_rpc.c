@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "spawn.h"
+#include "../checkmain.h"
 
 /* Starts rpc_server on a free port of the test address; returns the port. */
 static int start_server(struct child *srv)
@@ -116,8 +117,6 @@ int main(void)
 {
 	Suite *s = suite_create("samples_rpc");
 	TCase *tc = tcase_create("rpc");
-	SRunner *sr;
-	int failed;
 
 	signal(SIGPIPE, SIG_IGN);
 	tcase_set_timeout(tc, 240);
@@ -125,9 +124,5 @@ int main(void)
 	tcase_add_test(tc, sigterm_with_busy_client);
 	tcase_add_test(tc, client_without_server_fails);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_VERBOSE);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run_suite(s, CK_VERBOSE);
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "spawn.h"
+#include "../checkmain.h"
 
 static int start_daemon(struct child *d)
 {
@@ -116,17 +117,11 @@ int main(void)
 {
 	Suite *s = suite_create("samples_storage");
 	TCase *tc = tcase_create("storage");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, two_clients_blocks_verified);
 	tcase_add_test(tc, out_of_range_is_refused);
 	tcase_add_test(tc, sigusr1_prints_stats);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_VERBOSE);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return check_run_suite(s, CK_VERBOSE);
 }

@@ -12,6 +12,7 @@
 #include "easyrdma.h"
 #include "srqpool/srqpool.h"
 #include "testdev.h"
+#include "../checkmain.h"
 
 #define MSG_MAX 256
 #define BUF_SIZE 1024
@@ -767,8 +768,6 @@ int main(void)
 		{ "f_modify_rules", modify_rules_on_device },
 	};
 	Suite *s = suite_create("srqpool");
-	SRunner *sr;
-	int failed;
 
 	/* One case per test, so CK_RUN_CASE=c_growth runs one alone. */
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
@@ -778,9 +777,5 @@ int main(void)
 		tcase_add_test(tc, tests[i].test);
 		suite_add_tcase(s, tc);
 	}
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_VERBOSE);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_VERBOSE);
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "testdev.h"
+#include "../checkmain.h"
 
 #define MSG_SIZE 256
 #define ROUND_TRIPS 1000
@@ -185,15 +186,9 @@ int main(void)
 {
 	Suite *s = suite_create("verbs_pingpong");
 	TCase *tc = tcase_create("rc");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, rc_pair_pingpong_1000);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

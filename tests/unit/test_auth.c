@@ -7,6 +7,7 @@
 #include "easyrdma.h"
 #include "conn/auth.h"
 #include "conn/handshake.h"
+#include "../checkmain.h"
 
 static void unhex(const char *hex, uint8_t *out)
 {
@@ -293,8 +294,6 @@ int main(void)
 {
 	Suite *s = suite_create("auth");
 	TCase *tc = tcase_create("auth");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, hmac_sha256_rfc4231);
 	tcase_add_test(tc, key_bounds_and_wipe);
@@ -306,9 +305,5 @@ int main(void)
 	tcase_add_test(tc, garbled_or_foreign_reply_refused);
 	tcase_add_test(tc, replayed_request_needs_a_new_proof);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

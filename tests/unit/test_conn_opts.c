@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "conn/opts.h"
+#include "../checkmain.h"
 
 START_TEST(null_gives_all_defaults)
 {
@@ -129,17 +130,11 @@ int main(void)
 {
 	Suite *s = suite_create("conn_opts");
 	TCase *tc = tcase_create("defaults");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, null_gives_all_defaults);
 	tcase_add_test(tc, set_fields_are_kept);
 	tcase_add_test(tc, out_of_range_named);
 	tcase_add_test(tc, auth_key_checked);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

@@ -7,6 +7,7 @@
 
 #include "easyrdma.h"
 #include "srqpool/pool.h"
+#include "../checkmain.h"
 
 /* A pool as the share logic sees it: buffers registered and posted, no SRQ. */
 static struct ez_srqpool *fake_pool(uint32_t total, uint32_t expected)
@@ -399,8 +400,6 @@ int main(void)
 {
 	Suite *s = suite_create("credit_share");
 	TCase *tc = tcase_create("share");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, share_math);
 	tcase_add_test(tc, thousand_connections_grant_math);
@@ -410,9 +409,5 @@ int main(void)
 	tcase_add_test(tc, attach_refusals);
 	tcase_add_test(tc, random_traffic_invariant);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

@@ -6,6 +6,7 @@
 
 #include "easyrdma.h"
 #include "error.h"
+#include "../checkmain.h"
 
 START_TEST(strerror_takes_both_signs)
 {
@@ -56,17 +57,11 @@ int main(void)
 {
 	Suite *s = suite_create("error");
 	TCase *tc = tcase_create("core");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, strerror_takes_both_signs);
 	tcase_add_test(tc, fail_sets_message_and_returns_code);
 	tcase_add_test(tc, fail_into_copies_to_object_buffer);
 	tcase_add_test(tc, message_is_per_thread);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

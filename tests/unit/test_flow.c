@@ -6,6 +6,7 @@
 
 #include "conn/flow.h"
 #include "conn/opts.h"
+#include "../checkmain.h"
 
 static int in_range(uint16_t p)
 {
@@ -177,8 +178,6 @@ int main(void)
 {
 	Suite *s = suite_create("flow");
 	TCase *tc = tcase_create("policy");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, auto_distinct_over_consecutive_qpns);
 	tcase_add_test(tc, auto_two_processes_interleaved);
@@ -189,9 +188,5 @@ int main(void)
 	tcase_add_test(tc, label_gives_port_all_16384);
 	tcase_add_test(tc, mech_by_link_layer_and_gid_type);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

@@ -5,6 +5,7 @@
 
 #include "easyrdma.h"
 #include "conn/handshake.h"
+#include "../checkmain.h"
 
 static struct hs_msg sample(enum hs_kind kind, uint8_t user_len)
 {
@@ -313,8 +314,6 @@ int main(void)
 {
 	Suite *s = suite_create("handshake");
 	TCase *tc = tcase_create("codec");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, round_trip_every_kind_and_length);
 	tcase_add_test(tc, wire_layout_is_big_endian);
@@ -333,9 +332,5 @@ int main(void)
 	tcase_add_test(tc, paths_bad_block_refused);
 	tcase_add_test(tc, paths_psns_distinct_24_bit);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

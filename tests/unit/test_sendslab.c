@@ -7,6 +7,7 @@
 
 #include "easyrdma.h"
 #include "conn/sendslab.h"
+#include "../checkmain.h"
 
 /* Registration as the slab sees it: a handle and a key, counted. */
 static int regs, deregs, fail_next;
@@ -149,17 +150,11 @@ int main(void)
 {
 	Suite *s = suite_create("sendslab");
 	TCase *tc = tcase_create("slots");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, size_classes);
 	tcase_add_test(tc, growth_distinct_and_reuse);
 	tcase_add_test(tc, classes_apart_and_large_slots);
 	tcase_add_test(tc, refusals);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }

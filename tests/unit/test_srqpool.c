@@ -6,6 +6,7 @@
 
 #include "easyrdma.h"
 #include "srqpool/pool.h"
+#include "../checkmain.h"
 
 /* Limits like rxe's (max_srq_wr 16384 there; smaller here to hit the bound). */
 static const struct srqpool_limits lim = {
@@ -331,8 +332,6 @@ int main(void)
 	Suite *s = suite_create("srqpool");
 	TCase *opts = tcase_create("options");
 	TCase *fl = tcase_create("freelist");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(opts, defaults_for_null_and_zero);
 	tcase_add_test(opts, values_given_are_kept);
@@ -346,9 +345,5 @@ int main(void)
 	tcase_add_test(fl, take_release_bookkeeping);
 	suite_add_tcase(s, opts);
 	suite_add_tcase(s, fl);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return check_run_suite(s, CK_NORMAL);
 }
