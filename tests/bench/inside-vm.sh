@@ -196,6 +196,16 @@ lat_round() {
 		else
 			fail "lat_${s}_poll" anchor "$r" "$(tail -3 "$tmp/cli")"
 		fi
+		# 1a'. easyrdma always receives through an SRQ (its pool): the same
+		# spin figure against ib_send_lat receiving through one too.
+		next_port
+		if [ "$s" = 64 ] && tool_pair "ib_send_lat --use-srq" "ib_send_lat $pt --use-srq -p $port -s $s -n $lat_iters" \
+			"ib_send_lat $pt --use-srq -p $port -s $s -n $lat_iters $addr"; then
+			record "lat_${s}_poll_srq" anchor "$r" "$(pt_col "$s" 5)"
+			record "lat_${s}_poll_srq" ez "$r" "$(awk -v r="$r" -F'\t' -v m="lat_${s}_poll" '$1 == m && $2 == "ez" && $3 == r { print $4 }' "$raw")"
+		elif [ "$s" = 64 ]; then
+			fail "lat_${s}_poll_srq" anchor "$r" "$(tail -3 "$tmp/cli")"
+		fi
 		# 1b. event mode vs ib_send_lat -e
 		if ez_pair "--poll event" --lat --poll event --size "$s" --iters "$lat_iters"; then
 			record "lat_${s}_event" ez "$r" "$(field typical "$tmp/cli")"
@@ -330,6 +340,14 @@ conn_round() {
 		else
 			fail "conn_${n}_per_conn_ms" ez "$r" "$(grep ezbench "$tmp/cli" | tail -3)"
 		fi
+		# The same loop busy-polling (EZ_CTX_BUSY_POLL on both sides): what
+		# the library's own work costs without the sleep and wake-up of each
+		# CM event in event mode.
+		if ez_pair "--pool-bufs $((2 * n)) --pool-size 4096 --poll spin" --conn "$n" --send-depth 16 --poll spin; then
+			record "conn_${n}_per_conn_ms_spin" ez "$r" "$(field per_conn "$tmp/cli")"
+		else
+			fail "conn_${n}_per_conn_ms_spin" ez "$r" "$(grep ezbench "$tmp/cli" | tail -3)"
+		fi
 		if ez_pair "--pool-bufs $((2 * n)) --pool-size 4096" --conn "$n" --async --send-depth 16; then
 			record "conn_${n}_async_rate" ez "$r" "$(field rate "$tmp/cli")"
 			record "conn_${n}_async_rate_cmtime" ez "$r" "$(field rate "$tmp/cli")"
@@ -343,6 +361,7 @@ conn_round() {
 		next_port
 		if tool_pair cmserial "cmtime -b $addr -p $port" "$cmserial -s $addr -p $port -c $n" sleep; then
 			record "conn_${n}_per_conn_ms" anchor "$r" "$(field per_conn "$tmp/cli")"
+			record "conn_${n}_per_conn_ms_spin" anchor "$r" "$(field per_conn "$tmp/cli")"
 			record "conn_${n}_async_rate" anchor "$r" "$(field rate "$tmp/cli")"
 		else
 			fail "conn_${n}_per_conn_ms" anchor "$r" "$(tail -3 "$tmp/cli")"

@@ -21,6 +21,10 @@ def _lat(size):
     METRICS[f"lat_{size}_poll"] = (
         f"latency {name}: ezbench --poll spin (EZ_CTX_BUSY_POLL, ez_ctx_process() loop), {half}",
         f"ib_send_lat -s {size} (busy-polls the CQ), t_typical", "us", "lower", tgt)
+    METRICS[f"lat_{size}_poll_srq"] = (
+        f"latency {name}: ezbench --poll spin (the lat_{size}_poll sample of the same round), {half}",
+        f"ib_send_lat --use-srq -s {size} (busy-polls; receives through an SRQ, as easyrdma does), t_typical",
+        "us", "lower", None)
     METRICS[f"lat_{size}_event"] = (
         f"latency {name}: ezbench --poll event (libev, completion channel), {half}",
         f"ib_send_lat -e -s {size} (completion channel), t_typical", "us", "lower", None)
@@ -61,6 +65,10 @@ for _n in ("20", "50", "100", "500"):
         f"cmserial -c {_n} (plain rdma_cm, cmtime's QP, against cmtime's server), one after the"
         " other: wall time / N (create id, resolve, route, QP, connect)",
         "ms", "lower", ("<=", 1.0))
+    METRICS[f"conn_{_n}_per_conn_ms_spin"] = (
+        f"setup N={_n}: as conn_{_n}_per_conn_ms, both sides busy-polling (--poll spin)",
+        f"cmserial -c {_n} (the conn_{_n}_per_conn_ms sample of the same round)",
+        "ms", "lower", None)
     # cmtime runs every step for all N connections at once: its time per
     # connection is that of N in flight, which easyrdma's all-at-once run
     # matches.
@@ -94,7 +102,7 @@ for _n in ("100", "1000"):
 def main():
     raw, env, out = sys.argv[1], sys.argv[2], sys.argv[3]
     vm = sys.argv[4] if len(sys.argv) > 4 else ""
-    vals, errs, notes, order = {}, {}, {}, []
+    vals, errs, notes, order, by_round = {}, {}, {}, [], {}
     with open(raw) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
@@ -113,6 +121,7 @@ def main():
                 if not math.isfinite(x):
                     raise ValueError(v)
                 vals.setdefault(key, []).append(x)
+                by_round.setdefault(key, {})[rnd] = x
             except ValueError:
                 errs.setdefault(key, []).append(f"round {rnd}: unusable value {v!r}")
             if detail:
@@ -137,6 +146,11 @@ def main():
             row[f"{side}_note"] = notes.get((m, side), "")
         e, a = row["ez_median"], row["anchor_median"]
         row["ratio"] = e / a if e is not None and a else None
+        # Each round's own ratio (both sides measured in that round): the
+        # paired view, which drift between rounds does not move.
+        ez_r, an_r = by_round.get((m, "ez"), {}), by_round.get((m, "anchor"), {})
+        row["round_ratios"] = [ez_r[k] / an_r[k] for k in sorted(ez_r, key=int) if k in an_r and an_r[k]]
+        row["round_ratio_median"] = statistics.median(row["round_ratios"]) if row["round_ratios"] else None
         row["target"] = f"{target[0]} {target[1]}" if target else None
         if target and row["ratio"] is not None:
             op, t = target
@@ -161,14 +175,16 @@ def main():
 
     print(f"# easyrdma vs anchors on {envd.get('device', '?')} -- {envd.get('date', '?')}, "
           f"{envd.get('rounds', '?')} interleaved rounds (quick: {envd.get('quick', '?')}), {vm}")
-    print(f"{'metric':26} {'unit':7} {'easyrdma':>10} {'anchor':>10} {'ratio':>7}  target  n")
+    print(f"{'metric':26} {'unit':7} {'easyrdma':>10} {'anchor':>10} {'ratio':>7} {'rounds':>7}  target  n")
     for r in rows:
         tgt = ""
         if r["target"]:
             tgt = f"{r['target']:7}" + (" met" if r["met"] else " MISSED" if r["met"] is not None else "")
         n = f"{len(r['ez_values'])}/{len(r['anchor_values'])}"
         print(f"{r['metric']:26} {r['unit']:7} {fmt(r['ez_median']):>10} {fmt(r['anchor_median']):>10} "
-              f"{fmt(r['ratio']):>7}  {tgt:14} {n}")
+              f"{fmt(r['ratio']):>7} {fmt(r['round_ratio_median']):>7}  {tgt:14} {n}")
+    print("\nratio: median of easyrdma / median of the anchor (the figure the target is on);"
+          " rounds: median of each round's own ratio.")
     print("\nWhat each side measures (easyrdma | anchor):")
     for r in rows:
         print(f"  {r['metric']}: {r['easyrdma']} | {r['anchor']}")
