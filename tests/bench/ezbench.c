@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@
  */
 
 enum test { T_LAT = 1, T_RATE, T_BW, T_CONN, T_MEM };
-enum poll_mode { P_EVENT, P_SPIN };
+enum poll_mode { P_EVENT, P_SPIN, P_FD };
 
 #define HELLO_MAGIC 0x657a6231u /* "ezb1" */
 #define F_LAST 1u	/* the server exits when this connection's session ends */
@@ -93,8 +94,19 @@ static void finish(int code)
 		ev_break(loop, EVBREAK_ALL);
 }
 
-/* Runs the context until finish(): libev blocking in epoll (event), or
- * ez_ctx_process() of a busy-poll context in a loop that never sleeps (spin). */
+/* fd mode: the application's own loop, here poll() on ez_ctx_fd() with the
+ * library's timeout, then ez_ctx_process(). */
+static void fd_wait(void)
+{
+	struct pollfd p = { .fd = ez_ctx_fd(ctx), .events = POLLIN };
+
+	if (poll(&p, 1, ez_ctx_timeout_ms(ctx)) < 0 && errno != EINTR)
+		die("poll", -errno);
+}
+
+/* Runs the context until finish(): libev blocking in epoll (event),
+ * ez_ctx_process() of a busy-poll context in a loop that never sleeps
+ * (spin), or the application's own poll() on the context's fd (fd). */
 static void run(void)
 {
 	done = 0;
@@ -104,8 +116,11 @@ static void run(void)
 		return;
 	}
 	while (!done) {
-		int n = ez_ctx_process(ctx);
+		int n;
 
+		if (cfg.poll == P_FD)
+			fd_wait();
+		n = ez_ctx_process(ctx);
 		if (n < 0)
 			die("ez_ctx_process", n);
 	}
@@ -118,6 +133,8 @@ static void ctx_setup(void)
 	if (cfg.poll == P_EVENT) {
 		loop = ev_default_loop(0);
 		ret = ez_ctx_new(loop, 0, &ctx);
+	} else if (cfg.poll == P_FD) {
+		ret = ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx);
 	} else {
 		/* Busy-poll mode: the CQs are never armed and every
 		 * ez_ctx_process() polls them, like ib_send_lat's loop. */
@@ -129,7 +146,7 @@ static void ctx_setup(void)
 
 static const char *poll_name(void)
 {
-	return cfg.poll == P_EVENT ? "event" : "spin";
+	return cfg.poll == P_EVENT ? "event" : cfg.poll == P_FD ? "fd" : "spin";
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -583,10 +600,13 @@ static void close_all(void)
 			fprintf(stderr, "ezbench: connections still open after 300 s: %s\n", ez_errmsg());
 			exit(1);
 		}
-		if (cfg.poll == P_EVENT)
+		if (cfg.poll == P_EVENT) {
 			ev_run(loop, EVRUN_ONCE);
-		else
-			ez_ctx_process(ctx);
+			continue;
+		}
+		if (cfg.poll == P_FD)
+			fd_wait();
+		ez_ctx_process(ctx);
 	}
 	ctx = NULL;
 }
@@ -791,7 +811,7 @@ static int client_mem(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ezbench -s [-a ADDR] [-p PORT] [--poll event|spin] [--pool-bufs N [--pool-size BYTES]]\n"
+		"usage: ezbench -s [-a ADDR] [-p PORT] [--poll event|spin|fd] [--pool-bufs N [--pool-size BYTES]]\n"
 		"       (--pool-bufs: buffers of the shared pool; client: its own pool for\n"
 		"       --conn/--mem, default max(256, 2 N); server: --pool-size makes the\n"
 		"       pool, of buffers of that size, before listening, else the first\n"
@@ -806,6 +826,7 @@ static void usage(FILE *f)
 		"options: --size B [64] --iters N [1000] --warmup N [50] --depth N [64: receive]\n"
 		"         --send-depth N [64] --srq (server receives from a shared pool)\n"
 		"         --poll event (libev, completion channel) | spin (EZ_CTX_BUSY_POLL, ez_ctx_process() in a loop)\n"
+		"                | fd (EZ_CTX_NO_LOOP: poll() on ez_ctx_fd(), then ez_ctx_process())\n"
 		"         --timeout S [300] (exit 1 after S seconds)\n"
 		"Each result is one line: 'ezbench: test=... key=value ...'.\n");
 }
@@ -857,6 +878,8 @@ int main(int argc, char **argv)
 				cfg.poll = P_EVENT;
 			else if (!strcmp(optarg, "spin"))
 				cfg.poll = P_SPIN;
+			else if (!strcmp(optarg, "fd"))
+				cfg.poll = P_FD;
 			else {
 				usage(stderr);
 				return 2;
@@ -894,8 +917,9 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (cfg.server)
 		return server();
-	if (cfg.test == T_CONN || cfg.test == T_MEM) {
+	if (cfg.test == T_MEM)
 		cfg.poll = P_EVENT;
+	if (cfg.test == T_CONN || cfg.test == T_MEM) {
 		/* The library's default message size: what a real application gets. */
 		if (!cfg.size_given)
 			cfg.size = 4096;
