@@ -45,6 +45,7 @@ struct ez_ctx {
 	struct device *devices;
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
+	int nconnecting;		/* ez_connect()s not yet reported to on_connect */
 	uint32_t sport_rr;		/* EZ_SPORT_RANGE cursor of the context's connections */
 	unsigned int busy_passes;	/* EZ_CTX_BUSY_POLL passes since the fds were checked */
 	struct lookup *lookups;		/* host names being resolved (lookup.c) */
