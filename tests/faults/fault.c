@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,39 @@ static void ep_on_connect(struct ez_conn *conn, int status, void *arg)
 	snprintf(e->connect_msg, sizeof(e->connect_msg), "%s", ez_conn_errmsg(conn));
 }
 
+static void ep_drop_held(struct ep *e)
+{
+	while (e->nheld)
+		ez_buf_release(e->held[--e->nheld]);
+}
+
+static void ep_on_echo_sent(struct ez_conn *conn, int status, void *arg);
+
+/* 0 sent, -ENOBUFS the send window is full (try again later), else fail. */
+static int ep_echo(struct ez_conn *conn, struct ep *e, struct ez_buf *buf)
+{
+	int ret = ez_send(conn, ez_buf_data(buf), ez_buf_len(buf), ep_on_echo_sent, e);
+
+	ck_assert_msg(ret == 0 || ret == -ENOBUFS, "echo: %d %s", ret, ez_errmsg());
+	return ret;
+}
+
+/* A slot of the send window is free again: the held echoes go first. */
+static void ep_on_echo_sent(struct ez_conn *conn, int status, void *arg)
+{
+	struct ep *e = arg;
+	int sent = 0;
+
+	if (status || e->closed) {
+		ep_drop_held(e);
+		return;
+	}
+	while (sent < e->nheld && ep_echo(conn, e, e->held[sent]) == 0)
+		ez_buf_release(e->held[sent++]);
+	memmove(e->held, e->held + sent, (size_t)(e->nheld - sent) * sizeof(e->held[0]));
+	e->nheld -= sent;
+}
+
 static void ep_on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 {
 	struct ep *e = arg;
@@ -91,10 +125,12 @@ static void ep_on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 		e->bad_seq++;
 	e->next_seq = seq + 1;
 	e->received++;
-	if (e->echo && !e->closed) {
-		int ret = ez_send(conn, ez_buf_data(buf), ez_buf_len(buf), NULL, NULL);
-
-		ck_assert_msg(ret == 0, "echo: %d %s", ret, ez_errmsg());
+	if (e->echo && !e->closed && (e->nheld || ep_echo(conn, e, buf) == -ENOBUFS)) {
+		ck_assert_msg(e->nheld < EP_HELD_MAX, "echo: %d messages held", e->nheld);
+		e->held[e->nheld++] = buf;
+		if (e->nheld > e->held_max)
+			e->held_max = e->nheld;
+		return;
 	}
 	ez_buf_release(buf);
 }
@@ -105,6 +141,7 @@ static void ep_on_disconnect(struct ez_conn *conn, int status, void *arg)
 
 	e->disconnected++;
 	e->disconnect_status = status;
+	ep_drop_held(e);
 	snprintf(e->disconnect_msg, sizeof(e->disconnect_msg), "%s", ez_conn_errmsg(conn));
 	if (e->close_on_disconnect && !e->closed) {
 		e->closed = 1;
@@ -128,6 +165,7 @@ void ep_close(struct ep *e)
 {
 	if (!e->closed && e->conn) {
 		e->closed = 1;
+		ep_drop_held(e);
 		ez_conn_close(e->conn);
 	}
 }

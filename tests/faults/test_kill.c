@@ -360,9 +360,10 @@ START_TEST(client_killed_listener_carries_on)
 	ck_assert_msg(WIFSIGNALED(status), "client status %d", status);
 	ck_assert_msg(fb_run(&b, &s.disconnected, 1, 10), "no on_disconnect %.1f s after the kill",
 		      now_s() - t_kill);
-	printf("client killed after %d messages: server on_disconnect(%d, \"%s\") after %.1f ms\n",
+	printf("client killed after %d messages: server on_disconnect(%d, \"%s\") after %.1f ms;"
+	       " at most %d echoes waited for the send window\n",
 	       s.eps[0].received, s.eps[0].disconnect_status, s.eps[0].disconnect_msg,
-	       (now_s() - t_kill) * 1e3);
+	       (now_s() - t_kill) * 1e3, s.eps[0].held_max);
 	fflush(stdout);
 	ck_assert_int_eq(s.eps[0].bad_seq, 0);	/* what arrived arrived in order */
 	ck_assert_int_eq(s.eps[0].disconnected, 1);
