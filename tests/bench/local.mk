@@ -13,7 +13,7 @@ tests_bench_cmserial_SOURCES = tests/bench/cmserial.c
 tests_bench_cmserial_LDADD = $(RDMACM_LIBS) $(IBVERBS_LIBS)
 
 dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py
-EXTRA_DIST += tests/bench/README.md tests/bench/steptime.c doc/performance.md doc/performance.json \
+EXTRA_DIST += tests/bench/README.md tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
 	doc/performance-conn.json
 
 if HAVE_CHECK

@@ -3,7 +3,8 @@
  * Not built by make (a profiling aid for doc/performance.md):
  *   gcc -O2 -shared -fPIC -o steptime.so tests/bench/steptime.c -ldl
  *   STEPTIME_OUT=/tmp/st.cli LD_PRELOAD=./steptime.so build/tests/bench/ezbench -c ADDR -p PORT --conn 20
- * Each line: start (ms since the first call), duration (ms), call or "EVENT <type>".
+ * Each line: start (ms since the first call, or CLOCK_MONOTONIC ms with STEPTIME_ABS=1),
+ * duration (ms), call or "EVENT <type>".
  * ibv_query_port() and ibv_query_gid_ex() are inline in verbs.h and cannot be seen here.
  */
 #define _GNU_SOURCE
@@ -33,7 +34,9 @@ static void rec(const char *what, double start, const char *extra)
 
 		out = fopen(p ? p : "/dev/null", "w");
 		setvbuf(out, NULL, _IOFBF, 1 << 20);
-		t0 = start;
+		/* STEPTIME_ABS=1: CLOCK_MONOTONIC itself, so the files of two
+		 * processes (client and server) merge into one timeline. */
+		t0 = getenv("STEPTIME_ABS") ? 0 : start;
 	}
 	fprintf(out, "%.3f %.3f %s %s\n", start - t0, now_ms() - start, what, extra ? extra : "");
 }
