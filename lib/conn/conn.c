@@ -46,17 +46,16 @@ void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
 	conn_end(conn, status);
 }
 
-/* Ends the connection with the message already in conn->errmsg. */
-/* on_connect is about to run (or never will): the connect is no longer in flight. */
+/* on_connect is about to run (or never will): an ez_connect() is no longer
+ * in flight. Every path that reports the connect goes through here. */
 static void connect_reported(struct ez_conn *conn)
 {
-	conn->connect_reported = 1;
-	if (conn->in_nconnecting) {
-		conn->in_nconnecting = 0;
+	if (conn->active && !conn->connect_reported)
 		conn->ctx->nconnecting--;
-	}
+	conn->connect_reported = 1;
 }
 
+/* Ends the connection with the message already in conn->errmsg. */
 static void conn_abort(struct ez_conn *conn, int status)
 {
 	if (!conn->ended)
@@ -799,7 +798,6 @@ int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 	if (!conn)
 		return ret;
 	conn->active = 1;
-	conn->in_nconnecting = 1;
 	ctx->nconnecting++;
 	snprintf(conn->host, sizeof(conn->host), "%s:%s", host, service);
 	*out = conn;

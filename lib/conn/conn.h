@@ -72,7 +72,6 @@ struct ez_conn {
 	char host[128];
 
 	int connect_reported;	/* on_connect ran */
-	int in_nconnecting;	/* counted in ctx->nconnecting */
 	int ended;		/* conn_end ran */
 	int end_status;
 	int app_closed;		/* ez_conn_close ran */

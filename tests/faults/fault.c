@@ -83,6 +83,21 @@ static void ep_drop_held(struct ep *e)
 {
 	while (e->nheld)
 		ez_buf_release(e->held[--e->nheld]);
+	free(e->held);
+	e->held = NULL;
+	e->held_cap = 0;
+}
+
+static void ep_hold(struct ep *e, struct ez_buf *buf)
+{
+	if (e->nheld == e->held_cap) {
+		e->held_cap = e->held_cap ? 2 * e->held_cap : 64;
+		e->held = realloc(e->held, (size_t)e->held_cap * sizeof(e->held[0]));
+		ck_assert_ptr_nonnull(e->held);
+	}
+	e->held[e->nheld++] = buf;
+	if (e->nheld > e->held_max)
+		e->held_max = e->nheld;
 }
 
 static void ep_on_echo_sent(struct ez_conn *conn, int status, void *arg);
@@ -108,8 +123,11 @@ static void ep_on_echo_sent(struct ez_conn *conn, int status, void *arg)
 	}
 	while (sent < e->nheld && ep_echo(conn, e, e->held[sent]) == 0)
 		ez_buf_release(e->held[sent++]);
-	memmove(e->held, e->held + sent, (size_t)(e->nheld - sent) * sizeof(e->held[0]));
 	e->nheld -= sent;
+	if (!e->nheld)
+		ep_drop_held(e);
+	else
+		memmove(e->held, e->held + sent, (size_t)e->nheld * sizeof(e->held[0]));
 }
 
 static void ep_on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
@@ -126,10 +144,7 @@ static void ep_on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 	e->next_seq = seq + 1;
 	e->received++;
 	if (e->echo && !e->closed && (e->nheld || ep_echo(conn, e, buf) == -ENOBUFS)) {
-		ck_assert_msg(e->nheld < EP_HELD_MAX, "echo: %d messages held", e->nheld);
-		e->held[e->nheld++] = buf;
-		if (e->nheld > e->held_max)
-			e->held_max = e->nheld;
+		ep_hold(e, buf);
 		return;
 	}
 	ez_buf_release(buf);
@@ -244,12 +259,9 @@ void srv_stop(struct srv *s)
 	if (s->l)
 		ez_listener_close(s->l);
 	s->l = NULL;
-	for (i = 0; i < s->neps; i++) {
-		if (!s->eps[i].closed) {
-			s->eps[i].closed = 1;
-			ez_conn_close(s->eps[i].conn);
-		}
-	}
+	/* ep_close() also gives back the echoes still held for the window. */
+	for (i = 0; i < s->neps; i++)
+		ep_close(&s->eps[i]);
 	fb_spin(s->b, 0.3);
 	free(s->eps);
 	s->eps = NULL;

@@ -25,7 +25,6 @@ void fb_spin(struct fb *b, double secs);
 void fb_fini(struct fb *b);
 
 /* One side of a connection, counting what its callbacks saw. */
-#define EP_HELD_MAX 1024
 
 struct ep {
 	struct ez_conn *conn;
@@ -42,8 +41,8 @@ struct ep {
 	/* Echoes the send window (send_depth) could not take yet, in order:
 	 * holding their buffers holds the peer's credits, which is the
 	 * backpressure a streaming peer gets. Sent as echoes complete. */
-	struct ez_buf *held[EP_HELD_MAX];
-	int nheld, held_max;
+	struct ez_buf **held;	/* allocated only while something is held */
+	int nheld, held_cap, held_max;
 	int close_on_disconnect;
 	void *user;
 };
