@@ -9,7 +9,8 @@
 #         round trips and latency;
 #   test  runs the unit tier (make check), the integration tier in the test bed
 #         built with AddressSanitizer+UBSan (tests/run-asan.sh; EZ_PLAIN_TIER=1
-#         runs it in the plain build too), the two-VM tests (RoCEv2 capture,
+#         runs it in the plain build too; else the plain build runs
+#         test_leak alone, whose RSS bound ASan compiles out), the two-VM tests (RoCEv2 capture,
 #         source ports per connection and path, link down), make distcheck and
 #         the libFuzzer targets for a bounded time,
 #         prints every Check summary line, and ends with
@@ -158,6 +159,16 @@ test_all() {
 		"$testbed" run --cwd "$build" --timeout 1500 -- make check-integration ||
 			result fail "integration tier (plain build)"
 		count_trs tests/integration || result fail "plain integration tier did not run"
+	else
+		# test_leak's RSS bound is compiled out under ASan (its quarantine
+		# keeps freed memory resident), so the plain build runs that test.
+		say "plain build: tests/faults/test_leak (its RSS bound), in the test bed"
+		f0=$failed
+		make -C "$build" -j2 tests/faults/test_leak >/dev/null &&
+			"$testbed" run --cwd "$build" --timeout 600 -- \
+				make check TESTS=tests/faults/test_leak; st=$?
+		count_trs tests/faults || result fail "plain test_leak did not run (exit $st)"
+		[ $st -eq 0 ] || [ $failed -gt $f0 ] || result fail "plain test_leak (exit $st)"
 	fi
 
 	# Two VMs on a virtual wire: real RoCEv2 packets, captured with tcpdump.
