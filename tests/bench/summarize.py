@@ -174,7 +174,8 @@ def main():
         return f"{x:.4f}"
 
     print(f"# easyrdma vs anchors on {envd.get('device', '?')} -- {envd.get('date', '?')}, "
-          f"{envd.get('rounds', '?')} interleaved rounds (quick: {envd.get('quick', '?')}), {vm}")
+          f"{envd.get('rounds', '?')} interleaved rounds (quick: {envd.get('quick', '?')}), {vm}, "
+          f"pinning: {envd.get('pinning', 'none')}")
     print(f"{'metric':26} {'unit':7} {'easyrdma':>10} {'anchor':>10} {'ratio':>7} {'rounds':>7}  target  n")
     for r in rows:
         tgt = ""
