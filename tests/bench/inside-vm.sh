@@ -165,7 +165,7 @@ gid=$(gid_index)
 	echo "addr: $addr"
 	echo "rounds: $rounds"
 	echo "quick: $quick"
-	echo "pinning: ${pin_srv:+server $pin_srv, client $pin_cli}${pin_srv:-none}"
+	if [ -n "$pin_srv" ]; then echo "pinning: server $pin_srv, client $pin_cli"; else echo "pinning: none"; fi
 	echo "perftest: $(dpkg-query -W -f '${Version}' perftest 2>/dev/null)"
 	echo "ucx: $(dpkg-query -W -f '${Version}' ucx-utils 2>/dev/null || echo missing)"
 	echo "libfabric: $(dpkg-query -W -f '${Version}' libfabric-bin 2>/dev/null || echo missing)"

@@ -14,7 +14,7 @@ tests_bench_cmserial_LDADD = $(RDMACM_LIBS) $(IBVERBS_LIBS)
 
 dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py
 EXTRA_DIST += tests/bench/README.md tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
-	doc/performance-conn.json doc/performance-lat.json
+	doc/performance-s4.json doc/performance-s4-conn.json doc/performance-s4-lat.json
 
 if HAVE_CHECK
 INTEGRATION_TESTS += tests/integration/test_ezbench
