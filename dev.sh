@@ -10,8 +10,9 @@
 #   test  runs the unit tier (make check), the integration tier in the test bed
 #         built with AddressSanitizer+UBSan (tests/run-asan.sh; EZ_PLAIN_TIER=1
 #         runs it in the plain build too; else the plain build runs
-#         test_leak alone, whose RSS bound ASan compiles out), the two-VM tests (RoCEv2 capture,
-#         source ports per connection and path, link down), make distcheck and
+#         test_leak alone, whose RSS bound ASan compiles out), the two-VM
+#         tests (RoCEv2 capture, source ports per connection and path, link
+#         down), make distcheck and
 #         the libFuzzer targets for a bounded time,
 #         prints every Check summary line, and ends with
 #         "tests: N passed, N failed". It exits non-zero when anything failed or
