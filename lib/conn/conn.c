@@ -121,7 +121,11 @@ static void conn_finish(struct ez_conn *conn)
 		conn->cq_reserved = 0;
 	}
 	if (conn->id) {
-		if (conn->id_parked && device_port_down(conn->dev, conn->port))
+		/* The port can go down after the teardown sent its DREQ (rxe
+		 * fails the sends before it marks the port down): that DREQ is
+		 * then stuck, and rdma_destroy_id() would block the loop until
+		 * the CM gives up on it (50 s each, seen in tests/faults/linkdown). */
+		if ((conn->id_parked || conn->was_connected) && device_port_down(conn->dev, conn->port))
 			device_park_id(conn->dev, conn->port, conn->id);
 		else
 			rdma_destroy_id(conn->id);
