@@ -121,11 +121,12 @@ static void conn_finish(struct ez_conn *conn)
 		conn->cq_reserved = 0;
 	}
 	if (conn->id) {
-		/* The port can go down after the teardown sent its DREQ (rxe
-		 * fails the sends before it marks the port down): that DREQ is
-		 * then stuck, and rdma_destroy_id() would block the loop until
-		 * the CM gives up on it (50 s each, seen in tests/faults/linkdown). */
-		if ((conn->id_parked || conn->was_connected) && device_port_down(conn->dev, conn->port))
+		/* The port is asked again, not remembered from the teardown: it
+		 * can go down after the teardown sent its DREQ (rxe fails the
+		 * sends before it marks the port down), and rdma_destroy_id()
+		 * would then block the loop until the CM gives up on that DREQ
+		 * (50 s each, seen in tests/faults/linkdown). */
+		if (conn->was_connected && conn->dev && device_port_down(conn->dev, conn->port))
 			device_park_id(conn->dev, conn->port, conn->id);
 		else
 			rdma_destroy_id(conn->id);
@@ -208,11 +209,9 @@ void conn_teardown(struct ez_conn *conn)
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
 	}
 	path_teardown(conn);
-	/* No DREQ while the port is down: see device_park_id(). */
+	/* No DREQ while the port is down: conn_finish() parks the id. */
 	if (conn->id && conn->was_connected && conn->dev &&
-	    device_port_down(conn->dev, conn->port))
-		conn->id_parked = 1;
-	else if (conn->id && conn->was_connected)
+	    !device_port_down(conn->dev, conn->port))
 		rdma_disconnect(conn->id);
 	/* A private pool's SRQ serves this QP alone and is freed with the
 	 * handle: a receive the QP took from it and never completed goes with
@@ -350,10 +349,12 @@ static int conn_setup(struct ez_conn *conn)
 	struct ibv_qp_init_attr ia = { 0 };
 	struct ibv_qp_attr a;
 	int mask, ret;
-	uint32_t buf_size, credits;
+	/* Set by the calls below on success; initialized because LTO inlines
+	 * them and GCC then cannot see that (-Wmaybe-uninitialized). */
+	uint32_t buf_size = 0, credits = 0;
 
 	if (conn->o.srqpool) {
-		struct device *pdev;
+		struct device *pdev = NULL;
 
 		ret = pool_lookup(conn->o.srqpool, &pdev, &buf_size);
 		if (ret)

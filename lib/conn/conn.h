@@ -79,7 +79,6 @@ struct ez_conn {
 	int reached_rtr;
 	int last_wqe;
 	int drain_expired;
-	int id_parked;	/* no DREQ sent: the port was down at teardown */
 
 	struct ibv_qp *qp;
 	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it */
