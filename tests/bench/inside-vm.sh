@@ -218,6 +218,16 @@ lat_round() {
 		elif [ "$s" = 64 ]; then
 			fail "lat_${s}_poll_srq" anchor "$r" "$(tail -3 "$tmp/cli")"
 		fi
+		# 1a''. easyrdma's QPs are made and connected by rdma_cm: the same spin
+		# figure against ib_send_lat connected by rdma_cm too (-R).
+		next_port
+		if [ "$s" = 64 ] && tool_pair "ib_send_lat -R" "ib_send_lat $pt -R -p $port -s $s -n $lat_iters" \
+			"ib_send_lat $pt -R -p $port -s $s -n $lat_iters $addr"; then
+			record "lat_${s}_poll_cm" anchor "$r" "$(pt_col "$s" 5)"
+			record "lat_${s}_poll_cm" ez "$r" "$(awk -v r="$r" -F'\t' -v m="lat_${s}_poll" '$1 == m && $2 == "ez" && $3 == r { print $4 }' "$raw")"
+		elif [ "$s" = 64 ]; then
+			fail "lat_${s}_poll_cm" anchor "$r" "$(tail -3 "$tmp/cli")"
+		fi
 		# 1b. event mode vs ib_send_lat -e
 		if ez_pair "--poll event" --lat --poll event --size "$s" --iters "$lat_iters"; then
 			record "lat_${s}_event" ez "$r" "$(field typical "$tmp/cli")"

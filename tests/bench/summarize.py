@@ -25,6 +25,10 @@ def _lat(size):
         f"latency {name}: ezbench --poll spin (the lat_{size}_poll sample of the same round), {half}",
         f"ib_send_lat --use-srq -s {size} (busy-polls; receives through an SRQ, as easyrdma does), t_typical",
         "us", "lower", None)
+    METRICS[f"lat_{size}_poll_cm"] = (
+        f"latency {name}: ezbench --poll spin (the lat_{size}_poll sample of the same round), {half}",
+        f"ib_send_lat -R -s {size} (busy-polls; its QP connected through rdma_cm, as easyrdma's), t_typical",
+        "us", "lower", None)
     METRICS[f"lat_{size}_event"] = (
         f"latency {name}: ezbench --poll event (libev, completion channel), {half}",
         f"ib_send_lat -e -s {size} (completion channel), t_typical", "us", "lower", None)
