@@ -14,6 +14,9 @@
 #include "error.h"
 #include "listener.h"
 #include "log.h"
+#include "replay.h"
+
+_Static_assert(REPLAY_NONCE_LEN == AUTH_NONCE_LEN, "the window keeps request nonces");
 
 int ezaddr_resolve(const char *host, const char *service, int flags,
 		   struct sockaddr_storage *ss, char *err, size_t errlen)
@@ -139,6 +142,10 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 		return;
 	}
 	denied = auth_gate(l, &req->hs);
+	/* The MAC is genuine, so the nonce is the client's; seen before, the
+	 * request is a recording played again. */
+	if (!denied && l->replay && replay_window_seen(l->replay, req->hs.auth))
+		denied = "listener has seen this request before (a replay)";
 	if (denied) {
 		ezi_log_info("listener: rejecting a request: %s", denied);
 		listener_reject_id(ev->id, HS_CAP_AUTH, denied, strlen(denied));
@@ -173,6 +180,7 @@ static void listener_free(struct ez_listener *l)
 		auth_key_wipe(l->auth);
 		free(l->auth);
 	}
+	replay_window_free(l->replay);
 	free(l);
 }
 
@@ -209,8 +217,11 @@ int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
 		return ezi_fail(-ENOMEM, "ez_listen: out of memory");
 	if (opts && opts->auth_key_len) {
 		l->auth = malloc(sizeof(*l->auth));
-		if (!l->auth) {
-			free(l);
+		l->replay = replay_window_new(REPLAY_WINDOW);
+		if (!l->auth || !l->replay) {
+			free(l->auth);
+			l->auth = NULL;
+			listener_free(l);
 			return ezi_fail(-ENOMEM, "ez_listen: out of memory");
 		}
 		auth_key_set(l->auth, opts->auth_key, opts->auth_key_len);

@@ -8,6 +8,7 @@
 #include "handshake.h"
 
 struct auth_key;
+struct replay_window;
 
 struct ez_conn_req {
 	int kind;		/* CM_REQ */
@@ -28,6 +29,7 @@ struct ez_listener {
 	void *arg;
 	struct ez_conn_req *reqs;	/* not yet accepted or rejected */
 	struct auth_key *auth;		/* shared secret requests must prove; NULL: none */
+	struct replay_window *replay;	/* with auth: the request nonces let through lately */
 };
 
 void listener_on_request(struct ez_listener *l, const struct cm_event *ev);

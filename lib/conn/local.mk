@@ -9,6 +9,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/msg.c \
 	lib/conn/handshake.c lib/conn/handshake.h \
 	lib/conn/auth.c lib/conn/auth.h \
+	lib/conn/replay.c lib/conn/replay.h \
 	lib/conn/conn_auth.c lib/conn/conn_auth.h \
 	lib/conn/opts.c lib/conn/opts.h \
 	lib/conn/mr.c lib/conn/mr.h \
@@ -24,7 +25,10 @@ lib_libezcore_la_LIBADD += $(CRYPTO_LIBS)
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
-UNIT_TESTS += tests/unit/test_auth
+UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay
+tests_unit_test_replay_SOURCES = tests/unit/test_replay.c
+tests_unit_test_replay_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_replay_LDADD = $(TEST_LDADD)
 UNIT_TESTS += tests/unit/test_sendslab
 tests_unit_test_sendslab_SOURCES = tests/unit/test_sendslab.c
 tests_unit_test_sendslab_CFLAGS = $(TEST_CFLAGS)

@@ -1,4 +1,4 @@
-/* test_auth.c: the handshake's shared-secret check on a device: right key, wrong key, no key, a forged reply, a replayed request. */
+/* test_auth.c: the handshake's shared-secret check on a device: right key, wrong key, no key, a forged reply, a replayed request (once: the proof fails; again: refused before on_request). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -343,6 +343,30 @@ static void replay(struct fb *b, struct srv *s, const uint8_t *req, int len, int
 	raw_free(&r);
 }
 
+/* A request the listener has let through before: rejected with the reason,
+ * on_request never called, and the listener goes on (a good client after). */
+static void replay_again(struct fb *b, struct srv *s, const uint8_t *req, int len)
+{
+	struct raw r;
+	struct hs_msg rej;
+	char why[160];
+	int requests = s->requests, failed = s->connect_failed;
+	static const char want[] = "listener has seen this request before (a replay)";
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_ne(raw_connect_result(b, &r, s->port, req, len), -1);
+	ck_assert_int_eq(r.last, RDMA_CM_EVENT_REJECTED);
+	ck_assert_int_eq(hs_decode(r.pdata, (size_t)r.pdata_len, HS_REJ, &rej, why, sizeof(why)), 0);
+	ck_assert(rej.caps & HS_CAP_AUTH);
+	ck_assert_uint_eq(rej.user_len, sizeof(want) - 1);
+	ck_assert_mem_eq(rej.user, want, sizeof(want) - 1);
+	fb_spin(b, 0.2);
+	ck_assert_int_eq(s->requests, requests);
+	ck_assert_int_eq(s->connect_failed, failed);
+	printf("same request replayed again: rejected, \"%.*s\"\n", (int)rej.user_len, rej.user);
+	raw_free(&r);
+}
+
 START_TEST(replayed_request_cannot_complete)
 {
 	struct fb b;
@@ -353,10 +377,16 @@ START_TEST(replayed_request_cannot_complete)
 	fb_init(&b);
 	s.opts.connect_timeout_ms = 1000;
 	keyed_srv(&b, &s, 8);
+	/* Each recording is new to the listener: it reaches on_request and
+	 * then fails the proof. */
 	capture_request(&b, req, &len);
 	replay(&b, &s, req, len, 0, "the peer's shared-secret proof does not match");
+	capture_request(&b, req, &len);
 	replay(&b, &s, req, len, 1, "the peer's shared-secret proof is missing (another message came first)");
+	capture_request(&b, req, &len);
 	replay(&b, &s, req, len, 2, "no shared-secret proof from the peer within 1000 ms");
+	/* The same recording again: refused before the application sees it. */
+	replay_again(&b, &s, req, len);
 	ck_assert_int_eq(s.connected, 0);
 	good_client(&b, &s, KEY);
 	srv_stop(&s);
