@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #define REPLAY_NONCE_LEN 16	/* AUTH_NONCE_LEN */
-#define REPLAY_WINDOW 1024	/* a listener's window: 16 KiB of nonces, 28 KiB in all */
+#define REPLAY_WINDOW 1024	/* a listener's window: 16 KiB of nonces, 24 KiB in all */
 
 struct replay_window;
 
