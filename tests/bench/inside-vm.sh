@@ -221,8 +221,9 @@ lat_round() {
 		# 1a''. easyrdma's QPs are made and connected by rdma_cm: the same spin
 		# figure against ib_send_lat connected by rdma_cm too (-R).
 		next_port
+		# (with -R the server listens on rdma_cm, not on a TCP port: wait 2 s)
 		if [ "$s" = 64 ] && tool_pair "ib_send_lat -R" "ib_send_lat $pt -R -p $port -s $s -n $lat_iters" \
-			"ib_send_lat $pt -R -p $port -s $s -n $lat_iters $addr"; then
+			"ib_send_lat $pt -R -p $port -s $s -n $lat_iters $addr" sleep; then
 			record "lat_${s}_poll_cm" anchor "$r" "$(pt_col "$s" 5)"
 			record "lat_${s}_poll_cm" ez "$r" "$(awk -v r="$r" -F'\t' -v m="lat_${s}_poll" '$1 == m && $2 == "ez" && $3 == r { print $4 }' "$raw")"
 		elif [ "$s" = 64 ]; then
