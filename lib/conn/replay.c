@@ -23,7 +23,6 @@ struct replay_window {
 	uint32_t *bucket;	/* per bucket: first slot + 1, 0 when empty */
 	uint32_t *next;		/* per slot: the next slot in its bucket + 1, 0 at the end */
 	uint8_t (*nonce)[REPLAY_NONCE_LEN];
-	uint64_t refused;
 };
 
 struct replay_window *replay_window_new(uint32_t cap)
@@ -85,10 +84,8 @@ int replay_window_seen(struct replay_window *w, const uint8_t nonce[REPLAY_NONCE
 	uint32_t b = bucket_of(w, nonce), i, slot;
 
 	for (i = w->bucket[b]; i; i = w->next[i - 1]) {
-		if (!memcmp(w->nonce[i - 1], nonce, REPLAY_NONCE_LEN)) {
-			w->refused++;
+		if (!memcmp(w->nonce[i - 1], nonce, REPLAY_NONCE_LEN))
 			return 1;
-		}
 	}
 	if (w->used < w->cap) {
 		slot = w->used++;
@@ -101,9 +98,4 @@ int replay_window_seen(struct replay_window *w, const uint8_t nonce[REPLAY_NONCE
 	w->next[slot] = w->bucket[b];
 	w->bucket[b] = slot + 1;
 	return 0;
-}
-
-uint64_t replay_window_refused(const struct replay_window *w)
-{
-	return w ? w->refused : 0;
 }

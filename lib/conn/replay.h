@@ -12,10 +12,8 @@ struct replay_window;
 /* A window of the last cap nonces (cap >= 1); NULL when out of memory. */
 struct replay_window *replay_window_new(uint32_t cap);
 void replay_window_free(struct replay_window *w);
-/* 1 when nonce is among the last cap nonces recorded (and counts it as
- * refused); else records it, evicting the oldest when full, and returns 0. */
+/* 1 when nonce is among the last cap nonces recorded; else records it,
+ * evicting the oldest when full, and returns 0. */
 int replay_window_seen(struct replay_window *w, const uint8_t nonce[REPLAY_NONCE_LEN]);
-/* Replays refused so far. */
-uint64_t replay_window_refused(const struct replay_window *w);
 
 #endif

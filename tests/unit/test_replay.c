@@ -29,11 +29,10 @@ START_TEST(seen_once_is_refused_after)
 	ck_assert_int_eq(replay_window_seen(w, n), 0);
 	ck_assert_int_eq(replay_window_seen(w, n), 1);
 	ck_assert_int_eq(replay_window_seen(w, n), 1);
-	ck_assert_uint_eq(replay_window_refused(w), 2);
-	/* One byte apart is another nonce. */
+	/* One byte apart is another nonce, seen once after. */
 	n[REPLAY_NONCE_LEN - 1] ^= 1;
 	ck_assert_int_eq(replay_window_seen(w, n), 0);
-	ck_assert_uint_eq(replay_window_refused(w), 2);
+	ck_assert_int_eq(replay_window_seen(w, n), 1);
 	replay_window_free(w);
 }
 END_TEST
@@ -70,7 +69,6 @@ static void window_order(int same_bucket)
 	ck_assert_int_eq(replay_window_seen(w, n), 0);
 	nonce(n, 1, same_bucket);
 	ck_assert_int_eq(replay_window_seen(w, n), 0);
-	ck_assert_uint_eq(replay_window_refused(w), 2 * cap);
 	replay_window_free(w);
 }
 
@@ -107,7 +105,6 @@ START_TEST(long_run)
 			ck_assert_msg(replay_window_seen(w, n) == 1, "oldest %u after %u", oldest, i);
 		}
 	}
-	ck_assert_uint_eq(replay_window_refused(w), total + (total - cap + 1));
 	nonce(n, total - cap - 1, (total - cap - 1) % 3 == 0);	/* evicted last */
 	ck_assert_int_eq(replay_window_seen(w, n), 0);
 	replay_window_free(w);
@@ -119,7 +116,6 @@ START_TEST(bad_sizes)
 	ck_assert_ptr_null(replay_window_new(0));
 	ck_assert_ptr_null(replay_window_new((1u << 24) + 1));
 	replay_window_free(NULL);
-	ck_assert_uint_eq(replay_window_refused(NULL), 0);
 }
 END_TEST
 
