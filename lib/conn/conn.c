@@ -13,6 +13,7 @@
 #include "cq.h"
 #include "device.h"
 #include "flow.h"
+#include "addr.h"
 #include "listener.h"
 #include "log.h"
 #include "lookup.h"
@@ -471,8 +472,8 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	/* Each side's label sets its own direction's port: the passive side
 	 * applies its own policy here just as the active side does. */
 	conn->sport_policy = flow_policy(&conn->o);
-	ret = flowdev_mech(conn->dev->verbs, conn->port, a.ah_attr.is_global,
-			   a.ah_attr.grh.sgid_index, &conn->sport_mech);
+	ret = device_sport_mech(conn->dev, conn->port, a.ah_attr.is_global,
+				a.ah_attr.grh.sgid_index, &conn->sport_mech);
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	if (conn->sport_mech != EZ_SPORT_MECH_NONE)

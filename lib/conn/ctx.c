@@ -45,19 +45,23 @@ void ctx_watch_del(struct ez_ctx *ctx, struct ctx_watch *w)
 	epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, w->fd, NULL);
 }
 
+/* Arms the timerfd only when the first timer is due before it would fire.
+ * When the first timer is stopped (a connect timer, once the connection is
+ * made: nearly always the oldest) the fd stays armed for the old time and
+ * fires early once; on_timerfd() then finds nothing due and arms it for the
+ * next. Re-arming on every stop cost a timerfd_settime() per connection
+ * made, on both sides; this costs one wake-up per timeout period. */
 static void timerfd_arm(struct ez_ctx *ctx)
 {
 	struct itimerspec its = { 0 };
 	uint64_t due = ctx->timers ? ctx->timers->due_ns : 0;
 
-	if (due == ctx->timerfd_due)
+	if (!due || (ctx->timerfd_due && ctx->timerfd_due <= due))
 		return;
 	ctx->timerfd_due = due;
-	if (due) {
-		/* Absolute time; 0 would disarm, so a due time in the past is fine. */
-		its.it_value.tv_sec = due / 1000000000ull;
-		its.it_value.tv_nsec = due % 1000000000ull;
-	}
+	/* Absolute time; 0 would disarm, so a due time in the past is fine. */
+	its.it_value.tv_sec = due / 1000000000ull;
+	its.it_value.tv_nsec = due % 1000000000ull;
 	if (timerfd_settime(ctx->timer_watch.fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		ezi_log_err("timerfd_settime: %s", ez_strerror(errno));
 }

@@ -36,6 +36,38 @@ static void device_release(struct device *dev)
 	free(dev);
 }
 
+int device_sport_mech(struct device *dev, uint8_t port, int is_global, unsigned int sgid_index,
+		      enum ez_sport_mech *mech)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < DEVICE_MECH_CACHE; i++) {
+		if (dev->mech_cache[i].valid && dev->mech_cache[i].port == port &&
+		    dev->mech_cache[i].is_global == !!is_global &&
+		    dev->mech_cache[i].sgid_index == sgid_index) {
+			*mech = dev->mech_cache[i].mech;
+			return 0;
+		}
+	}
+	ret = flowdev_mech(dev->verbs, port, is_global, sgid_index, mech);
+	if (ret)
+		return ret;
+	i = dev->mech_next++ % DEVICE_MECH_CACHE;
+	dev->mech_cache[i].port = port;
+	dev->mech_cache[i].is_global = !!is_global;
+	dev->mech_cache[i].sgid_index = (uint16_t)sgid_index;
+	dev->mech_cache[i].mech = *mech;
+	dev->mech_cache[i].valid = 1;
+	return 0;
+}
+
+static void forget_mechs(struct device *dev)
+{
+	for (unsigned int i = 0; i < DEVICE_MECH_CACHE; i++)
+		dev->mech_cache[i].valid = 0;
+}
+
 struct parked_id {
 	struct parked_id *next;
 	struct rdma_cm_id *id;
@@ -348,12 +380,14 @@ static void on_async(struct ctx_watch *w)
 			break;
 		}
 		case IBV_EVENT_PORT_ERR:
+			forget_mechs(dev);
 			snprintf(why, sizeof(why), "device %s: port %d went down", dev->name,
 				 ev.element.port_num);
 			ezi_log_warn("%s", why);
 			end_all(dev, (uint8_t)ev.element.port_num, -ENETDOWN, why);
 			break;
 		case IBV_EVENT_PORT_ACTIVE:
+			forget_mechs(dev);
 			ezi_log_info("device %s: port %d is up", dev->name, ev.element.port_num);
 			unpark(dev, (uint8_t)ev.element.port_num);
 			break;
@@ -361,6 +395,14 @@ static void on_async(struct ctx_watch *w)
 			snprintf(why, sizeof(why), "device %s: fatal error", dev->name);
 			ezi_log_err("%s", why);
 			end_all(dev, 0, -ENODEV, why);
+			break;
+		case IBV_EVENT_GID_CHANGE:
+		case IBV_EVENT_LID_CHANGE:
+		case IBV_EVENT_CLIENT_REREGISTER:
+			/* A source GID index may now name another type of GID. */
+			forget_mechs(dev);
+			ezi_log_debug("device %s: async event %s", dev->name,
+				      ibv_event_type_str(ev.event_type));
 			break;
 		case IBV_EVENT_SRQ_ERR:
 			ezi_log_err("device %s: SRQ error", dev->name);

@@ -6,10 +6,12 @@
 #include <rdma/rdma_cma.h>
 
 #include "ctx.h"
+#include "flow.h"
 #include "qpfsm/qpfsm.h"
 #include "sendslab.h"
 
 #define DEVICE_QPN_BUCKETS 256
+#define DEVICE_MECH_CACHE 8
 
 struct device {
 	struct device *next;
@@ -36,6 +38,15 @@ struct device {
 	int dispatching;
 	struct ez_conn *kicks;
 	struct parked_id *parked;	/* CM ids kept while their port is down */
+	/* Which mechanism sets a QP's UDP source port, by port and source GID
+	 * index: two queries each, so asked once, not at every connection's
+	 * RTR. Forgotten when the GID table or a port changes. */
+	struct {
+		uint8_t port, is_global, valid;
+		uint16_t sgid_index;
+		enum ez_sport_mech mech;
+	} mech_cache[DEVICE_MECH_CACHE];
+	unsigned int mech_next;	/* the entry the next miss replaces */
 	char name[64];
 };
 
@@ -44,6 +55,10 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 /* By name (NULL: the first rdma_cm knows). */
 int device_by_name(struct ez_ctx *ctx, const char *name, struct device **out);
 void device_close(struct device *dev);
+
+/* flowdev_mech() for a QP on port with this source GID, from the cache. */
+int device_sport_mech(struct device *dev, uint8_t port, int is_global, unsigned int sgid_index,
+		      enum ez_sport_mech *mech);
 
 /* Keeps the CQ large enough for n more completions, resizing it if needed. */
 int device_cq_reserve(struct device *dev, int n);

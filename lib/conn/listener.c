@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "auth.h"
 #include "device.h"
 #include "error.h"
@@ -17,34 +18,6 @@
 #include "replay.h"
 
 _Static_assert(REPLAY_NONCE_LEN == AUTH_NONCE_LEN, "the window keeps request nonces");
-
-int ezaddr_resolve(const char *host, const char *service, int flags,
-		   struct sockaddr_storage *ss, char *err, size_t errlen)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res = NULL;
-	int rc;
-
-	if (flags & EZADDR_PASSIVE)
-		hints.ai_flags |= AI_PASSIVE;
-	hints.ai_flags |= AI_NUMERICHOST | AI_NUMERICSERV;
-	rc = getaddrinfo(host, service, &hints, &res);
-	if ((rc == EAI_NONAME || rc == EAI_SERVICE) && (flags & EZADDR_NUMERIC_ONLY))
-		return -EAGAIN;
-	if (rc == EAI_NONAME || rc == EAI_SERVICE) {
-		hints.ai_flags &= ~(AI_NUMERICHOST | AI_NUMERICSERV);
-		rc = getaddrinfo(host, service, &hints, &res);
-	}
-	if (rc) {
-		snprintf(err, errlen, "getaddrinfo(%s, %s): %s", host ? host : "*",
-			 service ? service : "0", gai_strerror(rc));
-		return rc == EAI_SERVICE ? -EINVAL : -EHOSTUNREACH;
-	}
-	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	return 0;
-}
 
 static void req_free(struct ez_conn_req *req)
 {

@@ -40,10 +40,5 @@ void listener_req_unlink(struct ez_conn_req *req);
  * that the peer's easyrdma shows in its error message. */
 void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason, size_t len);
 
-/* getaddrinfo() for rdma_cm: numeric first, then a (blocking) name lookup,
- * or -EAGAIN instead of the lookup with EZADDR_NUMERIC_ONLY. */
-enum { EZADDR_PASSIVE = 1, EZADDR_NUMERIC_ONLY = 2 };
-int ezaddr_resolve(const char *host, const char *service, int flags,
-		   struct sockaddr_storage *ss, char *err, size_t errlen);
 
 #endif

@@ -4,6 +4,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/device.c lib/conn/device.h \
 	lib/conn/cq.c lib/conn/cq.h \
 	lib/conn/listener.c lib/conn/listener.h \
+	lib/conn/addr.c lib/conn/addr.h \
 	lib/conn/lookup.c lib/conn/lookup.h \
 	lib/conn/conn.c lib/conn/conn.h \
 	lib/conn/msg.c \
@@ -26,6 +27,10 @@ if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
 UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay
+UNIT_TESTS += tests/unit/test_addr
+tests_unit_test_addr_SOURCES = tests/unit/test_addr.c
+tests_unit_test_addr_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_addr_LDADD = $(TEST_LDADD)
 tests_unit_test_replay_SOURCES = tests/unit/test_replay.c
 tests_unit_test_replay_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_replay_LDADD = $(TEST_LDADD)

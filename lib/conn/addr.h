@@ -1,0 +1,16 @@
+/* addr.h: host and service strings to the socket address rdma_cm wants. */
+#ifndef EZ_CONN_ADDR_H
+#define EZ_CONN_ADDR_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* An IPv4 or IPv6 literal with a port number is parsed here; anything else
+ * goes to getaddrinfo(), numeric first, then a (blocking) name lookup, or
+ * -EAGAIN instead of the lookup with EZADDR_NUMERIC_ONLY. 0, or -EINVAL (bad
+ * service) / -EHOSTUNREACH (no such host) with the reason in err. */
+enum { EZADDR_PASSIVE = 1, EZADDR_NUMERIC_ONLY = 2 };
+int ezaddr_resolve(const char *host, const char *service, int flags,
+		   struct sockaddr_storage *ss, char *err, size_t errlen);
+
+#endif
