@@ -34,9 +34,10 @@ static int parse_port(const char *service, uint16_t *port)
 }
 
 /* The common case, an IPv4 or IPv6 literal and a port number, without
- * getaddrinfo(): its numeric path still reads the resolver's configuration
- * and costs ~0.1 ms under TCG, once per ez_connect(). Anything else (a
- * scope id, a name, a service name, no host) is getaddrinfo's. */
+ * getaddrinfo(): even its numeric path took ~0.1 ms a call under TCG (100
+ * connections at once: 11 ms of the client's), once per ez_connect().
+ * Anything else (a scope id, a name, a service name, no host) is
+ * getaddrinfo's. */
 static int resolve_literal(const char *host, const char *service, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;

@@ -101,6 +101,45 @@ START_TEST(null_arguments)
 }
 END_TEST
 
+static void never_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	(void)l;
+	(void)req;
+	(void)arg;
+	ck_abort_msg("no request can reach a listener that was refused");
+}
+
+/* A port above 65535 is refused by name, at ez_listen() and through
+ * on_connect, and the context works on: a connection made after it is up.
+ * (getaddrinfo() kept the low 16 bits, so 65536 was port 0.) */
+START_TEST(port_out_of_range)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct ep bad = { 0 }, c = { 0 };
+	struct ez_listener *l = NULL;
+
+	fb_init(&b);
+	ASSERT_ERR(ez_listen(b.ctx, test_addr(), "65536", NULL, never_request, NULL, &l), -EINVAL,
+		   "ez_listen: port 65536 is out of range (0 to 65535)");
+	ck_assert_ptr_null(l);
+	ck_assert_int_eq(ep_connect(&b, &bad, "70000", NULL), 0);
+	ck_assert(fb_run(&b, &bad.connected, 1, 5));
+	ck_assert_int_eq(bad.connect_status, -EINVAL);
+	ck_assert_msg(strstr(bad.connect_msg, "port 70000 is out of range (0 to 65535)"), "%s",
+		      bad.connect_msg);
+	ez_conn_close(bad.conn);
+	srv_start(&b, &s, 2);
+	ck_assert_int_eq(ep_connect(&b, &c, s.port, NULL), 0);
+	ck_assert(fb_run(&b, &c.connected, 1, 10));
+	ck_assert_msg(c.connect_status == 0, "%s", c.connect_msg);
+	ep_close(&c);
+	ck_assert(fb_run(&b, &c.disconnected, 1, 5));
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
 START_TEST(send_before_connect)
 {
 	struct fb b;
@@ -583,6 +622,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, null_arguments);
+	tcase_add_test(tc, port_out_of_range);
 	tcase_add_test(tc, send_before_connect);
 	tcase_add_test(tc, oversized_message);
 	tcase_add_test(tc, calls_on_closed_connection);
