@@ -15,7 +15,9 @@ tests_bench_cmserial_LDADD = $(RDMACM_LIBS) $(IBVERBS_LIBS)
 dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py
 EXTRA_DIST += tests/bench/README.md tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
 	doc/performance-s4.json doc/performance-s4-conn.json doc/performance-s4-lat.json doc/performance-s5.json \
-	tests/bench/experiments/lat-variants.sh tests/bench/experiments/perftest-shared-cq.patch
+	doc/performance-s6.json \
+	tests/bench/experiments/lat-variants.sh tests/bench/experiments/perftest-shared-cq.patch \
+	tests/bench/experiments/kernel-calls.sh
 
 if HAVE_CHECK
 INTEGRATION_TESTS += tests/integration/test_ezbench
