@@ -119,10 +119,34 @@ static void unpark(struct device *dev, uint8_t port)
 	}
 }
 
+/* Every SLAB_TRIM_MS while the slab has chunks beyond each class's first:
+ * a burst's chunks go once the load that needed them has gone. */
+static void on_slab_trim(struct ctx_timer *t)
+{
+	struct device *dev = container_of(t, struct device, slab_trim);
+	unsigned int n = sendslab_trim(&dev->slab, dev->name);
+
+	if (n)
+		ezi_log_debug("device %s: %u idle send-slot chunks deregistered, %llu bytes still registered",
+			      dev->name, n, (unsigned long long)dev->slab.bytes_registered);
+	if (dev->slab.extra_chunks)
+		ctx_timer_start(dev->ctx, &dev->slab_trim, SLAB_TRIM_MS);
+}
+
+int device_slot_get(struct device *dev, size_t len, struct slab_slot **out)
+{
+	int ret = sendslab_get(&dev->slab, len, out);
+
+	if (!ret && dev->slab.extra_chunks && !dev->slab_trim.armed)
+		ctx_timer_start(dev->ctx, &dev->slab_trim, SLAB_TRIM_MS);
+	return ret;
+}
+
 void device_close(struct device *dev)
 {
 	unpark(dev, 0);
 	ctx_timer_stop(dev->ctx, &dev->poll_more);
+	ctx_timer_stop(dev->ctx, &dev->slab_trim);
 	ctx_watch_del(dev->ctx, &dev->comp_watch);
 	ctx_watch_del(dev->ctx, &dev->async_watch);
 	device_release(dev);
@@ -147,6 +171,7 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	dev->comp_watch.fd = -1;
 	dev->async_watch.fd = -1;
 	dev->poll_more.fn = cq_on_poll_more;
+	dev->slab_trim.fn = on_slab_trim;
 	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(verbs->device));
 	/* Our own verbs context, not rdma_cm's: rdma_cm keeps one per device
 	 * for the whole process, and with it one async event fd. Two contexts

@@ -24,6 +24,7 @@ struct device {
 	struct qpfsm_limits lim;
 	struct ibv_pd *pd;
 	struct sendslab slab;	/* every connection's send copies */
+	struct ctx_timer slab_trim;	/* armed while the slab has chunks to trim */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	int cq_size;
@@ -59,6 +60,10 @@ void device_close(struct device *dev);
 /* flowdev_mech() for a QP on port with this source GID, from the cache. */
 int device_sport_mech(struct device *dev, uint8_t port, int is_global, unsigned int sgid_index,
 		      enum ez_sport_mech *mech);
+
+/* A send slot from the device's slab (sendslab_get), arming the trim timer
+ * when the slab has grown beyond one chunk a class. */
+int device_slot_get(struct device *dev, size_t len, struct slab_slot **out);
 
 /* Keeps the CQ large enough for n more completions, resizing it if needed. */
 int device_cq_reserve(struct device *dev, int n);

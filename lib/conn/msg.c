@@ -65,7 +65,7 @@ void conn_op_release_copy(struct ez_conn *conn, struct op *op)
 /* A copy of len bytes for op, in a registered slot of the device. */
 int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len)
 {
-	int ret = sendslab_get(&conn->dev->slab, len, &op->slot);
+	int ret = device_slot_get(conn->dev, len, &op->slot);
 
 	if (ret)
 		return ret;

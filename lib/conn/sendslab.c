@@ -62,10 +62,21 @@ size_t sendslab_class_size(unsigned int cls)
 	return (size_t)1 << (SLAB_MIN_SHIFT + cls);
 }
 
-void sendslab_fini(struct sendslab *s, const char *devname)
+static void chunk_free(struct sendslab *s, struct slab_chunk *ch, const char *devname)
 {
 	int err;
 
+	if (ch->mr && (err = s->ops.dereg(s->ops.arg, ch->mr)))
+		ezi_log_err("ibv_dereg_mr(send slots of %s, %zu bytes): %s", devname ? devname : "?",
+			    ch->size, ez_strerror(err));
+	s->bytes_registered -= ch->size;
+	free(ch->slots);
+	free(ch->base);
+	free(ch);
+}
+
+void sendslab_fini(struct sendslab *s, const char *devname)
+{
 	if (s->slots_out)
 		ezi_log_err("send slots of %s: %u still handed out at close", devname ? devname : "?",
 			    s->slots_out);
@@ -76,16 +87,45 @@ void sendslab_fini(struct sendslab *s, const char *devname)
 			struct slab_chunk *ch = k->chunks;
 
 			k->chunks = ch->next;
-			if (ch->mr && (err = s->ops.dereg(s->ops.arg, ch->mr)))
-				ezi_log_err("ibv_dereg_mr(send slots of %s, %zu bytes): %s",
-					    devname ? devname : "?", ch->size, ez_strerror(err));
-			free(ch->slots);
-			free(ch->base);
-			free(ch);
+			chunk_free(s, ch, devname);
 		}
-		k->free = NULL;
 		k->nfree = k->nslots = 0;
 	}
+	s->extra_chunks = 0;
+}
+
+unsigned int sendslab_trim(struct sendslab *s, const char *devname)
+{
+	unsigned int released = 0;
+
+	for (unsigned int c = 0; c < SLAB_CLASSES; c++) {
+		struct slab_class *k = &s->cls[c];
+		struct slab_chunk **pp;
+
+		if (!k->chunks)
+			continue;
+		k->chunks->used = 0;
+		for (pp = &k->chunks->next; *pp;) {
+			struct slab_chunk *ch = *pp;
+
+			if (ch->nfree == ch->nslots && !ch->used) {
+				*pp = ch->next;
+				k->nfree -= ch->nslots;
+				k->nslots -= ch->nslots;
+				s->extra_chunks--;
+				s->releases++;
+				/* The load that grew it has gone: grow by less next time. */
+				if (k->next_chunk > SLAB_FIRST_CHUNK)
+					k->next_chunk /= 2;
+				chunk_free(s, ch, devname);
+				released++;
+				continue;
+			}
+			ch->used = 0;
+			pp = &ch->next;
+		}
+	}
+	return released;
 }
 
 /* Registers one more chunk for class c and puts its slots on the free list. */
@@ -94,7 +134,7 @@ static int class_grow(struct sendslab *s, unsigned int c)
 	struct slab_class *k = &s->cls[c];
 	size_t slot = sendslab_class_size(c);
 	size_t size = k->next_chunk > slot ? k->next_chunk : slot;
-	struct slab_chunk *ch;
+	struct slab_chunk *ch, **pp;
 	uint32_t lkey = 0, i;
 	int ret;
 
@@ -127,13 +167,19 @@ static int class_grow(struct sendslab *s, unsigned int c)
 		sl->addr = ch->base + (size_t)i * slot;
 		sl->lkey = lkey;
 		sl->cls = c;
-		sl->next = k->free;
-		k->free = sl;
+		sl->chunk = ch;
+		sl->next = ch->free;
+		ch->free = sl;
 	}
+	ch->nfree = ch->nslots;
 	k->nfree += ch->nslots;
 	k->nslots += ch->nslots;
-	ch->next = k->chunks;
-	k->chunks = ch;
+	/* Newest last: slots come from the oldest chunk that has one. */
+	if (k->chunks)
+		s->extra_chunks++;
+	for (pp = &k->chunks; *pp; pp = &(*pp)->next)
+		;
+	*pp = ch;
 	if (k->next_chunk < SLAB_MAX_CHUNK)
 		k->next_chunk *= 2;
 	s->registrations++;
@@ -145,6 +191,7 @@ int sendslab_get(struct sendslab *s, size_t len, struct slab_slot **out)
 {
 	unsigned int c;
 	struct slab_class *k;
+	struct slab_chunk *ch;
 	struct slab_slot *sl;
 	int ret;
 
@@ -152,10 +199,15 @@ int sendslab_get(struct sendslab *s, size_t len, struct slab_slot **out)
 		return ezi_fail(-EINVAL, "send slots: no class for %zu bytes", len);
 	c = sendslab_class(len);
 	k = &s->cls[c];
-	if (!k->free && (ret = class_grow(s, c)))
+	if (!k->nfree && (ret = class_grow(s, c)))
 		return ret;
-	sl = k->free;
-	k->free = sl->next;
+	/* The oldest chunk with a free slot: nearly always the first. */
+	for (ch = k->chunks; !ch->nfree; ch = ch->next)
+		;
+	sl = ch->free;
+	ch->free = sl->next;
+	ch->nfree--;
+	ch->used = 1;
 	sl->next = NULL;
 	k->nfree--;
 	s->slots_out++;
@@ -165,11 +217,13 @@ int sendslab_get(struct sendslab *s, size_t len, struct slab_slot **out)
 
 void sendslab_put(struct sendslab *s, struct slab_slot *slot)
 {
-	struct slab_class *k = &s->cls[slot->cls];
+	struct slab_chunk *ch = slot->chunk;
 
-	/* LIFO: the slot used last is the one most likely still in cache. */
-	slot->next = k->free;
-	k->free = slot;
-	k->nfree++;
+	/* LIFO within a chunk: the slot used last is the one most likely
+	 * still in cache. */
+	slot->next = ch->free;
+	ch->free = slot;
+	ch->nfree++;
+	s->cls[slot->cls].nfree++;
 	s->slots_out--;
 }

@@ -1,4 +1,4 @@
-/* test_exhaust.c: resource exhaustion: the device's CQ capacity, QP limits, memory registration failures, an SRQ pool at its cap. */
+/* test_exhaust.c: resource exhaustion: the device's CQ capacity, QP limits, memory registration failures, an SRQ pool at its cap, send slots released after a burst. */
 #include "config.h"
 
 #include <check.h>
@@ -14,6 +14,7 @@
 #include <infiniband/verbs.h>
 
 #include "easyrdma.h"
+#include "conn/sendslab.h"
 #include "fault.h"
 #include "../checkmain.h"
 
@@ -186,6 +187,96 @@ static void drop_ipc_lock(void)
  * message. Connections register nothing at setup; a send whose copy needs
  * a new chunk of slots past the limit fails with the reason, and what was
  * accepted before it still arrives, in order. */
+/* The process's pinned memory (VmPin, kB): what ibv_reg_mr() holds. */
+static long vm_pin_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	ck_assert_int_ge(kb, 0);
+	return kb;
+}
+
+static int trim_lines;
+
+static void count_trim_lines(enum ez_log_level level, const char *msg, void *arg)
+{
+	(void)level;
+	(void)arg;
+	if (strstr(msg, "idle send-slot chunks deregistered"))
+		trim_lines++;
+}
+
+/* A burst of 48 copied 64 KiB sends grows the device's send slots to six
+ * chunks (4 MiB pinned); once the burst is delivered and the connection is
+ * idle, the trim timer deregisters all but the first within two periods,
+ * and a second burst registers again and arrives intact. */
+START_TEST(send_slot_chunks_released_when_idle)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct ep c = { 0 };
+	struct ez_conn_opts o = { .send_depth = 64, .recv_depth = 8, .max_msg_size = 65536 };
+	uint8_t *msg = calloc(1, 65536);
+	long pin0, pin1, pin2;
+	uint64_t seq;
+	int n;
+
+	ck_assert_ptr_nonnull(msg);
+	ez_set_log(count_trim_lines, NULL, EZ_LOG_DEBUG);
+	fb_init(&b);
+	s.opts = o;
+	s.no_echo = 1;
+	srv_start(&b, &s, 2);
+	ck_assert_int_eq(ep_connect(&b, &c, s.port, &o), 0);
+	ck_assert(fb_run(&b, &c.connected, 1, 10));
+	ck_assert_msg(c.connect_status == 0, "%s", c.connect_msg);
+	ck_assert(fb_run(&b, &s.connected, 1, 5));
+	pin0 = vm_pin_kb();
+	for (n = 0; n < 48; n++) {
+		seq = (uint64_t)n;
+		memcpy(msg, &seq, sizeof(seq));
+		memset(msg + sizeof(seq), n, 65536 - sizeof(seq));
+		ck_assert_int_eq(ez_send(c.conn, msg, 65536, NULL, NULL), 0);
+	}
+	pin1 = vm_pin_kb();
+	ck_assert(fb_run(&b, &s.eps[0].received, 48, 30));
+	ck_assert_int_eq(s.eps[0].bad_seq, 0);
+	printf("VmPin: %ld kB connected, %ld kB with 48 x 64 KiB copies held\n", pin0, pin1);
+	/* 1 + 2 + 4 + 8 + 16 + 32 slots of 64 KiB: 4,032 KiB of chunks. */
+	ck_assert_int_ge(pin1 - pin0, 4032);
+	ck_assert_int_eq(trim_lines, 0);
+	fb_spin(&b, 2.0 * SLAB_TRIM_MS / 1000 + 1);
+	pin2 = vm_pin_kb();
+	printf("VmPin: %ld kB after %.0f s idle (%d trim lines)\n", pin2,
+	       2.0 * SLAB_TRIM_MS / 1000 + 1, trim_lines);
+	ck_assert_int_ge(trim_lines, 1);
+	/* All but the first chunk (64 KiB) are gone: 4,032 - 64 KiB. */
+	ck_assert_int_ge(pin1 - pin2, 3968);
+	/* The next burst registers again and arrives in order. */
+	for (n = 48; n < 64; n++) {
+		seq = (uint64_t)n;
+		memcpy(msg, &seq, sizeof(seq));
+		ck_assert_int_eq(ez_send(c.conn, msg, 65536, NULL, NULL), 0);
+	}
+	ck_assert(fb_run(&b, &s.eps[0].received, 64, 30));
+	ck_assert_int_eq(s.eps[0].bad_seq, 0);
+	ck_assert_int_gt(vm_pin_kb(), pin2);
+	ez_set_log(NULL, NULL, EZ_LOG_WARN);
+	ep_close(&c);
+	ck_assert(fb_run(&b, &c.disconnected, 1, 5));
+	srv_stop(&s);
+	fb_fini(&b);
+	free(msg);
+}
+END_TEST
+
 START_TEST(mr_memlock_limit)
 {
 	struct fb b;
@@ -424,6 +515,7 @@ int main(void)
 	tcase_add_test(tc, cq_capacity_exhausted);
 	tcase_add_test(tc, mr_registration_failures);
 	tcase_add_test(tc, mr_memlock_limit);
+	tcase_add_test(tc, send_slot_chunks_released_when_idle);
 	tcase_add_test(tc, srqpool_at_cap_under_burst);
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);

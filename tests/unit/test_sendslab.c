@@ -1,4 +1,4 @@
-/* test_sendslab.c: the device's send slots without a device: size classes, chunk growth, distinct slots, reuse, registration failure. */
+/* test_sendslab.c: the device's send slots without a device: size classes, chunk growth, distinct slots, reuse, oldest chunk first, trimming idle chunks, registration failure. */
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
@@ -124,6 +124,90 @@ START_TEST(classes_apart_and_large_slots)
 }
 END_TEST
 
+/* Slots come from the oldest chunk that has one, so a later chunk empties
+ * when the load drops; a trim pass releases a chunk (never a class's first)
+ * that is empty and handed out nothing since the pass before. */
+START_TEST(oldest_first_and_trim)
+{
+	struct sendslab s;
+	struct slab_slot *sl[48];
+	int i;
+
+	slab_new(&s);
+	for (i = 0; i < 48; i++)
+		ck_assert_int_eq(sendslab_get(&s, 4096, &sl[i]), 0);
+	ck_assert_int_eq(regs, 2);
+	ck_assert_uint_eq(s.extra_chunks, 1);
+	for (i = 47; i >= 0; i--)
+		sendslab_put(&s, sl[i]);
+	/* 16 slots fit the first chunk: none comes from the second. */
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(sendslab_get(&s, 4096, &sl[i]), 0);
+		ck_assert_uint_eq(sl[i]->lkey, 0x1000u);
+	}
+	ck_assert_int_eq(sendslab_get(&s, 4096, &sl[16]), 0);
+	ck_assert_uint_eq(sl[16]->lkey, 0x1001u);
+	sendslab_put(&s, sl[16]);
+	/* The second chunk handed out a slot since the last pass: it stays. */
+	ck_assert_uint_eq(sendslab_trim(&s, "fake"), 0);
+	ck_assert_int_eq(deregs, 0);
+	/* Idle for a whole period, and empty: it goes. The first stays, busy. */
+	ck_assert_uint_eq(sendslab_trim(&s, "fake"), 1);
+	ck_assert_int_eq(deregs, 1);
+	ck_assert_uint_eq(s.extra_chunks, 0);
+	ck_assert_uint_eq(s.releases, 1);
+	ck_assert_uint_eq(s.bytes_registered, 64u << 10);
+	ck_assert_uint_eq(s.cls[6].nslots, 16);
+	ck_assert_uint_eq(s.cls[6].nfree, 0);
+	/* A first chunk is never released, even empty and idle. */
+	for (i = 0; i < 16; i++)
+		sendslab_put(&s, sl[i]);
+	ck_assert_uint_eq(sendslab_trim(&s, "fake"), 0);
+	ck_assert_uint_eq(sendslab_trim(&s, "fake"), 0);
+	ck_assert_int_eq(deregs, 1);
+	/* Growing again registers a new chunk, and the slots are usable. */
+	for (i = 0; i < 17; i++) {
+		ck_assert_int_eq(sendslab_get(&s, 4096, &sl[i]), 0);
+		memset(sl[i]->addr, i, 4096);
+	}
+	ck_assert_int_eq(regs, 3);
+	ck_assert_uint_eq(s.extra_chunks, 1);
+	/* One release halved the next chunk: 128 KiB again, not 256. */
+	ck_assert_uint_eq(s.bytes_registered, (64u + 128u) << 10);
+	ck_assert_uint_eq(s.slots_out, 17);
+	for (i = 0; i < 17; i++)
+		sendslab_put(&s, sl[i]);
+	sendslab_fini(&s, "fake");
+	ck_assert_int_eq(deregs, regs);
+	ck_assert_uint_eq(s.bytes_registered, 0);
+}
+END_TEST
+
+/* A chunk with one slot out is never released, however long it waits. */
+START_TEST(trim_keeps_a_chunk_in_use)
+{
+	struct sendslab s;
+	struct slab_slot *sl[20];
+	int i;
+
+	slab_new(&s);
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(sendslab_get(&s, 4096, &sl[i]), 0);
+	for (i = 0; i < 19; i++)
+		sendslab_put(&s, sl[i]);
+	ck_assert_uint_eq(sl[19]->lkey, 0x1001u);
+	for (i = 0; i < 5; i++)
+		ck_assert_uint_eq(sendslab_trim(&s, "fake"), 0);
+	ck_assert_int_eq(deregs, 0);
+	memset(sl[19]->addr, 0x5a, 4096);	/* ASan: still ours */
+	sendslab_put(&s, sl[19]);
+	ck_assert_uint_eq(sendslab_trim(&s, "fake"), 1);
+	ck_assert_int_eq(deregs, 1);
+	sendslab_fini(&s, "fake");
+	ck_assert_int_eq(deregs, 2);
+}
+END_TEST
+
 START_TEST(refusals)
 {
 	struct sendslab s;
@@ -154,6 +238,8 @@ int main(void)
 	tcase_add_test(tc, size_classes);
 	tcase_add_test(tc, growth_distinct_and_reuse);
 	tcase_add_test(tc, classes_apart_and_large_slots);
+	tcase_add_test(tc, oldest_first_and_trim);
+	tcase_add_test(tc, trim_keeps_a_chunk_in_use);
 	tcase_add_test(tc, refusals);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
