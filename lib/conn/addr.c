@@ -38,14 +38,11 @@ static int parse_port(const char *service, uint16_t *port)
  * connections at once: 11 ms of the client's), once per ez_connect().
  * Anything else (a scope id, a name, a service name, no host) is
  * getaddrinfo's. */
-static int resolve_literal(const char *host, const char *service, struct sockaddr_storage *ss)
+static int resolve_literal(const char *host, uint16_t port, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
 	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	uint16_t port;
 
-	if (!host || parse_port(service, &port) != 0)
-		return -1;
 	memset(ss, 0, sizeof(*ss));
 	if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
 		sin->sin_family = AF_INET;
@@ -65,14 +62,16 @@ int ezaddr_resolve(const char *host, const char *service, int flags,
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
+	uint16_t port;
 	int rc;
 
-	if (resolve_literal(host, service, ss) == 0)
-		return 0;
-	if (parse_port(service, &(uint16_t){ 0 }) == -ERANGE) {
+	rc = parse_port(service, &port);
+	if (rc == -ERANGE) {
 		snprintf(err, errlen, "port %s is out of range (0 to 65535)", service);
 		return -EINVAL;
 	}
+	if (rc == 0 && host && resolve_literal(host, port, ss) == 0)
+		return 0;
 	if (flags & EZADDR_PASSIVE)
 		hints.ai_flags |= AI_PASSIVE;
 	hints.ai_flags |= AI_NUMERICHOST | AI_NUMERICSERV;

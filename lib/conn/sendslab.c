@@ -104,7 +104,7 @@ unsigned int sendslab_trim(struct sendslab *s, const char *devname)
 
 		if (!k->chunks)
 			continue;
-		k->chunks->used = 0;
+		/* The first chunk stays whatever it did: start at the second. */
 		for (pp = &k->chunks->next; *pp;) {
 			struct slab_chunk *ch = *pp;
 
@@ -113,7 +113,6 @@ unsigned int sendslab_trim(struct sendslab *s, const char *devname)
 				k->nfree -= ch->nslots;
 				k->nslots -= ch->nslots;
 				s->extra_chunks--;
-				s->releases++;
 				/* The load that grew it has gone: grow by less next time. */
 				if (k->next_chunk > SLAB_FIRST_CHUNK)
 					k->next_chunk /= 2;

@@ -60,7 +60,6 @@ struct sendslab {
 	struct slab_ops ops;
 	struct slab_class cls[SLAB_CLASSES];
 	uint64_t registrations;	/* chunks registered so far */
-	uint64_t releases;	/* chunks trimmed so far */
 	uint64_t bytes_registered;	/* registered now */
 	uint32_t slots_out;	/* handed out, not yet back */
 	uint32_t extra_chunks;	/* chunks beyond each class's first: what a trim may release */
