@@ -10,14 +10,14 @@
 
 #include "conn.h"
 #include "conn_auth.h"
-#include "cq.h"
-#include "device.h"
-#include "flow.h"
-#include "addr.h"
+#include "device/cq.h"
+#include "device/device.h"
+#include "wire/flow.h"
+#include "wire/addr.h"
 #include "listener.h"
-#include "log.h"
-#include "lookup.h"
-#include "opts.h"
+#include "base/log.h"
+#include "loop/lookup.h"
+#include "wire/opts.h"
 #include "path.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
@@ -321,6 +321,7 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	conn->o.private_data = NULL;	/* the caller's buffer may go away */
 	if (conn->o.auth_key_len && conn_auth_new(conn, conn->o.auth_key, conn->o.auth_key_len)) {
 		*err = ezi_fail(-ENOMEM, "connection: out of memory");
+		path_free(conn);
 		free(conn);
 		return NULL;
 	}

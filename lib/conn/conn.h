@@ -6,10 +6,11 @@
 #include <infiniband/verbs.h>
 
 #include "ctx.h"
-#include "error.h"
-#include "handshake.h"
+#include "base/error.h"
+#include "wire/handshake.h"
+#include "wire/imm.h"
 #include "qpfsm/qpfsm.h"
-#include "sendslab.h"
+#include "device/sendslab.h"
 #include "srqpool/srqpool.h"
 
 enum conn_state {
@@ -42,17 +43,6 @@ struct op {
 	struct ibv_send_wr wr;
 };
 
-/* Immediate data of every SEND: credits handed back, and a flag for messages
- * that only carry credits (consumed by the library, never delivered). */
-#define IMM_CREDIT_ONLY 0x80000000u
-/* With IMM_CREDIT_ONLY: the peer is closing on purpose (ez_conn_close). */
-#define IMM_BYE 0x40000000u
-#define IMM_CREDITS_MASK 0xffffu
-/* With IMM_CREDIT_ONLY: we took path (imm >> IMM_PATH_SHIFT) & IMM_PATH_MASK
- * out; the peer does too rather than wait for its transport timeout. */
-#define IMM_PATH_DOWN 0x20000000u
-#define IMM_PATH_SHIFT 16
-#define IMM_PATH_MASK 0x7u
 
 struct device;
 struct conn_auth;

@@ -14,7 +14,7 @@
 #include "conn_auth.h"
 #include "path.h"
 #include "listener.h"
-#include "log.h"
+#include "base/log.h"
 
 int conn_auth_new(struct ez_conn *conn, const void *key, uint32_t len)
 {
@@ -144,7 +144,7 @@ static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint3
 
 int conn_auth_send_proof(struct ez_conn *conn)
 {
-	int ret = post_auth(conn, AUTH_IMM_PROOF, conn->auth->proof, AUTH_PROOF_LEN);
+	int ret = post_auth(conn, IMM_AUTH_PROOF, conn->auth->proof, AUTH_PROOF_LEN);
 
 	if (ret) {
 		conn_fail(conn, ret, "rdma_connect(%s): ibv_post_send(shared-secret proof): %s",
@@ -168,7 +168,7 @@ void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
 	settle(conn);
 	/* The refusal goes out like a goodbye: the teardown waits for it. */
 	if (conn->qp && !conn->bye_posted) {
-		op->wr.imm_data = htonl(AUTH_IMM_REFUSED);
+		op->wr.imm_data = htonl(IMM_AUTH_REFUSED);
 		op->wr.num_sge = 0;
 		op->path = &conn->paths[0];
 		if (ibv_post_send(conn->qp, &op->wr, &bad) == 0) {
@@ -184,18 +184,18 @@ void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
 
 static void server_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t imm, size_t len)
 {
-	int ok = imm == AUTH_IMM_PROOF && len == AUTH_PROOF_LEN &&
+	int ok = imm == IMM_AUTH_PROOF && len == AUTH_PROOF_LEN &&
 		 auth_memcmp(ez_buf_data(buf), conn->auth->proof, AUTH_PROOF_LEN) == 0;
 
 	ez_buf_release(buf);
 	if (!ok) {
 		conn_auth_refuse(conn, "ez_accept(%s): the peer's shared-secret proof %s", conn->host,
-				 imm == AUTH_IMM_PROOF ? "does not match" :
+				 imm == IMM_AUTH_PROOF ? "does not match" :
 				 "is missing (another message came first)");
 		return;
 	}
 	settle(conn);
-	if (post_auth(conn, AUTH_IMM_OK, NULL, 0)) {
+	if (post_auth(conn, IMM_AUTH_OK, NULL, 0)) {
 		conn_fail(conn, -EIO, "ez_accept(%s): ibv_post_send(shared-secret verdict): %s",
 			  conn->host, ez_strerror(errno));
 		return;
@@ -206,10 +206,10 @@ static void server_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t im
 static void client_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t imm)
 {
 	ez_buf_release(buf);
-	if (imm == AUTH_IMM_OK) {
+	if (imm == IMM_AUTH_OK) {
 		settle(conn);
 		conn_established(conn);
-	} else if (imm == AUTH_IMM_REFUSED) {
+	} else if (imm == IMM_AUTH_REFUSED) {
 		settle(conn);
 		conn_fail(conn, -EACCES, "rdma_connect(%s): listener refused the shared-secret proof",
 			  conn->host);

@@ -4,17 +4,12 @@
 
 #include <infiniband/verbs.h>
 
-#include "auth.h"
+#include "wire/auth.h"
+#include "wire/imm.h"
 
 struct ez_conn;
 struct ez_buf;
 
-/* Immediate data of the library's auth messages (conn.h has the others):
- * the client's proof (AUTH_PROOF_LEN bytes), the server's verdict. */
-#define IMM_AUTH 0x20000000u
-#define AUTH_IMM_PROOF (IMM_CREDIT_ONLY | IMM_AUTH)
-#define AUTH_IMM_OK (IMM_CREDIT_ONLY | IMM_AUTH)
-#define AUTH_IMM_REFUSED (IMM_CREDIT_ONLY | IMM_AUTH | IMM_BYE)
 
 struct conn_auth {
 	struct auth_key key;

@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "cq.h"
+#include "device/cq.h"
 #include "ctx.h"
-#include "device.h"
-#include "error.h"
+#include "device/device.h"
+#include "base/error.h"
 #include "listener.h"
-#include "log.h"
-#include "lookup.h"
+#include "base/log.h"
+#include "loop/lookup.h"
 
 uint64_t ctx_now_ns(void)
 {

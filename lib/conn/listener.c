@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
-#include "auth.h"
-#include "device.h"
-#include "error.h"
+#include "wire/addr.h"
+#include "wire/auth.h"
+#include "device/device.h"
+#include "base/error.h"
 #include "listener.h"
-#include "log.h"
-#include "replay.h"
+#include "base/log.h"
+#include "wire/replay.h"
 
 _Static_assert(REPLAY_NONCE_LEN == AUTH_NONCE_LEN, "the window keeps request nonces");
 

@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 
 #include "ctx.h"
-#include "handshake.h"
+#include "wire/handshake.h"
 
 struct auth_key;
 struct replay_window;

@@ -1,33 +1,21 @@
 # lib/conn/local.mk: the conn layer's sources, tests and man pages.
 lib_libezcore_la_SOURCES += \
 	lib/conn/ctx.c lib/conn/ctx.h \
-	lib/conn/device.c lib/conn/device.h \
-	lib/conn/cq.c lib/conn/cq.h \
 	lib/conn/listener.c lib/conn/listener.h \
-	lib/conn/addr.c lib/conn/addr.h \
-	lib/conn/lookup.c lib/conn/lookup.h \
 	lib/conn/conn.c lib/conn/conn.h \
 	lib/conn/msg.c \
-	lib/conn/handshake.c lib/conn/handshake.h \
-	lib/conn/auth.c lib/conn/auth.h \
-	lib/conn/replay.c lib/conn/replay.h \
 	lib/conn/conn_auth.c lib/conn/conn_auth.h \
-	lib/conn/opts.c lib/conn/opts.h \
-	lib/conn/mr.c lib/conn/mr.h \
-	lib/conn/sendslab.c lib/conn/sendslab.h \
 	lib/conn/pool.c lib/conn/pool.h \
-	lib/conn/flow.c lib/conn/flow.h \
-	lib/conn/flowdev.c \
 	lib/conn/path.c lib/conn/path.h
-# The shared-secret check (auth.c) uses OpenSSL's libcrypto.
-AM_CPPFLAGS += $(CRYPTO_CFLAGS)
-lib_libezcore_la_LIBADD += $(CRYPTO_LIBS)
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
 UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay
-UNIT_TESTS += tests/unit/test_addr
+UNIT_TESTS += tests/unit/test_addr tests/unit/test_imm
+tests_unit_test_imm_SOURCES = tests/unit/test_imm.c
+tests_unit_test_imm_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_imm_LDADD = $(TEST_LDADD)
 tests_unit_test_addr_SOURCES = tests/unit/test_addr.c
 tests_unit_test_addr_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_addr_LDADD = $(TEST_LDADD)

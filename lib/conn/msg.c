@@ -9,10 +9,10 @@
 
 #include "conn.h"
 #include "conn_auth.h"
-#include "cq.h"
-#include "device.h"
-#include "log.h"
-#include "mr.h"
+#include "device/cq.h"
+#include "device/device.h"
+#include "base/log.h"
+#include "device/mr.h"
 #include "path.h"
 #include "srqpool/srqpool.h"
 
@@ -757,8 +757,8 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	conn->send_credits += imm & IMM_CREDITS_MASK;
 	if (imm & IMM_BYE)
 		conn->peer_bye = 1;
-	if ((imm & (IMM_CREDIT_ONLY | IMM_PATH_DOWN)) == (IMM_CREDIT_ONLY | IMM_PATH_DOWN))
-		path_on_peer_down(conn, (imm >> IMM_PATH_SHIFT) & IMM_PATH_MASK);
+	if (imm_is_path_down(imm))
+		path_on_peer_down(conn, imm_path(imm));
 	if (imm & IMM_CREDIT_ONLY) {
 		conn->stats.credit_msgs_recv++;
 		ez_buf_release(buf);

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "conn.h"
-#include "cq.h"
-#include "device.h"
-#include "flow.h"
-#include "log.h"
+#include "device/cq.h"
+#include "device/device.h"
+#include "wire/flow.h"
+#include "base/log.h"
 #include "path.h"
 #include "srqpool/srqpool.h"
 

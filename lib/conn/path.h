@@ -6,7 +6,7 @@
 #include <infiniband/verbs.h>
 
 #include "conn.h"
-#include "handshake.h"
+#include "wire/handshake.h"
 
 /* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are
  * created by the library on the same PD, CQ and SRQ and laddered with QP 0's

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
 

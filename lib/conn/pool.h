@@ -2,7 +2,7 @@
 #ifndef EZ_CONN_POOL_H
 #define EZ_CONN_POOL_H
 
-#include "device.h"
+#include "device/device.h"
 
 /* Creates a pool on dev and reserves CQ room for all its buffers. */
 int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, int owned_by_conn,

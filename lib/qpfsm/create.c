@@ -3,7 +3,7 @@
 
 #include <errno.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "qpfsm.h"
 
 int ez_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init, struct ibv_qp **qp)

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "qpfsm.h"
 
 #define DEFAULT_QKEY 0x11111111u

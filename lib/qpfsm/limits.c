@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "qpfsm.h"
 
 int qpfsm_limits_query(struct ibv_context *ctx, struct qpfsm_limits *lim)

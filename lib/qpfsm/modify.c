@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "qpfsm.h"
 
 int qpfsm_view(struct ibv_qp *qp, struct qpfsm_qp_view *view)

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "qpfsm.h"
 
 static int row_bits(enum ibv_qp_type type, enum ibv_qp_state from, enum ibv_qp_state to)

@@ -1,7 +1,7 @@
 /* buf.c: the application's side of a received buffer: its bytes, and giving it back. */
 #include "config.h"
 
-#include "log.h"
+#include "base/log.h"
 #include "pool.h"
 
 void *ez_buf_data(const struct ez_buf *buf)

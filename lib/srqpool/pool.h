@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "srqpool.h"
 
 #define SRQPOOL_DEF_BUF_SIZE 4096u

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "pool.h"
 
 #define POOL_FAIL(pool, err, ...) ezi_fail_into((pool)->errmsg, sizeof((pool)->errmsg), err, __VA_ARGS__)

@@ -13,8 +13,8 @@
 #include "easyrdma.h"
 #include "fault.h"
 #include "rawcm.h"
-#include "conn/auth.h"
-#include "conn/handshake.h"
+#include "wire/auth.h"
+#include "wire/handshake.h"
 #include "../checkmain.h"
 
 static const char KEY[] = "easyrdma test key: 32 bytes long";

@@ -14,7 +14,7 @@
 #include <infiniband/verbs.h>
 
 #include "easyrdma.h"
-#include "conn/sendslab.h"
+#include "device/sendslab.h"
 #include "fault.h"
 #include "../checkmain.h"
 

@@ -15,7 +15,7 @@
 #include "rawcm.h"
 #include "../checkmain.h"
 
-/* The wire header (see lib/conn/handshake.h), written by hand on purpose:
+/* The wire header (see lib/wire/handshake.h), written by hand on purpose:
  * the test must not trust the codec it tests. */
 static size_t hdr(uint8_t *p, uint32_t magic, uint8_t version, uint8_t kind, uint8_t user_len,
 		  uint16_t credits, uint32_t max_msg)

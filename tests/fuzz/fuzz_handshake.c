@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/auth.h"
-#include "conn/handshake.h"
+#include "wire/auth.h"
+#include "wire/handshake.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,7 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 # target name, then the library sources it needs (pure code only: no device).
 targets="
 qpfsm_validate lib/qpfsm/validate.c lib/qpfsm/table.c lib/qpfsm/names.c
-handshake lib/conn/handshake.c lib/conn/auth.c
+handshake lib/wire/handshake.c lib/wire/auth.c
 "
 
 status=0

@@ -16,7 +16,7 @@
 
 #include "easyrdma.h"
 #include "testenv.h"
-#include "conn/handshake.h"
+#include "wire/handshake.h"
 #include "../checkmain.h"
 
 /* ---- a loop, a context and a listener: the test bench ---------------- */

@@ -6,7 +6,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "conn/addr.h"
+#include "wire/addr.h"
 #include "../checkmain.h"
 
 /* What getaddrinfo() itself makes of a numeric host and port. */

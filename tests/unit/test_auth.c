@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "easyrdma.h"
-#include "conn/auth.h"
-#include "conn/handshake.h"
+#include "wire/auth.h"
+#include "wire/handshake.h"
 #include "../checkmain.h"
 
 static void unhex(const char *hex, uint8_t *out)

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "conn/opts.h"
+#include "wire/opts.h"
 #include "../checkmain.h"
 
 START_TEST(null_gives_all_defaults)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "easyrdma.h"
-#include "error.h"
+#include "base/error.h"
 #include "../checkmain.h"
 
 START_TEST(strerror_takes_both_signs)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/flow.h"
-#include "conn/opts.h"
+#include "wire/flow.h"
+#include "wire/opts.h"
 #include "../checkmain.h"
 
 static int in_range(uint16_t p)

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "easyrdma.h"
-#include "conn/handshake.h"
+#include "wire/handshake.h"
 #include "../checkmain.h"
 
 static struct hs_msg sample(enum hs_kind kind, uint8_t user_len)

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "conn/replay.h"
+#include "wire/replay.h"
 #include "../checkmain.h"
 
 /* Nonce i: distinct bytes; with same_bucket every nonce hashes alike (the

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "easyrdma.h"
-#include "conn/sendslab.h"
+#include "device/sendslab.h"
 #include "../checkmain.h"
 
 /* Registration as the slab sees it: a handle and a key, counted. */

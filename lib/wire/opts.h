@@ -1,6 +1,6 @@
 /* opts.h: connection options with their defaults filled in and checked. */
-#ifndef EZ_CONN_OPTS_H
-#define EZ_CONN_OPTS_H
+#ifndef EZ_WIRE_OPTS_H
+#define EZ_WIRE_OPTS_H
 
 #include <stddef.h>
 

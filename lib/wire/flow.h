@@ -1,6 +1,6 @@
 /* flow.h: the UDP source port policy of a connection (pure logic) and how it is applied to a QP. */
-#ifndef EZ_CONN_FLOW_H
-#define EZ_CONN_FLOW_H
+#ifndef EZ_WIRE_FLOW_H
+#define EZ_WIRE_FLOW_H
 
 #include <stdint.h>
 #include <infiniband/verbs.h>

@@ -3,9 +3,9 @@
 
 #include <errno.h>
 
-#include "conn.h"
+#include "conn/conn.h"
 #include "cq.h"
-#include "log.h"
+#include "base/log.h"
 #include "srqpool/srqpool.h"
 
 /* Polls up to max_batches batches, fewer if the CQ empties first. */

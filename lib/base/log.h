@@ -1,6 +1,6 @@
 /* log.h: the library's log lines, routed to the application's hook. */
-#ifndef EZ_LOG_H
-#define EZ_LOG_H
+#ifndef EZ_BASE_LOG_H
+#define EZ_BASE_LOG_H
 
 #include "easyrdma.h"
 

@@ -1,6 +1,6 @@
 /* mr.h: registered memory of the connection layer. */
-#ifndef EZ_CONN_MR_H
-#define EZ_CONN_MR_H
+#ifndef EZ_DEVICE_MR_H
+#define EZ_DEVICE_MR_H
 
 #include <infiniband/verbs.h>
 

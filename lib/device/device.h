@@ -1,12 +1,12 @@
 /* device.h: a verbs device as the context uses it: PD, completion channel, CQ, async events. */
-#ifndef EZ_CONN_DEVICE_H
-#define EZ_CONN_DEVICE_H
+#ifndef EZ_DEVICE_DEVICE_H
+#define EZ_DEVICE_DEVICE_H
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "ctx.h"
-#include "flow.h"
+#include "conn/ctx.h"
+#include "wire/flow.h"
 #include "qpfsm/qpfsm.h"
 #include "sendslab.h"
 

@@ -1,6 +1,6 @@
 /* error.h: the thread's last error message, set by every failing call. */
-#ifndef EZ_ERROR_H
-#define EZ_ERROR_H
+#ifndef EZ_BASE_ERROR_H
+#define EZ_BASE_ERROR_H
 
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "flow.h"
 #include "handshake.h"
 #include "opts.h"

@@ -1,6 +1,6 @@
 /* replay.h: the window of request nonces a keyed listener has let through, so a replayed request is refused before the application sees it. */
-#ifndef EZ_CONN_REPLAY_H
-#define EZ_CONN_REPLAY_H
+#ifndef EZ_WIRE_REPLAY_H
+#define EZ_WIRE_REPLAY_H
 
 #include <stdint.h>
 

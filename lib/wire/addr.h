@@ -1,6 +1,6 @@
 /* addr.h: host and service strings to the socket address rdma_cm wants. */
-#ifndef EZ_CONN_ADDR_H
-#define EZ_CONN_ADDR_H
+#ifndef EZ_WIRE_ADDR_H
+#define EZ_WIRE_ADDR_H
 
 #include <stddef.h>
 #include <sys/socket.h>

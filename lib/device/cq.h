@@ -1,6 +1,6 @@
 /* cq.h: polling a device's CQ and dispatching completions. */
-#ifndef EZ_CONN_CQ_H
-#define EZ_CONN_CQ_H
+#ifndef EZ_DEVICE_CQ_H
+#define EZ_DEVICE_CQ_H
 
 #include "device.h"
 

@@ -1,6 +1,6 @@
 /* sendslab.h: a device's registered slots for send copies, shared by all its connections. */
-#ifndef EZ_CONN_SENDSLAB_H
-#define EZ_CONN_SENDSLAB_H
+#ifndef EZ_DEVICE_SENDSLAB_H
+#define EZ_DEVICE_SENDSLAB_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "mr.h"
 
 int mr_access_flags(unsigned int access)

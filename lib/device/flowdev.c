@@ -9,8 +9,8 @@
 #include <infiniband/mlx5dv.h>
 #endif
 
-#include "error.h"
-#include "flow.h"
+#include "base/error.h"
+#include "wire/flow.h"
 
 static int sysfs_gid_type(struct ibv_context *verbs, uint8_t port, unsigned int index,
 			  uint32_t *type)

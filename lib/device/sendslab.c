@@ -7,8 +7,8 @@
 
 #include <infiniband/verbs.h>
 
-#include "error.h"
-#include "log.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "sendslab.h"
 
 /* A class's first chunk is small (registration cost grows with the pages

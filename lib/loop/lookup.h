@@ -1,6 +1,6 @@
 /* lookup.h: host names resolved off the loop, so ez_connect() never blocks on DNS. */
-#ifndef EZ_CONN_LOOKUP_H
-#define EZ_CONN_LOOKUP_H
+#ifndef EZ_LOOP_LOOKUP_H
+#define EZ_LOOP_LOOKUP_H
 
 #include <sys/socket.h>
 

@@ -11,9 +11,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "ctx.h"
-#include "error.h"
-#include "log.h"
+#include "conn/ctx.h"
+#include "base/error.h"
+#include "base/log.h"
 #include "lookup.h"
 
 /* The eventfd glibc's resolver thread pokes. Shared by the context and every

@@ -1,6 +1,6 @@
 /* handshake.h: the private-data codec of the connection handshake (pure functions). */
-#ifndef EZ_CONN_HANDSHAKE_H
-#define EZ_CONN_HANDSHAKE_H
+#ifndef EZ_WIRE_HANDSHAKE_H
+#define EZ_WIRE_HANDSHAKE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "conn/conn.h"
 #include "cq.h"
 #include "device.h"
-#include "error.h"
-#include "log.h"
-#include "path.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "conn/path.h"
 #include "srqpool/srqpool.h"
 
 #define CQ_INITIAL 1024

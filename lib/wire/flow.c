@@ -3,7 +3,7 @@
 
 #include <errno.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "flow.h"
 
 int flow_opts_check(const struct ez_conn_opts *o)

@@ -1,6 +1,6 @@
 /* auth.h: the shared-secret check of the handshake: HMAC-SHA256 seals and proofs (pure functions). */
-#ifndef EZ_CONN_AUTH_H
-#define EZ_CONN_AUTH_H
+#ifndef EZ_WIRE_AUTH_H
+#define EZ_WIRE_AUTH_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,0 +1,57 @@
+/* imm.h: every bit of the 32-bit immediate data easyrdma puts on its SENDs, in one place. */
+#ifndef EZ_WIRE_IMM_H
+#define EZ_WIRE_IMM_H
+
+#include <stdint.h>
+
+/*
+ * A SEND's immediate (network order on the wire) carries:
+ *   bits  0..15  credits handed back to the receiver of this message
+ *   bits 16..18  a path index (with IMM_PATH_DOWN)
+ *   bit  28      IMM_AUTH: a shared-secret message (proof, verdict)
+ *   bit  29      IMM_PATH_DOWN: the sender took path (bits 16..18) out
+ *   bit  30      IMM_BYE: the sender is closing on purpose (ez_conn_close)
+ *   bit  31      IMM_CREDIT_ONLY: consumed by the library, never delivered
+ * IMM_AUTH, IMM_PATH_DOWN and IMM_BYE are meaningful only with
+ * IMM_CREDIT_ONLY. An RDMA WRITE with immediate is told apart by its
+ * completion's opcode: its 32 bits are the application's.
+ */
+#define IMM_CREDITS_MASK 0x0000ffffu
+#define IMM_PATH_SHIFT 16
+#define IMM_PATH_MASK 0x7u
+#define IMM_PATH_FIELD (IMM_PATH_MASK << IMM_PATH_SHIFT)
+#define IMM_AUTH 0x10000000u
+#define IMM_PATH_DOWN 0x20000000u
+#define IMM_BYE 0x40000000u
+#define IMM_CREDIT_ONLY 0x80000000u
+
+/* The library's auth messages: the client's proof (AUTH_PROOF_LEN bytes),
+ * the server's verdict (accepted, or refused and closing). */
+#define IMM_AUTH_PROOF (IMM_CREDIT_ONLY | IMM_AUTH)
+#define IMM_AUTH_OK (IMM_CREDIT_ONLY | IMM_AUTH)
+#define IMM_AUTH_REFUSED (IMM_CREDIT_ONLY | IMM_AUTH | IMM_BYE)
+
+/* Each field its own bits: a flag that shares a bit with another is read
+ * as that other (IMM_AUTH and IMM_PATH_DOWN once were both 0x20000000). */
+_Static_assert((IMM_CREDITS_MASK & IMM_PATH_FIELD) == 0, "credits and path index overlap");
+_Static_assert(((IMM_CREDITS_MASK | IMM_PATH_FIELD) & (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0,
+	       "a flag overlaps the credits or the path index");
+_Static_assert((IMM_AUTH & IMM_PATH_DOWN) == 0 && (IMM_AUTH & IMM_BYE) == 0 &&
+	       (IMM_AUTH & IMM_CREDIT_ONLY) == 0 && (IMM_PATH_DOWN & IMM_BYE) == 0 &&
+	       (IMM_PATH_DOWN & IMM_CREDIT_ONLY) == 0 && (IMM_BYE & IMM_CREDIT_ONLY) == 0,
+	       "two immediate-data flags share a bit");
+_Static_assert((IMM_PATH_MASK + 1) >= 8, "the path field cannot name EZ_MAX_PATHS paths");
+
+/* The path a IMM_PATH_DOWN notice names. */
+static inline unsigned int imm_path(uint32_t imm)
+{
+	return (imm >> IMM_PATH_SHIFT) & IMM_PATH_MASK;
+}
+
+/* A credit-only notice that the sender took path idx out. */
+static inline int imm_is_path_down(uint32_t imm)
+{
+	return (imm & (IMM_CREDIT_ONLY | IMM_PATH_DOWN | IMM_AUTH)) == (IMM_CREDIT_ONLY | IMM_PATH_DOWN);
+}
+
+#endif

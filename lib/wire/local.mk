@@ -1,0 +1,12 @@
+# lib/wire/local.mk: the pure codecs (handshake, auth, replay, options, flow policy, addresses).
+lib_libezcore_la_SOURCES += \
+	lib/wire/addr.c lib/wire/addr.h \
+	lib/wire/handshake.c lib/wire/handshake.h \
+	lib/wire/auth.c lib/wire/auth.h \
+	lib/wire/replay.c lib/wire/replay.h \
+	lib/wire/opts.c lib/wire/opts.h \
+	lib/wire/flow.c lib/wire/flow.h \
+	lib/wire/imm.h
+# The shared-secret check (auth.c) uses OpenSSL's libcrypto.
+AM_CPPFLAGS += $(CRYPTO_CFLAGS)
+lib_libezcore_la_LIBADD += $(CRYPTO_LIBS)
