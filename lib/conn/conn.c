@@ -34,33 +34,44 @@
 
 static void conn_end(struct ez_conn *conn, int status);
 
+static void set_errmsg(struct ez_conn *conn, const char *fmt, va_list ap)
+{
+	vsnprintf(conn->errmsg, sizeof(conn->errmsg), fmt, ap);
+}
+
 void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!conn || conn->ended)
+	if (!conn || conn_is_ended(conn))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(conn->errmsg, sizeof(conn->errmsg), fmt, ap);
+	set_errmsg(conn, fmt, ap);
 	va_end(ap);
 	ezi_log_debug("conn %p: %s (%s)", (void *)conn, conn->errmsg, ez_strerror(status));
 	conn_end(conn, status);
 }
 
-/* on_connect is about to run (or never will): an ez_connect() is no longer
- * in flight. Every path that reports the connect goes through here. */
-static void connect_reported(struct ez_conn *conn)
+void conn_fail_after_bye(struct ez_conn *conn, int status, const char *fmt, ...)
 {
-	if (conn->active && !conn->connect_reported)
-		conn->ctx->nconnecting--;
-	conn->connect_reported = 1;
+	va_list ap;
+
+	if (!conn || conn_is_ended(conn))
+		return;
+	va_start(ap, fmt);
+	set_errmsg(conn, fmt, ap);
+	va_end(ap);
+	ezi_log_debug("conn %p: %s (%s)", (void *)conn, conn->errmsg, ez_strerror(status));
+	if (conn_fsm_row(conn->state, CE_END_BYE)->valid)
+		conn_fire(conn, CE_END_BYE, status);
+	else
+		conn_fire(conn, CE_END, status);
 }
 
 /* Ends the connection with the message already in conn->errmsg. */
 static void conn_abort(struct ez_conn *conn, int status)
 {
-	if (!conn->ended)
-		conn_end(conn, status);
+	conn_end(conn, status);
 }
 
 static void conn_free(struct ez_conn *conn)
@@ -93,8 +104,43 @@ static void conn_free(struct ez_conn *conn)
 	free(conn);
 }
 
-/* Runs from a timer, never inside the application's call or a CQ poll. */
-static void conn_finish(struct ez_conn *conn)
+/* An ez_connect() is no longer in flight once on_connect runs. */
+static void connect_reported(struct ez_conn *conn)
+{
+	if (conn->active)
+		conn->ctx->nconnecting--;
+}
+
+/* CA_REPORT_UP: the connection is established. */
+static void report_up(struct ez_conn *conn)
+{
+	ctx_timer_stop(conn->ctx, &conn->connect_timer);
+	connect_reported(conn);
+	conn->errmsg[0] = '\0';
+	if (conn->cbs.on_connect)
+		conn->cbs.on_connect(conn, 0, conn->arg);
+	if (conn->state == CS_CONNECTED)
+		conn_kick(conn);
+}
+
+/* CA_END: what every end does first, from whichever live state. */
+static void mark_end(struct ez_conn *conn, enum conn_state from, int status)
+{
+	conn->ended_from = from;
+	conn->end_status = status;
+	lookup_abandon(conn->lookup);
+	conn->lookup = NULL;
+	ctx_timer_stop(conn->ctx, &conn->connect_timer);
+}
+
+static int was_connected(const struct ez_conn *conn)
+{
+	return conn_state_cm_connected(conn->ended_from);
+}
+
+/* CA_FINISH, from the deferred work: never inside the application's call
+ * or a CQ poll. Destroys what the connection holds, then the final callback. */
+static void release_and_report(struct ez_conn *conn)
 {
 	if (conn->dev) {
 		/* Completions of this QP still in the CQ point at its ops and
@@ -127,15 +173,16 @@ static void conn_finish(struct ez_conn *conn)
 		 * sends before it marks the port down), and rdma_destroy_id()
 		 * would then block the loop until the CM gives up on that DREQ
 		 * (50 s each, seen in tests/faults/linkdown). */
-		if (conn->was_connected && conn->dev && device_port_down(conn->dev, conn->port))
+		if (was_connected(conn) && conn->dev && device_port_down(conn->dev, conn->port))
 			device_park_id(conn->dev, conn->port, conn->id);
 		else
 			rdma_destroy_id(conn->id);
 		conn->id = NULL;
 	}
-	conn->state = CS_DEAD;
-	conn->in_final_cb = 1;
-	if (!conn->connect_reported) {
+	/* Exactly one final callback: on_connect for a connection that never
+	 * came up (the table reports up only from CS_CONNECTED's entry), else
+	 * on_disconnect. */
+	if (conn->ended_from != CS_CONNECTED) {
 		connect_reported(conn);
 		if (conn->cbs.on_connect)
 			conn->cbs.on_connect(conn, conn->end_status ? conn->end_status : -ECANCELED,
@@ -143,29 +190,25 @@ static void conn_finish(struct ez_conn *conn)
 	} else if (conn->cbs.on_disconnect) {
 		conn->cbs.on_disconnect(conn, conn->end_status, conn->arg);
 	}
-	conn->in_final_cb = 0;
-	if (conn->app_closed)
-		conn_free(conn);
+	conn_fire(conn, CE_REPORTED, 0);
 }
 
 static void on_defer(struct ctx_timer *t)
 {
-	conn_finish(container_of(t, struct ez_conn, defer_timer));
+	conn_fire(container_of(t, struct ez_conn, defer_timer), CE_FINISH, 0);
 }
 
 void conn_drain_check(struct ez_conn *conn)
 {
-	if (!conn->ended || !conn->torn || conn->state == CS_DEAD || conn->defer_timer.armed)
-		return;
-	if (conn->posted == 0 && (conn->last_wqe || conn->drain_expired))
-		ctx_timer_start(conn->ctx, &conn->defer_timer, 0);
+	if (conn->state == CS_DRAINING && conn->posted == 0 && conn->srq_drained)
+		conn_fire(conn, CE_DRAINED, 0);
 }
 
 static void on_drain_timer(struct ctx_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, drain_timer);
 
-	conn->drain_expired = 1;
+	conn->srq_drained = 1;
 	ezi_log_debug("QP %u: no IBV_EVENT_QP_LAST_WQE_REACHED after %d ms; %d sends not flushed yet",
 		      conn->qpn, DRAIN_FALLBACK_MS, conn->posted);
 	conn_drain_check(conn);
@@ -179,24 +222,23 @@ void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
 	/* A multi-path connection has drained once every QP has. */
 	if (!path_on_last_wqe(conn, qpn))
 		return;
-	conn->last_wqe = 1;
+	conn->srq_drained = 1;
+	ctx_timer_stop(conn->ctx, &conn->drain_timer);
 	conn_drain_check(conn);
 }
 
 void conn_on_comm_est(struct ez_conn *conn)
 {
 	/* Data arrived before the RTU: tell the CM, which then reports ESTABLISHED. */
-	if (conn && conn->state == CS_ACCEPTING && conn->id)
+	if (conn && (conn->state == CS_ACCEPTING || conn->state == CS_AWAITING_PROOF) && conn->id)
 		rdma_notify(conn->id, IBV_EVENT_COMM_EST);
 }
 
-/* The QP enters ERR here: rdma_disconnect() only does that for a QP that
- * rdma_cm created. The flushed completions drain before conn_finish(). */
-void conn_teardown(struct ez_conn *conn)
+/* CA_TEARDOWN. The QP enters ERR here: rdma_disconnect() only does that
+ * for a QP that rdma_cm created. The flushed completions drain before the
+ * finish. */
+static void teardown(struct ez_conn *conn)
 {
-	if (conn->torn)
-		return;
-	conn->torn = 1;
 	ctx_timer_stop(conn->ctx, &conn->bye_timer);
 	/* RESET -> ERR is not a valid transition: a QP that never left RESET
 	 * (setup failed before INIT) is simply destroyed. */
@@ -210,69 +252,83 @@ void conn_teardown(struct ez_conn *conn)
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
 	}
 	path_teardown(conn);
-	/* No DREQ while the port is down: conn_finish() parks the id. */
-	if (conn->id && conn->was_connected && conn->dev &&
+	/* No DREQ while the port is down: the finish parks the id. */
+	if (conn->id && was_connected(conn) && conn->dev &&
 	    !device_port_down(conn->dev, conn->port))
 		rdma_disconnect(conn->id);
 	/* A private pool's SRQ serves this QP alone and is freed with the
 	 * handle: a receive the QP took from it and never completed goes with
 	 * it, so only the flushed sends are waited for. */
-	if (conn->qp && conn->reached_rtr && !conn->own_pool)
+	if (conn->qp && conn->reached_rtr && !conn->own_pool && !conn->srq_drained)
 		ctx_timer_start(conn->ctx, &conn->drain_timer, DRAIN_FALLBACK_MS);
 	else
-		conn->drain_expired = 1;
+		conn->srq_drained = 1;
 	conn_drain_check(conn);
 }
 
 static void on_bye_timer(struct ctx_timer *t)
 {
-	conn_teardown(container_of(t, struct ez_conn, bye_timer));
+	conn_fire(container_of(t, struct ez_conn, bye_timer), CE_BYE_DONE, 0);
 }
 
-/* A close by the application first sends a goodbye (so the peer can tell it
- * from a process that died: both reach it as a CM disconnect), posted behind
- * the work already on the send queue; the teardown follows its completion. */
+/* Ends a live connection. A close by the application first sends a goodbye
+ * (so the peer can tell it from a process that died: both reach it as a CM
+ * disconnect), posted behind the work already on the send queue; the
+ * teardown follows its completion. */
 static void conn_end(struct ez_conn *conn, int status)
 {
-	enum conn_state was = conn->state;
-
-	if (conn->ended)
+	if (conn_is_ended(conn))
 		return;
-	/* What the application submitted before closing goes out before the
-	 * goodbye, even when a completion batch had held it back. */
-	if (was == CS_CONNECTED && conn->app_closed && !status && conn->qp) {
+	if (conn->state == CS_CONNECTED && conn->app_closed && !status && conn->qp) {
+		/* What the application submitted before closing goes out
+		 * before the goodbye, even when a completion batch had held it
+		 * back. */
 		conn_flush_kick(conn);
-		if (conn->ended)	/* a refused post ended it */
+		if (conn_is_ended(conn))	/* a refused post ended it */
 			return;
+		if (conn_post_bye(conn) == 0) {
+			conn_fire(conn, CE_END_BYE, 0);
+			return;
+		}
 	}
-	conn->ended = 1;
-	conn->end_status = status;
-	lookup_abandon(conn->lookup);
-	conn->lookup = NULL;
-	ctx_timer_stop(conn->ctx, &conn->connect_timer);
-	conn->state = CS_CLOSING;
-	conn->was_connected = was == CS_CONNECTED || was == CS_ACCEPTING || was == CS_AUTHENTICATING;
-	if (!conn->bye_posted && was == CS_CONNECTED && conn->app_closed && !status && conn->qp &&
-	    conn_post_bye(conn) == 0)
-		conn->bye_posted = 1;
-	/* The goodbye, or a shared-secret refusal, goes out before the teardown. */
-	if (conn->bye_posted) {
-		ctx_timer_start(conn->ctx, &conn->bye_timer, BYE_WAIT_MS);
-		return;
-	}
-	conn_teardown(conn);
+	conn_fire(conn, CE_END, status);
 }
 
-void conn_established(struct ez_conn *conn)
+static void run_actions(struct ez_conn *conn, unsigned int actions, enum conn_state from,
+			int status)
 {
-	conn->state = CS_CONNECTED;
-	ctx_timer_stop(conn->ctx, &conn->connect_timer);
-	connect_reported(conn);
-	conn->errmsg[0] = '\0';
-	if (conn->cbs.on_connect)
-		conn->cbs.on_connect(conn, 0, conn->arg);
-	if (conn->state == CS_CONNECTED)
-		conn_kick(conn);
+	if (actions & CA_END)
+		mark_end(conn, from, status);
+	if (actions & CA_REPORT_UP)
+		report_up(conn);
+	if (actions & CA_CLOSE)
+		conn_end(conn, 0);
+	if (actions & CA_BYE_TIMER)
+		ctx_timer_start(conn->ctx, &conn->bye_timer, BYE_WAIT_MS);
+	if (actions & CA_TEARDOWN)
+		teardown(conn);
+	if (actions & CA_DEFER_FINISH)
+		ctx_timer_start(conn->ctx, &conn->defer_timer, 0);
+	if (actions & CA_FINISH)
+		release_and_report(conn);
+	if ((actions & CA_FREE_IF_CLOSED) && conn->app_closed)
+		conn_free(conn);
+	if (actions & CA_FREE)
+		conn_free(conn);
+}
+
+void conn_fire(struct ez_conn *conn, enum conn_event ev, int status)
+{
+	const struct conn_fsm_row *row = conn_fsm_row(conn->state, ev);
+	enum conn_state from = conn->state;
+
+	if (!row->valid) {
+		ezi_log_debug("conn %p: %s ignored in %s", (void *)conn, conn_event_name(ev),
+			      conn_state_name(from));
+		return;
+	}
+	conn->state = row->next;
+	run_actions(conn, row->actions, from, status);
 }
 
 static int conn_fail_ret(struct ez_conn *conn, int err)
@@ -286,7 +342,7 @@ static void on_connect_timeout(struct ctx_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, connect_timer);
 
-	if (!conn->active && conn->state == CS_ACCEPTING && conn_auth_pending(conn)) {
+	if (conn->state == CS_AWAITING_PROOF) {
 		conn_auth_refuse(conn, "ez_accept(%s): no shared-secret proof from the peer within %u ms",
 				 conn->host, conn->o.connect_timeout_ms);
 		return;
@@ -583,7 +639,7 @@ static void on_route_resolved(struct ez_conn *conn)
 	p.srq = 1;
 	p.qp_num = conn->qpn;
 	conn->step = "rdma_connect";
-	conn->state = CS_CONNECTING;
+	conn_fire(conn, CE_REQ_SENT, 0);
 	if (rdma_connect(conn->id, &p))
 		conn_fail(conn, -errno, "rdma_connect(%s): %s", conn->host, ez_strerror(errno));
 }
@@ -623,7 +679,7 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	if (conn->auth)
 		conn_auth_send_proof(conn);
 	else
-		conn_established(conn);
+		conn_fire(conn, CE_REPLY_OK, 0);
 }
 
 static void on_rejected(struct ez_conn *conn, const struct cm_event *ev)
@@ -661,7 +717,7 @@ void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
 {
 	int ret;
 
-	if (conn->ended)
+	if (conn_is_ended(conn))
 		return;
 	switch (ev->type) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -674,7 +730,7 @@ void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
 						   &conn->o.tos, sizeof(conn->o.tos)))
 			ezi_log_warn("rdma_set_option(TOS %u): %s", conn->o.tos, ez_strerror(errno));
 		conn->step = "rdma_resolve_route";
-		conn->state = CS_RESOLVING_ROUTE;
+		conn_fire(conn, CE_RESOLVE_ROUTE, 0);
 		if (rdma_resolve_route(conn->id, (int)conn->o.connect_timeout_ms)) {
 			conn_fail(conn, addr_errno(-errno), "rdma_resolve_route(%s): %s", conn->host,
 				  ez_strerror(errno));
@@ -708,9 +764,9 @@ void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
 		on_connect_response(conn, ev);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		/* A keyed peer's proof, not the RTU, establishes the passive side. */
-		if (conn->state == CS_ACCEPTING && !conn_auth_pending(conn))
-			conn_established(conn);
+		/* A keyed peer's proof, not the RTU, establishes the passive
+		 * side: the table ignores the RTU in CS_AWAITING_PROOF. */
+		conn_fire(conn, CE_RTU, 0);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		on_rejected(conn, ev);
@@ -730,7 +786,7 @@ void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
 		 * are delivered first. */
 		if (conn->dev)
 			cq_poll(conn->dev);
-		if (conn->ended)
+		if (conn_is_ended(conn))
 			break;
 		if (conn->state == CS_CONNECTED && conn->peer_bye) {
 			snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s closed the connection",
@@ -772,7 +828,7 @@ static void connect_to(struct ez_conn *conn, const struct sockaddr_storage *ss)
 		return;
 	}
 	conn->step = "rdma_resolve_addr";
-	conn->state = CS_RESOLVING_ADDR;
+	conn_fire(conn, CE_RESOLVE_ADDR, 0);
 	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)ss, (int)conn->o.connect_timeout_ms))
 		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
 			  ez_strerror(errno));
@@ -819,6 +875,8 @@ int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 		ret = lookup_start(ctx, host, service, conn, on_lookup_done, &conn->lookup);
 		if (ret)
 			conn_fail(conn, ret, "%s", ez_errmsg());
+		else
+			conn_fire(conn, CE_LOOKUP, 0);
 		return 0;
 	}
 	if (ret) {
@@ -916,7 +974,7 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
 						   ez_strerror(errno)));
 		goto fail;
 	}
-	conn->state = CS_ACCEPTING;
+	conn_fire(conn, conn->auth ? CE_REP_SENT_KEYED : CE_REP_SENT, 0);
 	ctx_timer_start(ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
 	*out = conn;
 	return 0;
@@ -938,7 +996,6 @@ fail:
 	ezi_fail(ret, "%s", conn->errmsg);
 	conn->cbs = (struct ez_conn_cbs){ 0 };
 	conn->app_closed = 1;
-	connect_reported(conn);
 	conn_end(conn, ret);
 	return ret;
 }
@@ -952,14 +1009,10 @@ void ez_conn_close(struct ez_conn *conn)
 		return;
 	}
 	conn->app_closed = 1;
-	if (conn->state == CS_DEAD) {
-		if (!conn->in_final_cb)
-			conn_free(conn);
-		return;
-	}
-	if (!conn->ended)
+	if (!conn_is_ended(conn))
 		snprintf(conn->errmsg, sizeof(conn->errmsg), "closed by the application");
-	conn_end(conn, 0);
+	/* Live: goodbye or teardown; ended: freed once finished; dead: now. */
+	conn_fire(conn, CE_CLOSE, 0);
 }
 
 const char *ez_conn_errmsg(const struct ez_conn *conn)
@@ -983,7 +1036,7 @@ int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
 	memset(info, 0, sizeof(*info));
 	if (!conn->qp || !conn->id)
 		return ezi_fail(-ENOTCONN, "ez_conn_info: the connection has no QP (%s)",
-				conn->state == CS_DEAD ? "closed" : "still resolving");
+				conn_is_ended(conn) ? "closed" : "still resolving");
 	if (ibv_query_qp(conn->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN,
 			 &ia))
 		return ezi_fail(-errno, "ibv_query_qp(%u): %s", conn->qpn, ez_strerror(errno));

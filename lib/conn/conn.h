@@ -7,22 +7,13 @@
 
 #include "ctx.h"
 #include "base/error.h"
+#include "conn_fsm.h"
 #include "wire/handshake.h"
 #include "wire/imm.h"
 #include "qpfsm/qpfsm.h"
 #include "device/sendslab.h"
 #include "srqpool/srqpool.h"
 
-enum conn_state {
-	CS_RESOLVING_ADDR,
-	CS_RESOLVING_ROUTE,
-	CS_CONNECTING,		/* REQ sent, waiting for the reply */
-	CS_ACCEPTING,		/* REP sent, waiting for the RTU (and a keyed peer's proof) */
-	CS_AUTHENTICATING,	/* keyed client: proof sent, waiting for the verdict */
-	CS_CONNECTED,
-	CS_CLOSING,		/* QP in ERR, draining */
-	CS_DEAD,		/* torn down; waiting for ez_conn_close() */
-};
 
 enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
 	       OP_PATH_DOWN, OP_AUTH };
@@ -55,20 +46,17 @@ struct ez_conn {
 	struct ez_conn_opts o;
 	struct ez_conn_cbs cbs;
 	void *arg;
-	enum conn_state state;
+	enum conn_state state;	/* written by conn_fire() alone (conn.c) */
+	enum conn_state ended_from;	/* the live state it ended from */
 	int active;
 	const char *step;	/* the step under way, for error messages */
 	struct lookup *lookup;	/* the host name being resolved */
 	char host[128];
 
-	int connect_reported;	/* on_connect ran */
-	int ended;		/* conn_end ran */
 	int end_status;
-	int app_closed;		/* ez_conn_close ran */
-	int in_final_cb;
+	int app_closed;		/* ez_conn_close ran: the handle, not the connection */
 	int reached_rtr;
-	int last_wqe;
-	int drain_expired;
+	int srq_drained;	/* the SRQ is done with the QPs (last WQE, or its timer) */
 
 	struct ibv_qp *qp;
 	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it */
@@ -91,9 +79,6 @@ struct ez_conn {
 	struct op credit_op;
 	int credit_inflight;
 	struct op bye_op;
-	int bye_posted;
-	int torn;		/* QP in ERR, CM disconnected */
-	int was_connected;
 	int peer_bye;
 	int posted;		/* WRs on the send queue */
 	struct ez_conn *kick_next;	/* on the device's list of deferred kicks */
@@ -133,6 +118,18 @@ void conn_on_comm_est(struct ez_conn *conn);
 /* Records the error in the connection and ends it (no-op once ended). */
 void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same, for an end whose goodbye-like message (a shared-secret
+ * refusal) the caller has posted: the teardown waits for it. */
+void conn_fail_after_bye(struct ez_conn *conn, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The one way a connection changes state: (state, event) through the
+ * table of conn_fsm.c, then the row's actions. status goes with CE_END. */
+void conn_fire(struct ez_conn *conn, enum conn_event ev, int status);
+/* Ended: saying goodbye, draining, finishing or dead. */
+static inline int conn_is_ended(const struct ez_conn *conn)
+{
+	return !conn_state_live(conn->state);
+}
 
 /* Passive side, called by ez_accept() with the request's data. */
 struct ez_conn_req;
@@ -153,17 +150,18 @@ void conn_kick(struct ez_conn *conn);
 void conn_credit_kick(struct srqpool_acct *a);
 /* Posts what the callbacks of a dispatched batch submitted (cq.c). */
 void conn_run_kicks(struct device *dev);
-/* A WR just posted on op->path joins that path's list of posted WRs. */
-void conn_sq_append(struct ez_conn *conn, struct op *op);
 void conn_unqueue_kick(struct ez_conn *conn);
 /* Posts a deferred kick now (a close posts its goodbye behind it). */
 void conn_flush_kick(struct ez_conn *conn);
 int conn_post_bye(struct ez_conn *conn);
 void conn_cancel_pending(struct ez_conn *conn);
-void conn_established(struct ez_conn *conn);
-/* Called whenever posted work drops: finishes a teardown once drained. */
+/* Called whenever posted work drops: fires CE_DRAINED once a draining
+ * connection has nothing posted left. */
 void conn_drain_check(struct ez_conn *conn);
-/* The goodbye message finished (or never will): QP to ERR, CM disconnect, drain. */
-void conn_teardown(struct ez_conn *conn);
+/* The control messages (credits, goodbyes, path notices, auth): op is a
+ * dedicated one, or NULL for a free send op (returned at its completion);
+ * data (len bytes) is copied. 0, or -errno with nothing posted. */
+int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
+		   struct conn_path *path, uint32_t imm, const void *data, uint32_t len);
 
 #endif

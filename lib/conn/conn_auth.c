@@ -39,18 +39,12 @@ void conn_auth_free(struct ez_conn *conn)
 	conn->auth = NULL;
 }
 
-int conn_auth_pending(const struct ez_conn *conn)
-{
-	return conn->auth && conn->auth->pending;
-}
-
 /* Once the proof is settled the key and the transcript are not needed. */
 static void settle(struct ez_conn *conn)
 {
 	struct conn_auth *a = conn->auth;
 
 	OPENSSL_cleanse(a, sizeof(*a));
-	a->pending = 0;
 }
 
 int conn_auth_seal_req(struct ez_conn *conn, struct hs_msg *req)
@@ -62,7 +56,6 @@ int conn_auth_seal_req(struct ez_conn *conn, struct hs_msg *req)
 		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
 				     "shared secret: sealing the request: %s", ez_strerror(ret));
 	a->req = *req;
-	a->pending = 1;
 	return 0;
 }
 
@@ -74,7 +67,6 @@ int conn_auth_seal_rep(struct ez_conn *conn, struct hs_msg *rep)
 	if (ret)
 		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
 				     "shared secret: sealing the reply: %s", ez_strerror(ret));
-	a->pending = 1;
 	return 0;
 }
 
@@ -98,48 +90,12 @@ int conn_auth_check_rep(struct ez_conn *conn, const struct hs_msg *rep)
 	return 0;
 }
 
-/* Posts a library message from a free op (the op returns to the free list
- * on its completion, like any send). */
+/* A library message on QP 0 from a free op (it returns to the free list on
+ * its completion, like any send); on QP 0's list of posted WRs, so its
+ * completion accounts for the WRs before it (selective signalling). */
 static int post_auth(struct ez_conn *conn, uint32_t imm, const void *data, uint32_t len)
 {
-	struct op *op = conn->free_ops;
-	struct ibv_send_wr *bad;
-
-	if (!op)
-		return -ENOBUFS;
-	conn->free_ops = op->next;
-	op->kind = OP_AUTH;
-	op->cb = NULL;
-	op->arg = NULL;
-	if (len) {
-		int ret = conn_op_copy_slot(conn, op, len);
-
-		if (ret) {
-			op->next = conn->free_ops;
-			conn->free_ops = op;
-			return ret;
-		}
-		memcpy(op->slot->addr, data, len);
-	}
-	op->sge.length = len;
-	op->wr.next = NULL;
-	op->wr.num_sge = len ? 1 : 0;
-	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
-	op->wr.send_flags = IBV_SEND_SIGNALED;
-	op->wr.imm_data = htonl(imm);
-	/* On QP 0, in its list of posted WRs: a completion accounts for the
-	 * WRs before it on its path (selective signalling). */
-	op->path = &conn->paths[0];
-	if (ibv_post_send(conn->qp, &op->wr, &bad)) {
-		int err = errno ? errno : EIO;
-
-		conn_op_release_copy(conn, op);
-		op->next = conn->free_ops;
-		conn->free_ops = op;
-		return -err;
-	}
-	conn_sq_append(conn, op);
-	return 0;
+	return conn_post_ctrl(conn, NULL, OP_AUTH, &conn->paths[0], imm, data, len);
 }
 
 int conn_auth_send_proof(struct ez_conn *conn)
@@ -151,15 +107,14 @@ int conn_auth_send_proof(struct ez_conn *conn)
 			  conn->host, ez_strerror(ret));
 		return ret;
 	}
-	conn->state = CS_AUTHENTICATING;
+	conn_fire(conn, CE_PROOF_SENT, 0);
 	return 0;
 }
 
 void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
 {
-	struct op *op = &conn->bye_op;
-	struct ibv_send_wr *bad;
 	char msg[EZ_ERRMSG_MAX];
+	int ret;
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -167,17 +122,15 @@ void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
 	va_end(ap);
 	settle(conn);
 	/* The refusal goes out like a goodbye: the teardown waits for it. */
-	if (conn->qp && !conn->bye_posted) {
-		op->wr.imm_data = htonl(IMM_AUTH_REFUSED);
-		op->wr.num_sge = 0;
-		op->path = &conn->paths[0];
-		if (ibv_post_send(conn->qp, &op->wr, &bad) == 0) {
-			conn_sq_append(conn, op);
-			conn->bye_posted = 1;
+	if (conn->qp && conn->state == CS_AWAITING_PROOF) {
+		ret = conn_post_ctrl(conn, &conn->bye_op, OP_BYE, &conn->paths[0],
+				     IMM_AUTH_REFUSED, NULL, 0);
+		if (ret == 0) {
 			conn->byes_left = 1;
-		} else {
-			ezi_log_warn("ibv_post_send(shared-secret refusal): %s", ez_strerror(errno));
+			conn_fail_after_bye(conn, -EACCES, "%s", msg);
+			return;
 		}
+		ezi_log_warn("ibv_post_send(shared-secret refusal): %s", ez_strerror(ret));
 	}
 	conn_fail(conn, -EACCES, "%s", msg);
 }
@@ -200,7 +153,7 @@ static void server_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t im
 			  conn->host, ez_strerror(errno));
 		return;
 	}
-	conn_established(conn);
+	conn_fire(conn, CE_PROOF_OK, 0);
 }
 
 static void client_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t imm)
@@ -208,7 +161,7 @@ static void client_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t im
 	ez_buf_release(buf);
 	if (imm == IMM_AUTH_OK) {
 		settle(conn);
-		conn_established(conn);
+		conn_fire(conn, CE_PROOF_OK, 0);
 	} else if (imm == IMM_AUTH_REFUSED) {
 		settle(conn);
 		conn_fail(conn, -EACCES, "rdma_connect(%s): listener refused the shared-secret proof",
@@ -224,9 +177,9 @@ void conn_auth_on_recv(struct ez_conn *conn, struct ez_buf *buf, const struct ib
 {
 	uint32_t imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
 
-	if (!conn->active && conn->state == CS_ACCEPTING)
+	if (conn->state == CS_AWAITING_PROOF)
 		server_on_recv(conn, buf, imm, wc->byte_len);
-	else if (conn->active && conn->state == CS_AUTHENTICATING)
+	else if (conn->state == CS_AUTHENTICATING)
 		client_on_recv(conn, buf, imm);
 	else
 		ez_buf_release(buf);

@@ -15,15 +15,12 @@ struct conn_auth {
 	struct auth_key key;
 	struct hs_msg req;		/* the request: ours (client) or the peer's (server) */
 	uint8_t proof[AUTH_PROOF_LEN];	/* the client's proof: to send, or to expect */
-	int pending;			/* the proof on the QP is not settled yet */
 };
 
 /* Gives conn a copy of the key (conn->auth). */
 int conn_auth_new(struct ez_conn *conn, const void *key, uint32_t len);
 /* Wipes and frees conn->auth. */
 void conn_auth_free(struct ez_conn *conn);
-/* The connection waits for the proof (server) or the verdict (client). */
-int conn_auth_pending(const struct ez_conn *conn);
 /* Client: seals the request about to be sent and keeps it. */
 int conn_auth_seal_req(struct ez_conn *conn, struct hs_msg *req);
 /* Server: seals the reply to conn->auth->req and computes the proof to expect. */

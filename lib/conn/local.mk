@@ -3,6 +3,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/ctx.c lib/conn/ctx.h \
 	lib/conn/listener.c lib/conn/listener.h \
 	lib/conn/conn.c lib/conn/conn.h \
+	lib/conn/conn_fsm.c lib/conn/conn_fsm.h \
 	lib/conn/msg.c \
 	lib/conn/conn_auth.c lib/conn/conn_auth.h \
 	lib/conn/pool.c lib/conn/pool.h \
@@ -12,7 +13,10 @@ if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
 UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay
-UNIT_TESTS += tests/unit/test_addr tests/unit/test_imm
+UNIT_TESTS += tests/unit/test_addr tests/unit/test_imm tests/unit/test_conn_fsm
+tests_unit_test_conn_fsm_SOURCES = tests/unit/test_conn_fsm.c
+tests_unit_test_conn_fsm_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_conn_fsm_LDADD = $(TEST_LDADD)
 tests_unit_test_imm_SOURCES = tests/unit/test_imm.c
 tests_unit_test_imm_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_imm_LDADD = $(TEST_LDADD)

@@ -33,14 +33,7 @@ int conn_ops_init(struct ez_conn *conn)
 		op->next = conn->free_ops;
 		conn->free_ops = op;
 	}
-	conn->credit_op.conn = conn;
-	conn->credit_op.kind = OP_CREDIT;
-	conn->credit_op.wr.wr_id = (uintptr_t)&conn->credit_op | CQ_OP_TAG;
-	conn->credit_op.wr.opcode = IBV_WR_SEND_WITH_IMM;
-	conn->credit_op.wr.send_flags = IBV_SEND_SIGNALED;
-	conn->bye_op = conn->credit_op;
-	conn->bye_op.kind = OP_BYE;
-	conn->bye_op.wr.wr_id = (uintptr_t)&conn->bye_op | CQ_OP_TAG;
+	/* credit_op and bye_op are filled by conn_post_ctrl() at each use. */
 	return 0;
 }
 
@@ -139,9 +132,51 @@ static void sq_append(struct ez_conn *conn, struct op *op)
 		p->posted_bytes += op->sge.length;
 }
 
-void conn_sq_append(struct ez_conn *conn, struct op *op)
+/* The one place the library's own messages are posted: credits, goodbyes,
+ * path notices, the shared-secret proof, verdict and refusal. They carry no
+ * credit of the peer's (its reserve takes them) and are always signalled. */
+int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
+		   struct conn_path *path, uint32_t imm, const void *data, uint32_t len)
 {
+	int from_free = !op, err;
+	struct ibv_send_wr *bad;
+
+	if (from_free) {
+		op = conn->free_ops;
+		if (!op)
+			return -ENOBUFS;
+		conn->free_ops = op->next;
+		op->cb = NULL;
+		op->arg = NULL;
+	}
+	op->conn = conn;
+	op->kind = kind;
+	op->path = path;
+	op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
+	op->wr.sg_list = &op->sge;
+	op->wr.next = NULL;
+	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
+	op->wr.send_flags = IBV_SEND_SIGNALED;
+	op->wr.imm_data = htonl(imm);
+	op->wr.num_sge = len ? 1 : 0;
+	op->sge.length = len;
+	if (len) {
+		err = conn_op_copy_slot(conn, op, len);
+		if (err)
+			goto refused;
+		memcpy(op->slot->addr, data, len);
+	}
+	if (ibv_post_send(path->qp, &op->wr, &bad)) {
+		err = errno ? -errno : -EIO;
+		conn_op_release_copy(conn, op);
+		goto refused;
+	}
 	sq_append(conn, op);
+	return 0;
+refused:
+	if (from_free)
+		op_free(conn, op);
+	return err;
 }
 
 /* Sends carry the credits we owe in their immediate data; a write with
@@ -249,25 +284,22 @@ static int op_post(struct ez_conn *conn, struct op *op)
  * (the connection's share, buffers posted). */
 static void maybe_send_credits(struct ez_conn *conn)
 {
-	struct op *op = &conn->credit_op;
-	struct ibv_send_wr *bad;
 	uint32_t give;
+	int ret;
 
 	if (conn->credit_inflight || conn->state != CS_CONNECTED || !srqpool_credits_due(&conn->acct))
 		return;
 	give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
 	if (!give)
 		return;
-	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | give);
-	op->wr.num_sge = 0;
-	op->path = path_pick(conn);
-	if (ibv_post_send(op->path->qp, &op->wr, &bad)) {
-		ezi_log_warn("ibv_post_send(credit message): %s", ez_strerror(errno));
+	ret = conn_post_ctrl(conn, &conn->credit_op, OP_CREDIT, path_pick(conn),
+			     IMM_CREDIT_ONLY | give, NULL, 0);
+	if (ret) {
+		ezi_log_warn("ibv_post_send(credit message): %s", ez_strerror(ret));
 		srqpool_credits_unreturn(conn->pool, &conn->acct, give);
 		return;
 	}
 	conn->credit_inflight = 1;
-	sq_append(conn, op);
 	conn->stats.credit_msgs_sent++;
 }
 
@@ -278,8 +310,7 @@ void conn_credit_kick(struct srqpool_acct *a)
 
 int conn_post_bye(struct ez_conn *conn)
 {
-	struct op *op = &conn->bye_op;
-	struct ibv_send_wr *bad;
+	int ret;
 
 	/* Each path's goodbye goes behind that path's work: the teardown
 	 * waits for all of them. */
@@ -287,12 +318,10 @@ int conn_post_bye(struct ez_conn *conn)
 		conn->byes_left = path_post_byes(conn);
 		return conn->byes_left ? 0 : -EIO;
 	}
-	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_BYE);
-	op->wr.num_sge = 0;
-	op->path = &conn->paths[0];
-	if (ibv_post_send(conn->qp, &op->wr, &bad))
-		return -errno;
-	sq_append(conn, op);
+	ret = conn_post_ctrl(conn, &conn->bye_op, OP_BYE, &conn->paths[0],
+			     IMM_CREDIT_ONLY | IMM_BYE, NULL, 0);
+	if (ret)
+		return ret;
 	conn->byes_left = 1;
 	return 0;
 }
@@ -668,8 +697,8 @@ static void op_done(struct ez_conn *conn, struct op *op, int status)
 	    op->wr.num_sge)
 		op->path->posted_bytes -= op->sge.length;
 	if (op->kind == OP_BYE) {
-		if (!conn->torn && --conn->byes_left <= 0)
-			conn_teardown(conn);
+		if (--conn->byes_left <= 0)
+			conn_fire(conn, CE_BYE_DONE, 0);
 	} else if (op->kind == OP_CREDIT) {
 		conn->credit_inflight = 0;
 	} else if (op->kind != OP_PATH_DOWN) {
@@ -700,10 +729,10 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	if (status && conn->npaths > 1)
 		status = path_on_error(conn, op, status, &last_path);
 	op_done(conn, op, status);
-	if (status && (conn->npaths > 1 ? last_path : status != -ECANCELED) && !conn->ended)
+	if (status && (conn->npaths > 1 ? last_path : status != -ECANCELED) && !conn_is_ended(conn))
 		conn_fail(conn, status, "work completion: %s (vendor error 0x%x)",
 			  ibv_wc_status_str(wc->status), wc->vendor_err);
-	if (conn->ended)
+	if (conn_is_ended(conn))
 		conn_drain_check(conn);
 	else if (conn->state == CS_CONNECTED)
 		conn_kick(conn);
@@ -723,19 +752,19 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	    (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM) ||
 	     !(ntohl(wc->imm_data) & IMM_CREDIT_ONLY)))
 		srqpool_credit_used(conn->pool, &conn->acct);
-	if (wc->status != IBV_WC_SUCCESS || conn->ended) {
+	if (wc->status != IBV_WC_SUCCESS || conn_is_ended(conn)) {
 		ez_buf_release(buf);
 		return;
 	}
 	/* Nothing reaches the application before the shared secret is proved. */
-	if (conn_auth_pending(conn)) {
+	if (conn->state == CS_AWAITING_PROOF || conn->state == CS_AUTHENTICATING) {
 		conn_auth_on_recv(conn, buf, wc);
 		return;
 	}
 	/* A message can overtake the RTU: the QP is in RTS, so the peer has
 	 * already seen our reply and counts the connection as established. */
 	if (conn->state == CS_ACCEPTING)
-		conn_established(conn);
+		conn_fire(conn, CE_RTU, 0);
 	if (conn->state != CS_CONNECTED) {
 		ez_buf_release(buf);
 		return;

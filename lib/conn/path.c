@@ -237,21 +237,13 @@ unsigned int path_index(const struct ez_conn *conn, uint32_t qpn)
  * path still live. Outside the credit window, like credit messages. */
 static void path_tell_peer(struct ez_conn *conn, struct conn_path *p)
 {
-	struct op *op = &p->down_op;
-	struct ibv_send_wr *bad;
+	struct conn_path *via = path_pick(conn);
 
-	*op = conn->bye_op;
-	op->kind = OP_PATH_DOWN;
-	op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
-	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_PATH_DOWN |
-				(uint32_t)p->idx << IMM_PATH_SHIFT);
-	op->wr.num_sge = 0;
-	op->path = path_pick(conn);
-	if (!op->path->live || ibv_post_send(op->path->qp, &op->wr, &bad)) {
+	if (!via->live ||
+	    conn_post_ctrl(conn, &p->down_op, OP_PATH_DOWN, via,
+			   IMM_CREDIT_ONLY | IMM_PATH_DOWN | (uint32_t)p->idx << IMM_PATH_SHIFT,
+			   NULL, 0))
 		ezi_log_warn("connection %s: path %u down not told to the peer", conn->host, p->idx);
-		return;
-	}
-	conn_sq_append(conn, op);
 }
 
 static void path_down(struct ez_conn *conn, struct conn_path *p, int status, int tell)
@@ -275,7 +267,7 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 	struct conn_path *p = op->path;
 
 	*conn_fails = 0;
-	if (conn->ended)
+	if (conn_is_ended(conn))
 		return status;
 	/* The peer never took these, or took them without our seeing the
 	 * ACK: handing the credits back risks an RNR retry at worst, where
@@ -304,7 +296,7 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 
 void path_on_peer_down(struct ez_conn *conn, unsigned int idx)
 {
-	if (conn->ended || idx >= conn->npaths || !conn->paths[idx].live)
+	if (conn_is_ended(conn) || idx >= conn->npaths || !conn->paths[idx].live)
 		return;
 	if (conn->paths_live <= 1) {
 		conn_fail(conn, -ECONNRESET, "peer took the last path (%u) out", idx);
@@ -319,7 +311,7 @@ int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status)
 
 	if (conn->npaths < 2)
 		return 1;
-	if (conn->ended)
+	if (conn_is_ended(conn))
 		return 0;
 	p = &conn->paths[path_index(conn, qpn)];
 	if (!p->live)
@@ -343,26 +335,19 @@ int path_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
 
 int path_post_byes(struct ez_conn *conn)
 {
-	struct ibv_send_wr *bad;
 	uint32_t i;
-	int n = 0;
+	int n = 0, ret;
 
 	for (i = 0; i < conn->npaths; i++) {
 		struct conn_path *p = &conn->paths[i];
-		struct op *op = &p->bye_op;
 
 		if (!p->live)
 			continue;
-		*op = conn->bye_op;
-		op->path = p;
-		op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
-		op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_BYE);
-		op->wr.num_sge = 0;
-		if (ibv_post_send(p->qp, &op->wr, &bad)) {
-			ezi_log_warn("ibv_post_send(goodbye, path %u): %s", i, ez_strerror(errno));
+		ret = conn_post_ctrl(conn, &p->bye_op, OP_BYE, p, IMM_CREDIT_ONLY | IMM_BYE, NULL, 0);
+		if (ret) {
+			ezi_log_warn("ibv_post_send(goodbye, path %u): %s", i, ez_strerror(ret));
 			continue;
 		}
-		conn_sq_append(conn, op);
 		n++;
 	}
 	return n;

@@ -15,6 +15,7 @@
 #include "rawcm.h"
 #include "wire/auth.h"
 #include "wire/handshake.h"
+#include "wire/imm.h"
 #include "../checkmain.h"
 
 static const char KEY[] = "easyrdma test key: 32 bytes long";
@@ -270,9 +271,14 @@ START_TEST(key_to_plain_listener_refused)
 }
 END_TEST
 
-#define IMM_REFUSED 0xe0000000u	/* credit-only | bye | auth: the server's refusal */
-#define IMM_PROOF 0xa0000000u	/* credit-only | auth: the client's proof */
-#define IMM_OK 0xa0000000u	/* credit-only | auth: the server's acceptance */
+/* The wire's values, written out (lib/wire/imm.h must agree: a change of
+ * these is a protocol change): the server's refusal is credit-only | bye |
+ * auth, the client's proof and the server's acceptance credit-only | auth. */
+#define IMM_REFUSED 0xd0000000u
+#define IMM_PROOF 0x90000000u
+#define IMM_OK 0x90000000u
+_Static_assert(IMM_REFUSED == IMM_AUTH_REFUSED && IMM_PROOF == IMM_AUTH_PROOF && IMM_OK == IMM_AUTH_OK,
+	       "lib/wire/imm.h changed the auth messages' immediate data");
 
 /* A key holder's request, captured off the wire by a raw listener. */
 static void capture_request(struct fb *b, uint8_t *req, int *len)

@@ -1,0 +1,87 @@
+/* conn_fsm.c: the connection state machine's transition table (pure data; conn.c carries out the actions). */
+#include "config.h"
+
+#include "conn_fsm.h"
+
+#define ROW(next_, actions_) { 1, (next_), (actions_) }
+/* Every live state takes the same two ends and the close. */
+#define LIVE(s) \
+	[s][CE_CLOSE] = ROW(s, CA_CLOSE), \
+	[s][CE_END] = ROW(CS_DRAINING, CA_END | CA_TEARDOWN)
+/* An ended state: the close only marks the handle (the finish frees it). */
+#define ENDED(s) [s][CE_CLOSE] = ROW(s, 0)
+
+static const struct conn_fsm_row table[CS_COUNT][CE_COUNT] = {
+	/* Active side: name, address, route, request, reply (and proof). */
+	[CS_NEW][CE_LOOKUP] = ROW(CS_RESOLVING_NAME, 0),
+	[CS_NEW][CE_RESOLVE_ADDR] = ROW(CS_RESOLVING_ADDR, 0),
+	[CS_RESOLVING_NAME][CE_RESOLVE_ADDR] = ROW(CS_RESOLVING_ADDR, 0),
+	[CS_RESOLVING_ADDR][CE_RESOLVE_ROUTE] = ROW(CS_RESOLVING_ROUTE, 0),
+	[CS_RESOLVING_ROUTE][CE_REQ_SENT] = ROW(CS_CONNECTING, 0),
+	[CS_CONNECTING][CE_REPLY_OK] = ROW(CS_CONNECTED, CA_REPORT_UP),
+	[CS_CONNECTING][CE_PROOF_SENT] = ROW(CS_AUTHENTICATING, 0),
+	/* Only the listener's verdict establishes a keyed client. */
+	[CS_AUTHENTICATING][CE_PROOF_OK] = ROW(CS_CONNECTED, CA_REPORT_UP),
+
+	/* Passive side: the reply, then the RTU, or with a shared secret the
+	 * client's proof (an RTU or a message does not establish it). */
+	[CS_NEW][CE_REP_SENT] = ROW(CS_ACCEPTING, 0),
+	[CS_NEW][CE_REP_SENT_KEYED] = ROW(CS_AWAITING_PROOF, 0),
+	[CS_ACCEPTING][CE_RTU] = ROW(CS_CONNECTED, CA_REPORT_UP),
+	[CS_AWAITING_PROOF][CE_PROOF_OK] = ROW(CS_CONNECTED, CA_REPORT_UP),
+	/* The refusal of a wrong proof goes out like a goodbye. */
+	[CS_AWAITING_PROOF][CE_END_BYE] = ROW(CS_SAYING_BYE, CA_END | CA_BYE_TIMER),
+
+	[CS_CONNECTED][CE_END_BYE] = ROW(CS_SAYING_BYE, CA_END | CA_BYE_TIMER),
+
+	LIVE(CS_NEW), LIVE(CS_RESOLVING_NAME), LIVE(CS_RESOLVING_ADDR), LIVE(CS_RESOLVING_ROUTE),
+	LIVE(CS_CONNECTING), LIVE(CS_AUTHENTICATING), LIVE(CS_ACCEPTING), LIVE(CS_AWAITING_PROOF),
+	LIVE(CS_CONNECTED),
+
+	/* The teardown, one way. */
+	[CS_SAYING_BYE][CE_BYE_DONE] = ROW(CS_DRAINING, CA_TEARDOWN),
+	[CS_DRAINING][CE_DRAINED] = ROW(CS_FINISHING, CA_DEFER_FINISH),
+	[CS_FINISHING][CE_FINISH] = ROW(CS_REPORTING, CA_FINISH),
+	[CS_REPORTING][CE_REPORTED] = ROW(CS_DEAD, CA_FREE_IF_CLOSED),
+	ENDED(CS_SAYING_BYE), ENDED(CS_DRAINING), ENDED(CS_FINISHING), ENDED(CS_REPORTING),
+	[CS_DEAD][CE_CLOSE] = ROW(CS_DEAD, CA_FREE),
+};
+
+const struct conn_fsm_row *conn_fsm_row(enum conn_state s, enum conn_event e)
+{
+	static const struct conn_fsm_row none = { 0, 0, 0 };
+
+	if ((unsigned int)s >= CS_COUNT || (unsigned int)e >= CE_COUNT)
+		return &none;
+	return &table[s][e];
+}
+
+const char *conn_state_name(enum conn_state s)
+{
+	static const char *const names[CS_COUNT] = {
+		[CS_NEW] = "NEW", [CS_RESOLVING_NAME] = "RESOLVING_NAME",
+		[CS_RESOLVING_ADDR] = "RESOLVING_ADDR", [CS_RESOLVING_ROUTE] = "RESOLVING_ROUTE",
+		[CS_CONNECTING] = "CONNECTING", [CS_AUTHENTICATING] = "AUTHENTICATING",
+		[CS_ACCEPTING] = "ACCEPTING", [CS_AWAITING_PROOF] = "AWAITING_PROOF",
+		[CS_CONNECTED] = "CONNECTED", [CS_SAYING_BYE] = "SAYING_BYE",
+		[CS_DRAINING] = "DRAINING", [CS_FINISHING] = "FINISHING",
+		[CS_REPORTING] = "REPORTING", [CS_DEAD] = "DEAD",
+	};
+
+	return (unsigned int)s < CS_COUNT ? names[s] : "?";
+}
+
+const char *conn_event_name(enum conn_event e)
+{
+	static const char *const names[CE_COUNT] = {
+		[CE_LOOKUP] = "LOOKUP", [CE_RESOLVE_ADDR] = "RESOLVE_ADDR",
+		[CE_RESOLVE_ROUTE] = "RESOLVE_ROUTE", [CE_REQ_SENT] = "REQ_SENT",
+		[CE_REPLY_OK] = "REPLY_OK", [CE_PROOF_SENT] = "PROOF_SENT",
+		[CE_REP_SENT] = "REP_SENT", [CE_REP_SENT_KEYED] = "REP_SENT_KEYED",
+		[CE_RTU] = "RTU", [CE_PROOF_OK] = "PROOF_OK", [CE_CLOSE] = "CLOSE",
+		[CE_END] = "END", [CE_END_BYE] = "END_BYE", [CE_BYE_DONE] = "BYE_DONE",
+		[CE_DRAINED] = "DRAINED", [CE_FINISH] = "FINISH", [CE_REPORTED] = "REPORTED",
+	};
+
+	return (unsigned int)e < CE_COUNT ? names[e] : "?";
+}

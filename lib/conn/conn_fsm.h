@@ -1,0 +1,95 @@
+/* conn_fsm.h: the connection's life as data: its states, the events that move it, and what each transition does. */
+#ifndef EZ_CONN_CONN_FSM_H
+#define EZ_CONN_CONN_FSM_H
+
+#include <stdint.h>
+
+/*
+ * A connection is in exactly one of these. The setup states come first and
+ * CS_CONNECTED after all of them (msg.c tells "connecting" from "down" by
+ * comparing with it); the ended ones follow, in the order a teardown takes.
+ */
+enum conn_state {
+	CS_NEW,			/* allocated; nothing asked of rdma_cm yet */
+	CS_RESOLVING_NAME,	/* active: the host name is at the resolver thread */
+	CS_RESOLVING_ADDR,	/* active: rdma_resolve_addr() */
+	CS_RESOLVING_ROUTE,	/* active: rdma_resolve_route() */
+	CS_CONNECTING,		/* active: REQ sent, waiting for the reply */
+	CS_AUTHENTICATING,	/* keyed active: proof sent, waiting for the verdict */
+	CS_ACCEPTING,		/* passive: REP sent, waiting for the RTU */
+	CS_AWAITING_PROOF,	/* keyed passive: REP sent, waiting for the client's proof */
+	CS_CONNECTED,
+	CS_SAYING_BYE,		/* ended; a goodbye (or a refusal) is on the send queue */
+	CS_DRAINING,		/* QPs in ERR, CM disconnected: waiting for the flushes */
+	CS_FINISHING,		/* drained; the teardown runs from the deferred work */
+	CS_REPORTING,		/* the final callback is running */
+	CS_DEAD,		/* torn down; the handle waits for ez_conn_close() */
+	CS_COUNT
+};
+
+/* What happened to a connection. Each input (API call, CM event, work
+ * completion, async event, timer) becomes one of these once its handler
+ * has done the verbs or CM work it needs. */
+enum conn_event {
+	CE_LOOKUP,		/* a host name went to the resolver */
+	CE_RESOLVE_ADDR,	/* rdma_resolve_addr() is under way */
+	CE_RESOLVE_ROUTE,	/* the address resolved; rdma_resolve_route() under way */
+	CE_REQ_SENT,		/* the QP is in INIT and rdma_connect() is under way */
+	CE_REPLY_OK,		/* active: the reply was checked, QP in RTS, RTU sent */
+	CE_PROOF_SENT,		/* keyed active: reply checked, QP in RTS, proof posted */
+	CE_REP_SENT,		/* passive: QP in RTS, rdma_accept() done */
+	CE_REP_SENT_KEYED,	/* passive with a shared secret: the same */
+	CE_RTU,			/* passive: the CM's ESTABLISHED, or a message that overtook it */
+	CE_PROOF_OK,		/* the client's proof matched (passive) / the verdict is "accepted" (active) */
+	CE_CLOSE,		/* ez_conn_close() */
+	CE_END,			/* an error, or an end with nothing to send first: tear down now */
+	CE_END_BYE,		/* an end with a goodbye (or refusal) posted: wait for it first */
+	CE_BYE_DONE,		/* the goodbyes completed, or their wait ran out */
+	CE_DRAINED,		/* nothing posted is left and the SRQ is done with the QPs */
+	CE_FINISH,		/* the deferred teardown runs */
+	CE_REPORTED,		/* the final callback returned */
+	CE_COUNT
+};
+
+/* What a transition does, in this order (conn.c carries them out). */
+enum conn_action {
+	CA_END = 1u << 0,		/* remember the state ended from and the status; stop the connect timer */
+	CA_REPORT_UP = 1u << 1,		/* stop the connect timer, on_connect(0), post what waits */
+	CA_CLOSE = 1u << 2,		/* the application closes a live connection: goodbye or teardown */
+	CA_BYE_TIMER = 1u << 3,		/* bound the wait for the goodbye */
+	CA_TEARDOWN = 1u << 4,		/* QPs to ERR, CM disconnect, drain timer */
+	CA_DEFER_FINISH = 1u << 5,	/* queue the finish (never inside the caller's call) */
+	CA_FINISH = 1u << 6,		/* destroy QPs and id, then the final callback */
+	CA_FREE_IF_CLOSED = 1u << 7,	/* free the handle if the application closed it */
+	CA_FREE = 1u << 8,		/* free the handle */
+};
+
+struct conn_fsm_row {
+	uint8_t valid;
+	uint8_t next;		/* enum conn_state */
+	uint16_t actions;	/* enum conn_action bits */
+};
+
+/* The transition for (state, event); row->valid is 0 when the event means
+ * nothing in that state (it is then ignored: e.g. a message that arrives
+ * after the end, or a second goodbye). */
+const struct conn_fsm_row *conn_fsm_row(enum conn_state s, enum conn_event e);
+
+/* Live: set up or connected, not ended. */
+static inline int conn_state_live(enum conn_state s)
+{
+	return s < CS_SAYING_BYE;
+}
+
+/* The CM connection existed (REP sent or received) when it ended, so a
+ * disconnect (DREQ) is due. */
+static inline int conn_state_cm_connected(enum conn_state s)
+{
+	return s == CS_AUTHENTICATING || s == CS_ACCEPTING || s == CS_AWAITING_PROOF ||
+	       s == CS_CONNECTED;
+}
+
+const char *conn_state_name(enum conn_state s);
+const char *conn_event_name(enum conn_event e);
+
+#endif
