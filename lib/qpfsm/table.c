@@ -132,7 +132,9 @@ const struct qpfsm_row qpfsm_table[] = {
 	{ T(UD), S(SQD), IBV_QPS_SQD, 0, PKEY | QKEY,
 	  "[kern] qp_state_table[SQD][SQD].opt_param[UD]" },
 	{ T(UC), S(SQD), IBV_QPS_SQD, 0, AV | ALT | ACCESS | PKEY | MIG,
-	  "[kern] qp_state_table[SQD][SQD].opt_param[UC]" },
+	  "[kern] qp_state_table[SQD][SQD].opt_param[UC] = IB_QP_AV | IB_QP_ALT_PATH | "
+	  "IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PATH_MIG_STATE (torvalds/linux f4d8f354: "
+	  "AV is allowed for UC too; no port, timeout or retry, unlike RC)" },
 	{ T(RC), S(SQD), IBV_QPS_SQD, 0,
 	  PORT | AV | TIMEOUT | RETRY | RNR_RETRY | INIT_RD | DEST_RD | ALT | ACCESS | PKEY |
 	  RNR_TIMER | MIG,
