@@ -44,3 +44,12 @@ installcheck-local:
 	$(CC) -Wall -Werror -o readme-example readme-example.c \
 		`PKG_CONFIG_PATH="$(DESTDIR)$(pkgconfigdir)" $(PKG_CONFIG) --cflags --libs easyrdma` $(EV_LIBS)
 	rm -f readme-example readme-example.c
+
+# The layer rules and no include cycle in lib/ (tests/check-layers.py, run on
+# the source tree), and that checker itself on small fake trees.
+TESTS += tests/check-layers.py tests/unit/test_check_layers.sh
+dist_noinst_SCRIPTS += tests/check-layers.py tests/unit/test_check_layers.sh
+
+# BRANCH wt-build ONLY, until lib/ has the layer folders (issue 18): today's tree
+# fails the layer check by design. The lead removes this line at the merge.
+XFAIL_TESTS = tests/check-layers.py
