@@ -11,6 +11,13 @@
 extern "C" {
 #endif
 
+/* The library compiles with -fvisibility=hidden: what this header declares is
+ * its public API, so only that stays visible (applications never define
+ * EZ_BUILDING_LIBRARY and see no change). */
+#if defined(EZ_BUILDING_LIBRARY) && defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 /*
  * Conventions: functions return 0 or a negative errno. The message of the
  * last failure in the calling thread (naming the verb that failed and the
@@ -436,6 +443,10 @@ int ez_read(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 int ez_write_imm(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 		 const struct ez_rkey *remote, uint64_t roff, uint32_t imm,
 		 ez_op_cb cb, void *op_arg);
+
+#if defined(EZ_BUILDING_LIBRARY) && defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -44,3 +44,16 @@ installcheck-local:
 	$(CC) -Wall -Werror -o readme-example readme-example.c \
 		`PKG_CONFIG_PATH="$(DESTDIR)$(pkgconfigdir)" $(PKG_CONFIG) --cflags --libs easyrdma` $(EV_LIBS)
 	rm -f readme-example readme-example.c
+
+# The layer rules and no include cycle in lib/ (tests/check-layers.py, run on
+# the source tree), and that checker itself on small fake trees.
+TESTS += tests/check-layers.py tests/unit/test_check_layers.sh
+dist_noinst_SCRIPTS += tests/check-layers.py tests/unit/test_check_layers.sh
+
+# The tiers ./dev.sh test runs, one script each (tests/tiers/lib.sh counts).
+dist_noinst_SCRIPTS += tests/tiers/install-packages.sh tests/tiers/build.sh \
+	tests/tiers/unit.sh tests/tiers/integration-asan.sh tests/tiers/plain-integration.sh \
+	tests/tiers/plain-leak.sh tests/tiers/two-hosts.sh tests/tiers/linkdown.sh \
+	tests/tiers/distcheck.sh tests/tiers/fuzz.sh
+EXTRA_DIST += tests/tiers/lib.sh
+

@@ -131,8 +131,15 @@ const struct qpfsm_row qpfsm_table[] = {
 	/* ---- SQD -> SQD ---- */
 	{ T(UD), S(SQD), IBV_QPS_SQD, 0, PKEY | QKEY,
 	  "[kern] qp_state_table[SQD][SQD].opt_param[UD]" },
-	{ T(UC), S(SQD), IBV_QPS_SQD, 0, AV | ALT | ACCESS | PKEY | MIG,
-	  "[kern] qp_state_table[SQD][SQD].opt_param[UC]" },
+	/* The table lists IB_QP_AV for UC, but no user-space modify gets that
+	 * far: uverbs_cmd.c modify_qp() adds IB_QP_PORT to an SQD->SQD modify
+	 * that changes the AV ("in SQD, if the primary AV is modified, the
+	 * primary port should also be modified"), and UC allows no port here,
+	 * so ib_modify_qp_is_ok() refuses every one (seen on rxe: EINVAL). */
+	{ T(UC), S(SQD), IBV_QPS_SQD, 0, ALT | ACCESS | PKEY | MIG,
+	  "[kern] qp_state_table[SQD][SQD].opt_param[UC] = IB_QP_AV | IB_QP_ALT_PATH | "
+	  "IB_QP_ACCESS_FLAGS | IB_QP_PKEY_INDEX | IB_QP_PATH_MIG_STATE (torvalds/linux f4d8f354), "
+	  "less IB_QP_AV: uverbs_cmd.c modify_qp() adds IB_QP_PORT to it, which UC refuses" },
 	{ T(RC), S(SQD), IBV_QPS_SQD, 0,
 	  PORT | AV | TIMEOUT | RETRY | RNR_RETRY | INIT_RD | DEST_RD | ALT | ACCESS | PKEY |
 	  RNR_TIMER | MIG,

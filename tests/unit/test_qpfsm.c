@@ -192,6 +192,52 @@ START_TEST(table_kernel_details)
 }
 END_TEST
 
+/*
+ * SQD->SQD per type, pinned to Linux's qp_state_table[IB_QPS_SQD][IB_QPS_SQD]
+ * .opt_param (drivers/infiniband/core/verbs.c; torvalds/linux f4d8f354 and
+ * gregkh/linux 253c2ed7 agree). UC may load a new primary path (IBV_QP_AV)
+ * there, as RC may; unlike RC it takes no port, timeout or retry counts.
+ */
+START_TEST(sqd_to_sqd_follows_the_kernel)
+{
+	const int path = IBV_QP_AV | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+			 IBV_QP_PATH_MIG_STATE;
+	struct qpfsm_limits l;
+	struct ibv_qp_attr a;
+
+	ck_assert_int_eq(qpfsm_lookup(IBV_QPT_UD, IBV_QPS_SQD, IBV_QPS_SQD)->opt,
+			 IBV_QP_PKEY_INDEX | IBV_QP_QKEY);
+	/* UC: the kernel's table less IBV_QP_AV, which uverbs turns into AV | PORT. */
+	ck_assert_int_eq(qpfsm_lookup(IBV_QPT_UC, IBV_QPS_SQD, IBV_QPS_SQD)->opt, path & ~IBV_QP_AV);
+	ck_assert_int_eq(qpfsm_lookup(IBV_QPT_RC, IBV_QPS_SQD, IBV_QPS_SQD)->opt,
+			 path | IBV_QP_PORT | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			 IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	ck_assert_int_eq(qpfsm_lookup(IBV_QPT_XRC_SEND, IBV_QPS_SQD, IBV_QPS_SQD)->opt,
+			 path | IBV_QP_PORT | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			 IBV_QP_MAX_QP_RD_ATOMIC);
+	ck_assert_int_eq(qpfsm_lookup(IBV_QPT_XRC_RECV, IBV_QPS_SQD, IBV_QPS_SQD)->opt,
+			 path | IBV_QP_PORT | IBV_QP_TIMEOUT | IBV_QP_MAX_DEST_RD_ATOMIC |
+			 IBV_QP_MIN_RNR_TIMER);
+	ck_assert_int_eq(qpfsm_lookup(IBV_QPT_RAW_PACKET, IBV_QPS_SQD, IBV_QPS_SQD)->opt, 0);
+	for (size_t ti = 0; ti < qpfsm_ntypes; ti++)
+		ck_assert_int_eq(qpfsm_lookup(qpfsm_types[ti], IBV_QPS_SQD, IBV_QPS_SQD)->req, 0);
+
+	ib_limits(&l);
+	valid_attr(&a, IBV_QPS_SQD, IBV_QPS_SQD);
+	/* The defect: UC SQD->SQD with an AV was accepted, and the kernel refuses it. */
+	expect(IBV_QPT_UC, IBV_QPS_SQD, IBV_QPS_SQD, &l, &a, IBV_QP_STATE | IBV_QP_AV,
+	       "UC SQD->SQD: IBV_QP_AV not allowed");
+	expect(IBV_QPT_UC, IBV_QPS_SQD, IBV_QPS_SQD, &l, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS, NULL);
+	expect(IBV_QPT_RC, IBV_QPS_SQD, IBV_QPS_SQD, &l, &a, IBV_QP_STATE | IBV_QP_AV, NULL);
+	expect(IBV_QPT_UC, IBV_QPS_SQD, IBV_QPS_SQD, &l, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PORT,
+	       "not allowed");
+	expect(IBV_QPT_UC, IBV_QPS_SQD, IBV_QPS_SQD, &l, &a, IBV_QP_STATE | IBV_QP_TIMEOUT,
+	       "IBV_QP_TIMEOUT not allowed");
+	expect(IBV_QPT_UD, IBV_QPS_SQD, IBV_QPS_SQD, &l, &a, IBV_QP_STATE | IBV_QP_AV,
+	       "IBV_QP_AV not allowed");
+}
+END_TEST
+
 /* ---- generated from the table ---- */
 
 static void gen_accept(const struct qpfsm_row *r, enum ibv_qp_type t, enum ibv_qp_state f)
@@ -643,6 +689,7 @@ int main(void)
 	tcase_add_test(tab, table_rows_are_unique_cited_and_disjoint);
 	tcase_add_test(tab, table_matches_the_man_page);
 	tcase_add_test(tab, table_kernel_details);
+	tcase_add_test(tab, sqd_to_sqd_follows_the_kernel);
 	tcase_add_test(gen, every_row_accepted);
 	tcase_add_test(gen, every_required_attribute_removed_is_refused);
 	tcase_add_test(gen, every_forbidden_attribute_added_is_refused);

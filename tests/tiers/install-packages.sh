@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tests/tiers/install-packages.sh: installs the Debian packages the build and every tier need, only those dpkg lacks.
+# usage: tests/tiers/install-packages.sh   (as root when something is missing; a warm machine skips apt)
+set -uo pipefail
+# shellcheck source=tests/tiers/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# python3: make check runs tests/check-layers.py.
+PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
+	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev libssl-dev ibverbs-utils
+	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 busybox-static kmod
+	iproute2 tcpdump clang xz-utils python3"
+
+install_packages() {
+	local p missing=""
+	for p in $PACKAGES; do
+		dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	say "installing:$missing"
+	[ "$(id -u)" = 0 ] || die "packages missing:$missing (run as root, or apt-get install them)"
+	export DEBIAN_FRONTEND=noninteractive
+	timeout 900 apt-get update -q || die "apt-get update failed"
+	# shellcheck disable=SC2086
+	timeout 1800 apt-get install -y -q --no-install-recommends $missing ||
+		die "apt-get install failed"
+}
+
+[ $# -eq 0 ] || { echo "usage: $0" >&2; exit 2; }
+install_packages

@@ -1,0 +1,102 @@
+# tests/tiers/lib.sh: what every tier script shares: the tree's paths, messages, and the result counting behind "tests: N passed, N failed".
+# usage: . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   (bash; from a tier script or dev.sh)
+# shellcheck shell=bash
+#
+# Results go to the file $EZ_RESULTS, one "PASS what" / "FAIL what" /
+# "SKIP what" line each, so tiers run as separate scripts add up: dev.sh makes
+# the file and prints the summary once at the end. A tier run on its own makes
+# its own file and prints its own summary when it exits.
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$top/build
+# shellcheck disable=SC2034 # used by the scripts that source this one
+testbed=$top/tests/testbed/testbed
+cd "$top" || exit 1
+
+say() { printf '\n==== %s\n' "$*"; }
+die() { echo "${0##*/}: $*" >&2; exit 1; }
+
+# This process's own counts (a tier compares them before and after a step).
+passed=0 failed=0
+
+# tier_begin: a tier run on its own (no $EZ_RESULTS from dev.sh) makes its
+# own results file and prints the summary when it exits.
+tier_begin() {
+	[ -n "${EZ_RESULTS:-}" ] && return 0
+	EZ_RESULTS=$(mktemp "${TMPDIR:-/tmp}/ez-results.XXXXXX") || exit 1
+	export EZ_RESULTS
+	trap tier_end EXIT
+}
+
+tier_end() {
+	local st=$?
+	report 0 || st=1
+	rm -f "$EZ_RESULTS"
+	exit $st
+}
+
+result() {	# result pass|fail WHAT
+	if [ "$1" = pass ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+	printf '%-4s %s\n' "${1^^}" "$2" >>"$EZ_RESULTS"
+}
+
+# pass_fail WHAT COMMAND...: one result for the command's exit status.
+pass_fail() {
+	local what=$1
+	shift
+	if "$@"; then result pass "$what"; else result fail "$what"; fi
+}
+
+skip() {	# skip WHAT: listed, not counted
+	printf 'SKIP %s\n' "$1" >>"$EZ_RESULTS"
+}
+
+# Counts the results automake's test driver left in DIR's .trs files. Returns
+# 1 when there were none (the tier did not run).
+# count_trs DIR [BUILD]: one result per .trs below BUILD/DIR (BUILD: ./build).
+count_trs() {
+	local f r name n=0 b=${2:-$build}
+	while IFS= read -r f; do
+		name=${f#"$top"/}; name=${name%.trs}
+		r=$(sed -n 's/^:test-result: //p' "$f" | head -1)
+		case $r in
+		PASS|XFAIL) result pass "$name"; n=$((n + 1)) ;;
+		FAIL|ERROR|XPASS) result fail "$name"; n=$((n + 1)) ;;
+		SKIP) skip "$name" ;;
+		esac
+	done < <(find "$b/$1" -name '*.trs' 2>/dev/null | sort)
+	[ $n -gt 0 ]
+}
+
+# Each test log's Check summary ("100%: Checks: N, Failures: N, Errors: N").
+check_lines() {
+	local f
+	find "$build" "$top/build-asan" -path "*/easyrdma-*" -prune -o -name '*.log' ! -name test-suite.log \
+		-print 2>/dev/null | sort | while IFS= read -r f; do
+		grep -h '^[0-9]*%: Checks: ' "$f" | sed "s|^|${f#"$top"/}: |"
+	done
+}
+
+# Fresh results only: a stale .trs must not count.
+clean_results() {
+	find "$build" -path "$build/easyrdma-*" -prune -o \( -name '*.trs' -o -name 'test-suite.log' \) -print0 |
+		xargs -0 rm -f
+}
+
+# report T0: the Check summaries, every result, and the final line; fails when anything failed.
+report() {
+	local np nf
+	say "Check summaries"
+	check_lines
+	say "results ($((SECONDS - $1)) s)"
+	if [ -s "$EZ_RESULTS" ]; then cat "$EZ_RESULTS"; else echo; fi
+	np=$(grep -c '^PASS ' "$EZ_RESULTS")
+	nf=$(grep -c '^FAIL ' "$EZ_RESULTS")
+	echo "tests: $np passed, $nf failed"
+	[ "$nf" -eq 0 ]
+}
+
+# The tier's own exit status.
+tier_status() {
+	[ $failed -eq 0 ]
+}

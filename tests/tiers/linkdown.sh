@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# tests/tiers/linkdown.sh: two hosts, the link goes down on one of them (tests/faults/linkdown.sh).
+# usage: tests/tiers/linkdown.sh
+set -uo pipefail
+# shellcheck source=tests/tiers/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+linkdown() {
+	local t=$SECONDS
+	say "two hosts: link down on one of them (tests/faults/linkdown.sh)"
+	pass_fail "link down (two hosts)" \
+		env EZ_TESTBED_TIMEOUT=400 "$top/tests/faults/linkdown.sh" "$build"
+	echo "(link down: $((SECONDS - t)) s)"
+}
+
+[ $# -eq 0 ] || { echo "usage: $0" >&2; exit 2; }
+tier_begin
+linkdown
+tier_status
