@@ -109,6 +109,18 @@ struct ez_ctx;
 struct ez_srqpool;
 struct ez_buf;
 
+/*
+ * Structs that grow (doc/abi.md): the option, callback, info and stats
+ * structs only ever get fields appended. The functions that take them are
+ * inline wrappers passing the sizeof of the structs this program was built
+ * with to an ez_*_sz() entry point, so a program built against this header
+ * runs on a later library: the library zero-fills what an older program's
+ * struct lacks, and writes no byte past its size. A struct longer than the
+ * library knows is accepted if the unknown bytes are zero, else -EINVAL.
+ * Initialize them as a whole (= { ... } or memset) so that no byte is left
+ * undefined.
+ */
+
 /* Zero in any field means its default. */
 struct ez_srqpool_opts {
 	uint32_t buf_size;	   /* bytes per receive buffer (default 4096) */
@@ -157,11 +169,22 @@ struct ez_srqpool_stats {
 };
 
 /* One SRQ and its registered buffers on the device named (NULL: the first). */
-int ez_srqpool_new(struct ez_ctx *ctx, const char *device,
-		   const struct ez_srqpool_opts *opts, struct ez_srqpool **pool);
+int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device,
+		      const struct ez_srqpool_opts *opts, size_t opts_size,
+		      struct ez_srqpool **pool);
+static inline int ez_srqpool_new(struct ez_ctx *ctx, const char *device,
+				 const struct ez_srqpool_opts *opts, struct ez_srqpool **pool)
+{
+	return ez_srqpool_new_sz(ctx, device, opts, sizeof(*opts), pool);
+}
 /* -EBUSY while connections are attached or buffers are held; nothing is freed then. */
 int ez_srqpool_free(struct ez_srqpool *pool);
-int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats);
+int ez_srqpool_stats_sz(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats,
+			size_t stats_size);
+static inline int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats)
+{
+	return ez_srqpool_stats_sz(pool, stats, sizeof(*stats));
+}
 /* The pool's last failure (refills run from events, so no call returns it); "" if none. */
 const char *ez_srqpool_errmsg(const struct ez_srqpool *pool);
 
@@ -242,17 +265,19 @@ enum ez_sport_mech {
 	EZ_SPORT_MECH_MLX5DV,	/* mlx5dv_modify_qp_udp_sport() in RTS (mlx5 devices) */
 };
 
-/* Zero in any field means its default (given in brackets). */
+/* Zero in any field means its default (given in brackets), unless the
+ * field's bit is set in comp_mask: then the value is taken as given, 0
+ * included. */
 struct ez_conn_opts {
 	uint32_t send_depth;	   /* sends/RDMA ops posted or queued at once [64] */
 	uint32_t recv_depth;	   /* buffers of the private receive pool [64] */
 	uint32_t max_msg_size;	   /* largest message sent or received [4096] */
 	uint32_t inline_threshold; /* sends up to this size go inline, capped by the device [64] */
 	uint32_t connect_timeout_ms; /* whole connect: resolve, route, CM exchange [5000] */
-	uint8_t qp_timeout;	   /* local ACK timeout, 4.096 us * 2^n [14] */
-	uint8_t retry_count;	   /* transport retries, 1..7 [7] */
-	uint8_t rnr_retry;	   /* RNR retries, 1..7 (7: forever) [7] */
-	uint8_t min_rnr_timer;	   /* IB encoding 1..31 [12] */
+	uint8_t qp_timeout;	   /* local ACK timeout, 4.096 us * 2^n (0: none) [14] */
+	uint8_t retry_count;	   /* transport retries, 0..7 [7] */
+	uint8_t rnr_retry;	   /* RNR retries, 0..7 (7: forever) [7] */
+	uint8_t min_rnr_timer;	   /* IB encoding 0..31 (0: 655.36 ms) [12] */
 	enum ibv_mtu path_mtu;	   /* upper bound; the path's MTU if lower [path's] */
 	uint8_t tos;		   /* IP type of service [0] */
 	uint16_t udp_sport;	   /* RoCEv2 source port 0xC000..0xFFFF [rdma_cm's per-connection choice] */
@@ -266,6 +291,18 @@ struct ez_conn_opts {
 	uint32_t paths;		   /* RC QPs (paths) of this connection, 1..EZ_MAX_PATHS [1] */
 	const void *auth_key;	   /* shared secret proved with HMAC in the handshake [none] */
 	uint32_t auth_key_len;	   /* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
+	uint32_t comp_mask;	   /* EZ_CONN_OPTS_* bits: fields set on purpose, 0 included */
+};
+
+/* ez_conn_opts.comp_mask: the field is taken as given even when it is 0. */
+enum {
+	EZ_CONN_OPTS_INLINE_THRESHOLD = 1u << 0,    /* 0: no inline sends */
+	EZ_CONN_OPTS_QP_TIMEOUT = 1u << 1,	    /* 0: wait for an ACK for ever */
+	EZ_CONN_OPTS_RETRY_COUNT = 1u << 2,	    /* 0: no transport retry */
+	EZ_CONN_OPTS_RNR_RETRY = 1u << 3,	    /* 0: no RNR retry */
+	EZ_CONN_OPTS_MIN_RNR_TIMER = 1u << 4,	    /* 0: 655.36 ms */
+	EZ_CONN_OPTS_RESPONDER_RESOURCES = 1u << 5, /* 0: the peer may not RDMA READ us */
+	EZ_CONN_OPTS_INITIATOR_DEPTH = 1u << 6,	    /* 0: we do no RDMA READ */
 };
 
 #define EZ_MAX_PATHS 8
@@ -309,9 +346,17 @@ typedef void (*ez_op_cb)(struct ez_conn *conn, int status, void *op_arg);
  * -ECONNREFUSED (rejected, or no listener), -ETIMEDOUT, -EHOSTUNREACH
  * (also: a name that does not resolve), -ENETUNREACH, -EADDRNOTAVAIL,
  * -EPROTO (bad handshake), -ECANCELED (closed before connected). */
-int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
-	       const struct ez_conn_opts *opts, const struct ez_conn_cbs *cbs,
-	       void *arg, struct ez_conn **conn);
+int ez_connect_sz(struct ez_ctx *ctx, const char *host, const char *service,
+		  const struct ez_conn_opts *opts, size_t opts_size,
+		  const struct ez_conn_cbs *cbs, size_t cbs_size, void *arg,
+		  struct ez_conn **conn);
+static inline int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
+			     const struct ez_conn_opts *opts, const struct ez_conn_cbs *cbs,
+			     void *arg, struct ez_conn **conn)
+{
+	return ez_connect_sz(ctx, host, service, opts, sizeof(*opts), cbs, sizeof(*cbs), arg,
+			     conn);
+}
 
 /* A connection request seen by a listener; valid until ez_accept() or
  * ez_reject() (one of them must be called, now or later). */
@@ -326,9 +371,16 @@ struct ez_listen_opts {
 
 /* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free
  * port, see ez_listener_port()). Names resolve synchronously. */
-int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
-	      const struct ez_listen_opts *opts, ez_request_cb on_request, void *arg,
-	      struct ez_listener **listener);
+int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
+		 const struct ez_listen_opts *opts, size_t opts_size, ez_request_cb on_request,
+		 void *arg, struct ez_listener **listener);
+static inline int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
+			    const struct ez_listen_opts *opts, ez_request_cb on_request,
+			    void *arg, struct ez_listener **listener)
+{
+	return ez_listen_sz(ctx, address, service, opts, sizeof(*opts), on_request, arg,
+			    listener);
+}
 /* Rejects pending requests, stops listening, frees. Never blocks. */
 void ez_listener_close(struct ez_listener *listener);
 uint16_t ez_listener_port(const struct ez_listener *listener);
@@ -338,8 +390,14 @@ const struct sockaddr *ez_conn_req_peer(const struct ez_conn_req *req);
 const void *ez_conn_req_data(const struct ez_conn_req *req, size_t *len);
 /* Creates the connection (QP to RTS) and replies; cbs->on_connect runs once
  * the peer confirms. On error the request is rejected and freed. */
-int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
-	      const struct ez_conn_cbs *cbs, void *arg, struct ez_conn **conn);
+int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_t opts_size,
+		 const struct ez_conn_cbs *cbs, size_t cbs_size, void *arg,
+		 struct ez_conn **conn);
+static inline int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
+			    const struct ez_conn_cbs *cbs, void *arg, struct ez_conn **conn)
+{
+	return ez_accept_sz(req, opts, sizeof(*opts), cbs, sizeof(*cbs), arg, conn);
+}
 /* Refuses with reason bytes (<= EZ_REJECT_DATA_MAX) the peer's on_connect
  * shows in its message; frees req. */
 int ez_reject(struct ez_conn_req *req, const void *reason, size_t len);
@@ -380,7 +438,11 @@ struct ez_conn_info {
 	uint16_t path_udp_sport[EZ_MAX_PATHS];
 	int32_t path_status[EZ_MAX_PATHS];
 };
-int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info);
+int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_t info_size);
+static inline int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
+{
+	return ez_conn_info_sz(conn, info, sizeof(*info));
+}
 
 struct ez_conn_stats {
 	uint64_t msgs_sent, bytes_sent;
@@ -397,7 +459,12 @@ struct ez_conn_stats {
 	uint64_t path_msgs_recv[EZ_MAX_PATHS];
 	uint64_t paths_down;
 };
-int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats *stats);
+int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats,
+		     size_t stats_size);
+static inline int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats *stats)
+{
+	return ez_conn_stats_sz(conn, stats, sizeof(*stats));
+}
 
 /* Send a copy of data (len <= the peer's max message size, else -EMSGSIZE
  * before anything is posted). The data is copied before return; cb (may be

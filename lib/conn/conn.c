@@ -15,6 +15,7 @@
 #include "wire/flow.h"
 #include "wire/addr.h"
 #include "listener.h"
+#include "base/abi.h"
 #include "base/log.h"
 #include "loop/lookup.h"
 #include "wire/opts.h"
@@ -844,11 +845,24 @@ static void on_lookup_done(struct ez_conn *conn, int rc, const struct sockaddr_s
 		connect_to(conn, ss);
 }
 
-int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
-	       const struct ez_conn_opts *opts, const struct ez_conn_cbs *cbs, void *arg,
-	       struct ez_conn **out)
+/* The caller's options and callbacks at this library's layout (doc/abi.md). */
+static int conn_args_in(const char *fn, const struct ez_conn_opts *opts, size_t opts_size,
+			const struct ez_conn_cbs *cbs, size_t cbs_size, struct ez_conn_opts *o,
+			struct ez_conn_cbs *c)
+{
+	int ret = ezi_struct_in(o, sizeof(*o), opts, opts_size, fn, "ez_conn_opts");
+
+	return ret ? ret : ezi_struct_in(c, sizeof(*c), cbs, cbs_size, fn, "ez_conn_cbs");
+}
+
+int ez_connect_sz(struct ez_ctx *ctx, const char *host, const char *service,
+		  const struct ez_conn_opts *opts, size_t opts_size,
+		  const struct ez_conn_cbs *cbs, size_t cbs_size, void *arg,
+		  struct ez_conn **out)
 {
 	struct sockaddr_storage ss;
+	struct ez_conn_opts o;
+	struct ez_conn_cbs c;
 	struct ez_conn *conn;
 	char err[EZ_ERRMSG_MAX];
 	int ret;
@@ -857,7 +871,10 @@ int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 		return ezi_fail(-EINVAL, "ez_connect: ctx %p, host %s, service %s, conn pointer %p",
 				(void *)ctx, host ? host : "NULL", service ? service : "NULL",
 				(void *)out);
-	conn = conn_alloc(ctx, opts, 0, cbs, arg, &ret);
+	ret = conn_args_in("ez_connect", opts, opts_size, cbs, cbs_size, &o, &c);
+	if (ret)
+		return ret;
+	conn = conn_alloc(ctx, &o, 0, &c, arg, &ret);
 	if (!conn)
 		return ret;
 	conn->active = 1;
@@ -887,10 +904,13 @@ int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 	return 0;
 }
 
-int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
-	      const struct ez_conn_cbs *cbs, void *arg, struct ez_conn **out)
+int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_t opts_size,
+		 const struct ez_conn_cbs *cbs, size_t cbs_size, void *arg,
+		 struct ez_conn **out)
 {
 	struct rdma_conn_param p = { 0 };
+	struct ez_conn_opts o;
+	struct ez_conn_cbs c;
 	uint8_t hs[HS_REP_MAX];
 	struct ez_conn *conn;
 	struct ez_ctx *ctx;
@@ -902,7 +922,8 @@ int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
 	if (!req->listener)
 		return ezi_fail(-EINVAL, "ez_accept: request already answered");
 	ctx = req->listener->ctx;
-	conn = conn_alloc(ctx, opts, 1, cbs, arg, &ret);
+	ret = conn_args_in("ez_accept", opts, opts_size, cbs, cbs_size, &o, &c);
+	conn = ret ? NULL : conn_alloc(ctx, &o, 1, &c, arg, &ret);
 	if (!conn) {
 		ez_reject(req, "accept options invalid", 22);
 		return ret;
@@ -1025,14 +1046,11 @@ void *ez_conn_arg(const struct ez_conn *conn)
 	return conn ? conn->arg : NULL;
 }
 
-int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
+static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
 
-	if (!conn || !info)
-		return ezi_fail(-EINVAL, "ez_conn_info: conn %p, info %p", (const void *)conn,
-				(void *)info);
 	memset(info, 0, sizeof(*info));
 	if (!conn->qp || !conn->id)
 		return ezi_fail(-ENOTCONN, "ez_conn_info: the connection has no QP (%s)",
@@ -1067,11 +1085,25 @@ int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
 	return 0;
 }
 
-int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats *stats)
+/* Filled at the library's layout, handed over at the caller's (doc/abi.md). */
+int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_t info_size)
+{
+	struct ez_conn_info full;
+	int ret;
+
+	if (!conn || !info)
+		return ezi_fail(-EINVAL, "ez_conn_info: conn %p, info %p", (const void *)conn,
+				(void *)info);
+	ret = conn_info_fill(conn, &full);
+	ezi_struct_out(info, info_size, &full, sizeof(full));
+	return ret;
+}
+
+int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, size_t stats_size)
 {
 	if (!conn || !stats)
 		return ezi_fail(-EINVAL, "ez_conn_stats: conn %p, stats %p", (const void *)conn,
 				(void *)stats);
-	*stats = conn->stats;
+	ezi_struct_out(stats, stats_size, &conn->stats, sizeof(conn->stats));
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include "wire/addr.h"
 #include "wire/auth.h"
 #include "device/device.h"
+#include "base/abi.h"
 #include "base/error.h"
 #include "listener.h"
 #include "base/log.h"
@@ -157,18 +158,24 @@ static void listener_free(struct ez_listener *l)
 	free(l);
 }
 
-int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
-	      const struct ez_listen_opts *opts, ez_request_cb on_request, void *arg,
-	      struct ez_listener **out)
+int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
+		 const struct ez_listen_opts *opts_in, size_t opts_size, ez_request_cb on_request,
+		 void *arg, struct ez_listener **out)
 {
 	struct sockaddr_storage ss;
+	struct ez_listen_opts lo, *opts = &lo;
 	struct ez_listener *l;
 	char err[EZ_ERRMSG_MAX];
-	int ret, backlog = opts && opts->backlog > 0 ? opts->backlog : 128;
+	int ret, backlog;
 
 	if (!ctx || !on_request || !out)
 		return ezi_fail(-EINVAL, "ez_listen: ctx %p, on_request %s, listener pointer %p",
 				(void *)ctx, on_request ? "set" : "NULL", (void *)out);
+	/* At this library's layout (doc/abi.md); NULL reads as all zero. */
+	ret = ezi_struct_in(&lo, sizeof(lo), opts_in, opts_size, "ez_listen", "ez_listen_opts");
+	if (ret)
+		return ret;
+	backlog = opts->backlog > 0 ? opts->backlog : 128;
 	if (!address) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 

@@ -7,7 +7,8 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/msg.c \
 	lib/conn/conn_auth.c lib/conn/conn_auth.h \
 	lib/conn/pool.c lib/conn/pool.h \
-	lib/conn/path.c lib/conn/path.h
+	lib/conn/path.c lib/conn/path.h \
+	lib/conn/compat_v0.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
@@ -62,7 +63,10 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 	doc/man3/ez_mr_dereg.3 doc/man3/ez_mr_export.3 doc/man3/ez_mr_len.3 doc/man3/ez_mr_reg.3 \
 	doc/man3/ez_read.3 doc/man3/ez_reject.3 doc/man3/ez_send.3 doc/man3/ez_send_mr.3 doc/man3/ez_write_imm.3 \
 	doc/man3/ez_sendv.3 doc/man3/ez_srqpool_free.3 doc/man3/ez_srqpool_new.3 \
-	doc/man3/ez_write.3 doc/man3/ez_conn_opts.3
+	doc/man3/ez_write.3 doc/man3/ez_conn_opts.3 \
+	doc/man3/ez_connect_sz.3 doc/man3/ez_accept_sz.3 doc/man3/ez_listen_sz.3 \
+	doc/man3/ez_srqpool_new_sz.3 doc/man3/ez_srqpool_stats_sz.3 doc/man3/ez_conn_info_sz.3 \
+	doc/man3/ez_conn_stats_sz.3
 
 # The flow tests' peer program, driven by tests/integration/two_host_flows.sh
 # in the two-VM test bed (testbed pair).

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "base/abi.h"
 #include "base/error.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
@@ -114,19 +115,24 @@ int pool_destroy(struct ez_srqpool *pool)
 	return 0;
 }
 
-int ez_srqpool_new(struct ez_ctx *ctx, const char *device, const struct ez_srqpool_opts *opts,
-		   struct ez_srqpool **pool)
+int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device, const struct ez_srqpool_opts *opts,
+		      size_t opts_size, struct ez_srqpool **pool)
 {
+	struct ez_srqpool_opts o;
 	struct device *dev;
 	int ret;
 
 	if (!ctx || !pool)
 		return ezi_fail(-EINVAL, "ez_srqpool_new: ctx %p, pool pointer %p", (void *)ctx,
 				(void *)pool);
+	/* At this library's layout (doc/abi.md); NULL reads as all zero. */
+	ret = ezi_struct_in(&o, sizeof(o), opts, opts_size, "ez_srqpool_new", "ez_srqpool_opts");
+	if (ret)
+		return ret;
 	ret = device_by_name(ctx, device, &dev);
 	if (ret)
 		return ret;
-	return pool_create(dev, opts, 0, pool);
+	return pool_create(dev, &o, 0, pool);
 }
 
 int ez_srqpool_free(struct ez_srqpool *pool)

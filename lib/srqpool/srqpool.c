@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/abi.h"
 #include "base/log.h"
 #include "pool.h"
 
@@ -408,9 +409,13 @@ const char *ez_srqpool_errmsg(const struct ez_srqpool *pool)
 	return srqpool_errmsg(pool);
 }
 
-int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *st)
+/* Filled at the library's layout, handed over at the caller's (doc/abi.md). */
+int ez_srqpool_stats_sz(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats,
+			size_t stats_size)
 {
-	if (!pool || !st)
+	struct ez_srqpool_stats full, *st = &full;
+
+	if (!pool || !stats)
 		return ezi_fail(-EINVAL, "ez_srqpool_stats: %s is NULL", pool ? "stats" : "pool");
 	memset(st, 0, sizeof(*st));
 	st->posted = pool->posted;
@@ -436,5 +441,6 @@ int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *st)
 	st->credit_waits = pool->credit_waits;
 	st->rebalances = pool->rebalances;
 	srqpool_rnr_counters(pool, &st->rnr_naks_sent, &st->rnr_naks_received);
+	ezi_struct_out(stats, stats_size, st, sizeof(*st));
 	return 0;
 }

@@ -9,36 +9,43 @@
 #include "handshake.h"
 #include "opts.h"
 
+/* A zero field gets its default unless comp_mask says the 0 is meant. */
+static void def_u8(uint8_t *v, uint32_t comp_mask, uint32_t bit, uint8_t def)
+{
+	if (!*v && !(comp_mask & bit))
+		*v = def;
+}
+
 int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out)
 {
 	size_t pmax;
+	uint32_t m;
 
 	if (in)
 		*out = *in;
 	else
 		memset(out, 0, sizeof(*out));
+	m = out->comp_mask;
+	/* A bit this library does not know is a field it does not have. */
+	if (m & ~CONN_OPTS_KNOWN)
+		return ezi_fail(-EINVAL, "ez_conn_opts.comp_mask 0x%x has bits this library does not know (0x%x)",
+				m, m & ~CONN_OPTS_KNOWN);
 	if (!out->send_depth)
 		out->send_depth = CONN_DEF_SEND_DEPTH;
 	if (!out->recv_depth)
 		out->recv_depth = CONN_DEF_RECV_DEPTH;
 	if (!out->max_msg_size)
 		out->max_msg_size = CONN_DEF_MAX_MSG;
-	if (!out->inline_threshold)
+	if (!out->inline_threshold && !(m & EZ_CONN_OPTS_INLINE_THRESHOLD))
 		out->inline_threshold = CONN_DEF_INLINE;
 	if (!out->connect_timeout_ms)
 		out->connect_timeout_ms = CONN_DEF_CONNECT_TIMEOUT_MS;
-	if (!out->qp_timeout)
-		out->qp_timeout = CONN_DEF_QP_TIMEOUT;
-	if (!out->retry_count)
-		out->retry_count = CONN_DEF_RETRY;
-	if (!out->rnr_retry)
-		out->rnr_retry = CONN_DEF_RNR_RETRY;
-	if (!out->min_rnr_timer)
-		out->min_rnr_timer = CONN_DEF_MIN_RNR_TIMER;
-	if (!out->responder_resources)
-		out->responder_resources = CONN_DEF_RD_ATOMIC;
-	if (!out->initiator_depth)
-		out->initiator_depth = CONN_DEF_RD_ATOMIC;
+	def_u8(&out->qp_timeout, m, EZ_CONN_OPTS_QP_TIMEOUT, CONN_DEF_QP_TIMEOUT);
+	def_u8(&out->retry_count, m, EZ_CONN_OPTS_RETRY_COUNT, CONN_DEF_RETRY);
+	def_u8(&out->rnr_retry, m, EZ_CONN_OPTS_RNR_RETRY, CONN_DEF_RNR_RETRY);
+	def_u8(&out->min_rnr_timer, m, EZ_CONN_OPTS_MIN_RNR_TIMER, CONN_DEF_MIN_RNR_TIMER);
+	def_u8(&out->responder_resources, m, EZ_CONN_OPTS_RESPONDER_RESOURCES, CONN_DEF_RD_ATOMIC);
+	def_u8(&out->initiator_depth, m, EZ_CONN_OPTS_INITIATOR_DEPTH, CONN_DEF_RD_ATOMIC);
 	if (!out->paths)
 		out->paths = 1;
 

@@ -18,8 +18,14 @@
 #define CONN_DEF_RD_ATOMIC 16
 #define CONN_MAX_DEPTH 16384
 #define CONN_MAX_MSG (1u << 30)
+/* Every EZ_CONN_OPTS_* bit this library knows. */
+#define CONN_OPTS_KNOWN (EZ_CONN_OPTS_INLINE_THRESHOLD | EZ_CONN_OPTS_QP_TIMEOUT | \
+			 EZ_CONN_OPTS_RETRY_COUNT | EZ_CONN_OPTS_RNR_RETRY | \
+			 EZ_CONN_OPTS_MIN_RNR_TIMER | EZ_CONN_OPTS_RESPONDER_RESOURCES | \
+			 EZ_CONN_OPTS_INITIATOR_DEPTH)
 
-/* Copies in (NULL: all defaults) into out with every zero field defaulted.
+/* Copies in (NULL: all defaults) into out with every zero field defaulted
+ * (but those comp_mask marks as meant).
  * accept selects the private-data limit. -EINVAL with a message naming the
  * field when a value is out of range. */
 int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out);

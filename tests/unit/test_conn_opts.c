@@ -1,8 +1,11 @@
-/* test_conn_opts.c: connection options: defaults for zero fields, range checks naming the field. */
+/* test_conn_opts.c: connection options: defaults for zero fields, comp_mask's meant zeros, range checks naming the field; the struct-size rule of the copy helpers. */
 #include <check.h>
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "base/abi.h"
 #include "wire/opts.h"
 #include "../checkmain.h"
 
@@ -51,6 +54,7 @@ START_TEST(set_fields_are_kept)
 }
 END_TEST
 
+#define BAD_COMMA ,
 #define BAD(field_init, accept, msg)                                              \
 	do {                                                                      \
 		struct ez_conn_opts in = { field_init }, o;                       \
@@ -126,6 +130,137 @@ START_TEST(auth_key_checked)
 }
 END_TEST
 
+/* With its comp_mask bit a 0 is taken as given; without, it is defaulted. */
+START_TEST(comp_mask_keeps_zero)
+{
+	struct ez_conn_opts in = { .comp_mask = EZ_CONN_OPTS_QP_TIMEOUT | EZ_CONN_OPTS_RETRY_COUNT |
+				   EZ_CONN_OPTS_RNR_RETRY | EZ_CONN_OPTS_MIN_RNR_TIMER |
+				   EZ_CONN_OPTS_INLINE_THRESHOLD |
+				   EZ_CONN_OPTS_RESPONDER_RESOURCES |
+				   EZ_CONN_OPTS_INITIATOR_DEPTH }, o;
+
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+	ck_assert_uint_eq(o.qp_timeout, 0);
+	ck_assert_uint_eq(o.retry_count, 0);
+	ck_assert_uint_eq(o.rnr_retry, 0);
+	ck_assert_uint_eq(o.min_rnr_timer, 0);
+	ck_assert_uint_eq(o.inline_threshold, 0);
+	ck_assert_uint_eq(o.responder_resources, 0);
+	ck_assert_uint_eq(o.initiator_depth, 0);
+	ck_assert_uint_eq(o.send_depth, 64);	/* no bit: still defaulted */
+
+	/* One bit: that field alone keeps its 0. */
+	in.comp_mask = EZ_CONN_OPTS_RNR_RETRY;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+	ck_assert_uint_eq(o.rnr_retry, 0);
+	ck_assert_uint_eq(o.retry_count, 7);
+	ck_assert_uint_eq(o.qp_timeout, 14);
+	ck_assert_uint_eq(o.min_rnr_timer, 12);
+	ck_assert_uint_eq(o.inline_threshold, 64);
+	ck_assert_uint_eq(o.responder_resources, 16);
+	ck_assert_uint_eq(o.initiator_depth, 16);
+
+	/* A set bit with a nonzero value is that value. */
+	in.comp_mask = EZ_CONN_OPTS_QP_TIMEOUT;
+	in.qp_timeout = 9;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+	ck_assert_uint_eq(o.qp_timeout, 9);
+}
+END_TEST
+
+START_TEST(comp_mask_range_still_checked)
+{
+	BAD(.retry_count = 8 BAD_COMMA .comp_mask = EZ_CONN_OPTS_RETRY_COUNT, 0,
+	    "ez_conn_opts.retry_count 8 exceeds 7");
+	BAD(.min_rnr_timer = 32 BAD_COMMA .comp_mask = EZ_CONN_OPTS_MIN_RNR_TIMER, 0,
+	    "ez_conn_opts.min_rnr_timer 32 exceeds 31");
+	BAD(.qp_timeout = 40 BAD_COMMA .comp_mask = EZ_CONN_OPTS_QP_TIMEOUT, 0,
+	    "ez_conn_opts.qp_timeout 40 exceeds 31");
+	/* A bit for a field this library does not have. */
+	BAD(.comp_mask = 1u << 31 | EZ_CONN_OPTS_RNR_RETRY, 0,
+	    "ez_conn_opts.comp_mask 0x80000008 has bits this library does not know (0x80000000)");
+}
+END_TEST
+
+/* A struct as a later header might have it: ours and one more field. */
+struct opts_next {
+	struct ez_conn_opts o;
+	uint64_t next;
+};
+
+START_TEST(struct_in_shorter_zero_filled)
+{
+	struct ez_conn_opts src, dst;
+
+	memset(&src, 0x5a, sizeof(src));
+	memset(&dst, 0xff, sizeof(dst));
+	ck_assert_int_eq(ezi_struct_in(&dst, sizeof(dst), &src, EZ_V0_CONN_OPTS_SIZE, "ez_connect",
+				       "ez_conn_opts"), 0);
+	ck_assert_int_eq(memcmp(&dst, &src, EZ_V0_CONN_OPTS_SIZE), 0);
+	ck_assert_uint_eq(dst.comp_mask, 0);	/* not in the v0 layout */
+	/* NULL: all zero, whatever the size. */
+	memset(&dst, 0xff, sizeof(dst));
+	ck_assert_int_eq(ezi_struct_in(&dst, sizeof(dst), NULL, sizeof(dst), "ez_connect",
+				       "ez_conn_opts"), 0);
+	ck_assert_uint_eq(dst.send_depth, 0);
+	ck_assert_uint_eq(dst.comp_mask, 0);
+}
+END_TEST
+
+START_TEST(struct_in_longer_zero_tail_taken)
+{
+	struct opts_next src = { .o = { .send_depth = 5, .comp_mask = EZ_CONN_OPTS_QP_TIMEOUT } };
+	struct ez_conn_opts dst;
+
+	ck_assert_int_eq(ezi_struct_in(&dst, sizeof(dst), &src, sizeof(src), "ez_connect",
+				       "ez_conn_opts"), 0);
+	ck_assert_uint_eq(dst.send_depth, 5);
+	ck_assert_uint_eq(dst.comp_mask, EZ_CONN_OPTS_QP_TIMEOUT);
+}
+END_TEST
+
+START_TEST(struct_in_longer_set_tail_refused)
+{
+	struct opts_next src = { .o = { .send_depth = 5 }, .next = 1 };
+	struct ez_conn_opts dst;
+	char want[200];
+
+	snprintf(want, sizeof(want), "ez_accept: struct ez_conn_opts of %zu bytes has byte %zu set, beyond the %zu this library knows (a field of a newer easyrdma.h)",
+		 sizeof(src), offsetof(struct opts_next, next), sizeof(dst));
+	ck_assert_int_eq(ezi_struct_in(&dst, sizeof(dst), &src, sizeof(src), "ez_accept",
+				       "ez_conn_opts"), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_uint_eq(dst.send_depth, 0);	/* nothing taken */
+	/* On x86_64: the exact text a program sees. */
+	if (sizeof(void *) == 8)
+		ck_assert_str_eq(ez_errmsg(), "ez_accept: struct ez_conn_opts of 104 bytes has byte 96 set, beyond the 96 this library knows (a field of a newer easyrdma.h)");
+}
+END_TEST
+
+START_TEST(struct_out_never_past_size)
+{
+	unsigned char out[sizeof(struct ez_conn_stats) + 16];
+	struct ez_conn_stats st;
+	size_t i;
+
+	memset(&st, 0x11, sizeof(st));
+	/* Shorter: the caller's bytes only, the rest untouched. */
+	memset(out, 0xa5, sizeof(out));
+	ezi_struct_out(out, EZ_V0_CONN_STATS_SIZE - 8, &st, sizeof(st));
+	ck_assert_int_eq(memcmp(out, &st, EZ_V0_CONN_STATS_SIZE - 8), 0);
+	for (i = EZ_V0_CONN_STATS_SIZE - 8; i < sizeof(out); i++)
+		ck_assert_uint_eq(out[i], 0xa5);
+	/* Longer: what the library does not have reads 0, and no further. */
+	memset(out, 0xa5, sizeof(out));
+	ezi_struct_out(out, sizeof(st) + 8, &st, sizeof(st));
+	ck_assert_int_eq(memcmp(out, &st, sizeof(st)), 0);
+	for (i = sizeof(st); i < sizeof(st) + 8; i++)
+		ck_assert_uint_eq(out[i], 0);
+	for (; i < sizeof(out); i++)
+		ck_assert_uint_eq(out[i], 0xa5);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("conn_opts");
@@ -135,6 +270,14 @@ int main(void)
 	tcase_add_test(tc, set_fields_are_kept);
 	tcase_add_test(tc, out_of_range_named);
 	tcase_add_test(tc, auth_key_checked);
+	tcase_add_test(tc, comp_mask_keeps_zero);
+	tcase_add_test(tc, comp_mask_range_still_checked);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("struct sizes");
+	tcase_add_test(tc, struct_in_shorter_zero_filled);
+	tcase_add_test(tc, struct_in_longer_zero_tail_taken);
+	tcase_add_test(tc, struct_in_longer_set_tail_refused);
+	tcase_add_test(tc, struct_out_never_past_size);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }

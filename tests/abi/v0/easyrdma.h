@@ -1,0 +1,444 @@
+/* easyrdma.h: the one public header of easyrdma (RDMA connections in one call). */
+#ifndef EASYRDMA_H
+#define EASYRDMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Conventions: functions return 0 or a negative errno. The message of the
+ * last failure in the calling thread (naming the verb that failed and the
+ * attribute or value at fault) is ez_errmsg(); objects that live longer keep
+ * their own (ez_conn_errmsg()).
+ */
+
+/* ------------------------------------------------------------------ */
+/* Library-wide: version, errors, logging                              */
+/* ------------------------------------------------------------------ */
+
+const char *ez_version(void);
+
+/* strerror() for a negative (or positive) errno value; never NULL. */
+const char *ez_strerror(int err);
+
+/* The message of the last failed easyrdma call in this thread ("" if none). */
+const char *ez_errmsg(void);
+
+enum ez_log_level {
+	EZ_LOG_ERR = 0,
+	EZ_LOG_WARN = 1,
+	EZ_LOG_INFO = 2,
+	EZ_LOG_DEBUG = 3,
+};
+
+typedef void (*ez_log_fn)(enum ez_log_level level, const char *msg, void *arg);
+
+/* Route the library's log lines to fn (NULL: stderr) up to max_level. */
+void ez_set_log(ez_log_fn fn, void *arg, enum ez_log_level max_level);
+
+/* ------------------------------------------------------------------ */
+/* qpfsm: the QP state machine (lib/qpfsm)                             */
+/* ------------------------------------------------------------------ */
+
+/* ibv_create_qp() with a clear error: -EOPNOTSUPP and a message naming the
+ * device and type when the device cannot make QPs of that type (RAW_PACKET
+ * on Soft-RoCE, XRC where unsupported). The QP starts in RESET. */
+int ez_qp_create(struct ibv_pd *pd, struct ibv_qp_init_attr *init, struct ibv_qp **qp);
+
+/* Validate (type, current state, mask, values) against the verbs transition
+ * rules and the device/port limits, then call ibv_modify_qp(). On -EINVAL
+ * nothing was modified; ez_errmsg() names the transition and the attribute,
+ * e.g. "RC INIT->RTR: IBV_QP_AV required". */
+int ez_qp_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+
+/* The checks of ez_qp_modify() alone: 0 or -EINVAL (ez_errmsg() says why);
+ * the QP is never modified. */
+int ez_qp_validate(struct ibv_qp *qp, const struct ibv_qp_attr *attr, int attr_mask);
+
+/* Walk qp from its current state to target (normally IBV_QPS_RTS) with the
+ * attributes given in attr/attr_mask, filling defaults for the ones left out
+ * (timeouts, retry counts, PSNs, rd_atomic from the device caps). On failure
+ * ez_errmsg() names the step, e.g. "RC INIT->RTR: IBV_QP_AV required". */
+int ez_qp_ladder(struct ibv_qp *qp, enum ibv_qp_state target,
+		 const struct ibv_qp_attr *attr, int attr_mask);
+
+/* ibv_query_qp() that re-reads the volatile attributes and clears the ones
+ * not valid in the current state. */
+int ez_qp_query(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ibv_qp_init_attr *init_attr);
+
+/* SQ drain: RTS -> SQD with en_sqd_async_notify; fn (may be NULL) runs once,
+ * from ez_qp_async_event(), when IBV_EVENT_SQ_DRAINED arrives for qp. */
+typedef void (*ez_qp_drained_fn)(struct ibv_qp *qp, void *arg);
+int ez_qp_drain_sq(struct ibv_qp *qp, ez_qp_drained_fn fn, void *arg);
+/* Forget qp's drain hook (before destroying a QP whose drain never ended). */
+void ez_qp_drain_cancel(struct ibv_qp *qp);
+/* Feed every event from ibv_get_async_event() here: returns 1 when it was an
+ * IBV_EVENT_SQ_DRAINED with a hook (the hook has run), else 0. The caller
+ * still acks the event. */
+int ez_qp_async_event(const struct ibv_async_event *event);
+
+const char *ez_qp_state_str(enum ibv_qp_state state);
+const char *ez_qp_type_str(enum ibv_qp_type type);
+const char *ez_qp_attr_mask_str(int one_mask_bit);
+
+/* RoCEv2 UDP source port <-> GRH flow label (as ibv_flow_label_to_udp_sport).
+ * ez_udp_sport_to_flow_label() returns a nonzero label that gives sport, or 0
+ * when sport is outside 0xC000..0xFFFF (no label gives it). */
+uint16_t ez_flow_label_to_udp_sport(uint32_t flow_label);
+uint32_t ez_udp_sport_to_flow_label(uint16_t sport);
+
+/* ------------------------------------------------------------------ */
+/* srqpool: shared receive queues that refill themselves (lib/srqpool)  */
+/* ------------------------------------------------------------------ */
+
+struct ez_ctx;
+struct ez_srqpool;
+struct ez_buf;
+
+/* Zero in any field means its default. */
+struct ez_srqpool_opts {
+	uint32_t buf_size;	   /* bytes per receive buffer (default 4096) */
+	uint32_t nbufs;		   /* buffers registered and posted at creation (default 256) */
+	uint32_t low_watermark;	   /* srq_limit, absolute (default nbufs / 4) */
+	uint32_t low_watermark_pct; /* or as a percentage of nbufs, when low_watermark is 0 */
+	uint32_t refill_batch;	   /* receive WRs linked per ibv_post_srq_recv() (default 32) */
+	uint32_t max_bufs;	   /* growth cap; 0 or <= nbufs: the pool never grows */
+	uint32_t expected_conns;   /* connections the receive credits are shared over at least:
+				    * each starts with its full share (0: size by those attached,
+				    * a connection starts with one credit and earns its share) */
+};
+
+/* Level counters are the pool's own view: a buffer counts as posted until its
+ * completion has been polled. The rnr_* counters are the device's (every QP
+ * on every port of the device, not only this pool's), -1 where the device
+ * does not report them. */
+struct ez_srqpool_stats {
+	uint64_t posted;	/* buffers on the SRQ now */
+	uint64_t in_use;	/* received, held by the application */
+	uint64_t free;		/* neither: waiting to be posted */
+	uint64_t total;		/* buffers registered */
+	uint64_t lowest_posted;	/* fewest buffers seen on the SRQ */
+	uint64_t limit_events;	/* IBV_EVENT_SRQ_LIMIT_REACHED handled */
+	uint64_t refills;	/* ibv_post_srq_recv() batches */
+	uint64_t growths;	/* slabs added */
+	uint64_t bytes_registered;
+	uint32_t attached;	/* connections drawing from the pool */
+	uint32_t low_watermark;	/* srq_limit armed again after every event */
+	uint32_t srq_max_wr;	/* receive WRs the SRQ holds (device rounding included) */
+	uint32_t max_bufs;	/* growth cap (== total when the pool cannot grow) */
+	int64_t rnr_naks_sent;	   /* RNR NAKs the device sent: a receive found the SRQ empty */
+	int64_t rnr_naks_received; /* RNR NAKs the device's senders got back */
+	/* Receive credits: each attached connection's peer may hold up to
+	 * credit_share; all of them together never more than the buffers
+	 * posted minus credit_reserve (see ez_srqpool_new(3)). */
+	uint32_t expected_conns;
+	uint32_t credit_share;	   /* credits one connection may hold now */
+	uint32_t credit_reserve;   /* posted buffers never granted (credit-only messages) */
+	uint32_t conn_granted_max; /* most credits one connection ever held */
+	uint64_t credits_granted;  /* credits all peers hold or have in flight now */
+	uint64_t credits_granted_max; /* highest credits_granted seen */
+	uint64_t credits_withheld; /* returns refused: the connection was over its share */
+	uint64_t credit_waits;	   /* returns that waited for buffers to be reposted */
+	uint64_t rebalances;	   /* share changes (attach, detach, growth) */
+};
+
+/* One SRQ and its registered buffers on the device named (NULL: the first). */
+int ez_srqpool_new(struct ez_ctx *ctx, const char *device,
+		   const struct ez_srqpool_opts *opts, struct ez_srqpool **pool);
+/* -EBUSY while connections are attached or buffers are held; nothing is freed then. */
+int ez_srqpool_free(struct ez_srqpool *pool);
+int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats);
+/* The pool's last failure (refills run from events, so no call returns it); "" if none. */
+const char *ez_srqpool_errmsg(const struct ez_srqpool *pool);
+
+/* A received message: valid until released; released buffers go back to the pool. */
+void *ez_buf_data(const struct ez_buf *buf);
+size_t ez_buf_len(const struct ez_buf *buf);
+void ez_buf_release(struct ez_buf *buf);
+
+/* ------------------------------------------------------------------ */
+/* Objects of the connection layer                                      */
+/* ------------------------------------------------------------------ */
+
+struct ev_loop;
+struct ez_ctx;
+struct ez_listener;
+struct ez_conn;
+struct ez_conn_req;
+struct ez_mr;
+struct ez_srqpool;
+struct ez_buf;
+struct iovec;
+
+/*
+ * Threading: an ez_ctx and everything made from it belong to one thread
+ * (one ctx per thread, one thread per ctx). Callbacks run on that thread,
+ * from the libev loop or from ez_ctx_process(). Any callback may call any
+ * function of this API, including ez_conn_close() on its own connection.
+ */
+
+/* ez_ctx_new() flags. */
+enum {
+	/* No libev watcher: the application polls ez_ctx_fd() for POLLIN with
+	 * its own loop (epoll, poll, io_uring) and calls ez_ctx_process(). */
+	EZ_CTX_NO_LOOP = 1u << 0,
+	/* Busy-poll mode, for latency: the completion queues are polled on
+	 * every pass instead of waiting for the completion channel (which is
+	 * never armed), so a completion costs no interrupt and no wakeup, and
+	 * one core spins. On a libev loop an ev_idle watcher keeps the loop
+	 * turning; with EZ_CTX_NO_LOOP, call ez_ctx_process() in a loop
+	 * without waiting on the fd. */
+	EZ_CTX_BUSY_POLL = 1u << 1,
+};
+
+/* A context on loop (NULL: libev's default loop), or with EZ_CTX_NO_LOOP
+ * on none. Devices are opened when a connection or pool first needs them. */
+int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **ctx);
+/* -EBUSY (and nothing freed) while listeners, connections, pools or MRs of
+ * the context are alive: close and free them first. */
+int ez_ctx_free(struct ez_ctx *ctx);
+/* One fd that becomes readable when the context has work; level-triggered. */
+int ez_ctx_fd(const struct ez_ctx *ctx);
+/* Does whatever work is ready without blocking: CM events, completions,
+ * device events, timers. Returns the number of events handled, or < 0. */
+int ez_ctx_process(struct ez_ctx *ctx);
+/* Milliseconds until the next library timer is due (-1: none), as a poll timeout. */
+int ez_ctx_timeout_ms(const struct ez_ctx *ctx);
+
+/* Private data limits of rdma_cm on InfiniBand/RoCE (56 bytes in a connect
+ * request, 196 in a reply, 148 in a reject) minus easyrdma's 16-byte header. */
+#define EZ_CONNECT_DATA_MAX 40
+#define EZ_ACCEPT_DATA_MAX 180
+#define EZ_REJECT_DATA_MAX 132
+
+/* How a connection's RoCEv2 UDP source port is chosen (ez_conn_opts.sport_policy;
+ * see ez_conn_opts(3)). Fabrics hash the source port to pick a path (ECMP, LAG). */
+enum ez_sport_policy {
+	EZ_SPORT_DEFAULT = 0,	/* udp_sport if set (as EZ_SPORT_FIXED), else rdma_cm's label */
+	EZ_SPORT_AUTO,		/* 0xC000 + (local QPN mod 16384): distinct for any 16384
+				 * consecutive QPs of a device, whichever process owns them */
+	EZ_SPORT_RANGE,		/* round-robin over sport_min..sport_max, per context */
+	EZ_SPORT_FIXED,		/* udp_sport */
+};
+
+/* How the chosen port reaches the wire (ez_conn_info.sport_mech). */
+enum ez_sport_mech {
+	EZ_SPORT_MECH_NONE = 0,	/* InfiniBand or RoCEv1 port: no UDP, the policy is a no-op */
+	EZ_SPORT_MECH_FLOW_LABEL, /* GRH flow label at RTR (RoCEv2, any device) */
+	EZ_SPORT_MECH_MLX5DV,	/* mlx5dv_modify_qp_udp_sport() in RTS (mlx5 devices) */
+};
+
+/* Zero in any field means its default (given in brackets). */
+struct ez_conn_opts {
+	uint32_t send_depth;	   /* sends/RDMA ops posted or queued at once [64] */
+	uint32_t recv_depth;	   /* buffers of the private receive pool [64] */
+	uint32_t max_msg_size;	   /* largest message sent or received [4096] */
+	uint32_t inline_threshold; /* sends up to this size go inline, capped by the device [64] */
+	uint32_t connect_timeout_ms; /* whole connect: resolve, route, CM exchange [5000] */
+	uint8_t qp_timeout;	   /* local ACK timeout, 4.096 us * 2^n [14] */
+	uint8_t retry_count;	   /* transport retries, 1..7 [7] */
+	uint8_t rnr_retry;	   /* RNR retries, 1..7 (7: forever) [7] */
+	uint8_t min_rnr_timer;	   /* IB encoding 1..31 [12] */
+	enum ibv_mtu path_mtu;	   /* upper bound; the path's MTU if lower [path's] */
+	uint8_t tos;		   /* IP type of service [0] */
+	uint16_t udp_sport;	   /* RoCEv2 source port 0xC000..0xFFFF [rdma_cm's per-connection choice] */
+	uint8_t responder_resources; /* RDMA reads the peer may have in flight to us [device max, <= 16] */
+	uint8_t initiator_depth;   /* RDMA reads we may have in flight [device max, <= 16] */
+	const void *private_data;  /* application bytes for the peer's handshake */
+	uint32_t private_data_len; /* <= EZ_CONNECT_DATA_MAX (connect) or EZ_ACCEPT_DATA_MAX (accept) */
+	struct ez_srqpool *srqpool; /* receive from this pool [a private pool of recv_depth buffers] */
+	enum ez_sport_policy sport_policy; /* our direction's UDP source port [EZ_SPORT_DEFAULT] */
+	uint16_t sport_min, sport_max;	/* EZ_SPORT_RANGE bounds, inclusive, in 0xC000..0xFFFF */
+	uint32_t paths;		   /* RC QPs (paths) of this connection, 1..EZ_MAX_PATHS [1] */
+	const void *auth_key;	   /* shared secret proved with HMAC in the handshake [none] */
+	uint32_t auth_key_len;	   /* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
+};
+
+#define EZ_MAX_PATHS 8
+#define EZ_AUTH_KEY_MAX 64
+/* With a shared secret the handshake carries nonces and MACs in the private
+ * data, leaving the application this much (see ez_conn_opts(3)). */
+#define EZ_CONNECT_DATA_MAX_AUTH 8
+#define EZ_ACCEPT_DATA_MAX_AUTH 132
+
+/* Callbacks of one connection (any may be NULL). */
+struct ez_conn_cbs {
+	/* Exactly once: status 0 when established, or < 0 with ez_conn_errmsg()
+	 * naming the step ("rdma_resolve_addr: ...", "rdma_connect: rejected by
+	 * peer: <reason>"). After an error the connection is dead; close it. */
+	void (*on_connect)(struct ez_conn *conn, int status, void *arg);
+	/* A message: keep buf as long as needed, then ez_buf_release() it. */
+	void (*on_recv)(struct ez_conn *conn, struct ez_buf *buf, void *arg);
+	/* Once, after on_connect(0): the connection is down. 0: closed with
+	 * ez_conn_close() on either side; -ECONNRESET: the peer went away
+	 * without closing (its process died); other < 0: device or transport
+	 * error. Every op has completed, and every message that arrived has
+	 * been delivered, before it runs. */
+	void (*on_disconnect)(struct ez_conn *conn, int status, void *arg);
+	/* The peer's ez_write_imm() landed: its data is in our memory, imm is
+	 * the peer's 32-bit value, len the bytes written. */
+	void (*on_write_imm)(struct ez_conn *conn, uint32_t imm, uint32_t len, void *arg);
+	/* A path of a multi-path connection failed (status < 0) and was taken
+	 * out; the connection goes on over the paths left (paths_left > 0). */
+	void (*on_path_down)(struct ez_conn *conn, unsigned int path, int status,
+			     unsigned int paths_left, void *arg);
+};
+
+/* A send or RDMA operation finished: 0, -ECANCELED (flushed by a close or an
+ * error), or another negative errno from the work completion's status. */
+typedef void (*ez_op_cb)(struct ez_conn *conn, int status, void *op_arg);
+
+/* Connect to host:service (names or numeric; IPv4 or IPv6). On 0 the conn
+ * handle is valid at once (ez_conn_close() may be called any time) and
+ * cbs->on_connect will run exactly once, never from inside ez_connect().
+ * Only argument errors are returned directly. Errors given to on_connect:
+ * -ECONNREFUSED (rejected, or no listener), -ETIMEDOUT, -EHOSTUNREACH
+ * (also: a name that does not resolve), -ENETUNREACH, -EADDRNOTAVAIL,
+ * -EPROTO (bad handshake), -ECANCELED (closed before connected). */
+int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
+	       const struct ez_conn_opts *opts, const struct ez_conn_cbs *cbs,
+	       void *arg, struct ez_conn **conn);
+
+/* A connection request seen by a listener; valid until ez_accept() or
+ * ez_reject() (one of them must be called, now or later). */
+typedef void (*ez_request_cb)(struct ez_listener *listener, struct ez_conn_req *req, void *arg);
+
+struct ez_listen_opts {
+	int backlog;		/* rdma_listen() backlog [128] */
+	const void *auth_key;	/* requests that do not prove this shared secret are
+				 * refused before on_request sees them [none] */
+	uint32_t auth_key_len;	/* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
+};
+
+/* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free
+ * port, see ez_listener_port()). Names resolve synchronously. */
+int ez_listen(struct ez_ctx *ctx, const char *address, const char *service,
+	      const struct ez_listen_opts *opts, ez_request_cb on_request, void *arg,
+	      struct ez_listener **listener);
+/* Rejects pending requests, stops listening, frees. Never blocks. */
+void ez_listener_close(struct ez_listener *listener);
+uint16_t ez_listener_port(const struct ez_listener *listener);
+
+const struct sockaddr *ez_conn_req_peer(const struct ez_conn_req *req);
+/* The application bytes of the peer's handshake (untrusted, len <= EZ_CONNECT_DATA_MAX). */
+const void *ez_conn_req_data(const struct ez_conn_req *req, size_t *len);
+/* Creates the connection (QP to RTS) and replies; cbs->on_connect runs once
+ * the peer confirms. On error the request is rejected and freed. */
+int ez_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
+	      const struct ez_conn_cbs *cbs, void *arg, struct ez_conn **conn);
+/* Refuses with reason bytes (<= EZ_REJECT_DATA_MAX) the peer's on_connect
+ * shows in its message; frees req. */
+int ez_reject(struct ez_conn_req *req, const void *reason, size_t len);
+
+/* Starts closing; never blocks. Work waiting for credits completes with
+ * -ECANCELED; a goodbye goes behind the posted work, then the QP enters ERR
+ * (posted work reports its real status, or -ECANCELED when flushed); then
+ * on_disconnect(0) runs (or on_connect(-ECANCELED) if not yet connected)
+ * and the handle is freed. Call it exactly once per handle, also after an
+ * error; no callback runs after it for a dead connection. */
+void ez_conn_close(struct ez_conn *conn);
+
+/* The message of the connection's last error ("" if none). */
+const char *ez_conn_errmsg(const struct ez_conn *conn);
+void *ez_conn_arg(const struct ez_conn *conn);
+
+struct ez_conn_info {
+	uint32_t qp_num;
+	uint32_t remote_qp_num;
+	enum ibv_mtu path_mtu;
+	uint32_t flow_label;	/* GRH flow label of our direction */
+	uint16_t udp_sport;	/* RoCEv2 UDP source port of our direction (0: sport_mech NONE) */
+	char device[64];
+	uint8_t port;
+	struct sockaddr_storage local, peer;
+	uint32_t max_msg_size;	/* largest message the peer accepts */
+	uint32_t peer_credits;	/* receive credits the peer advertised */
+	uint32_t send_credits;	/* credits available now */
+	uint32_t max_inline;
+	enum ez_sport_policy sport_policy; /* the policy in effect */
+	enum ez_sport_mech sport_mech;	/* NONE: udp_sport and flow_label mean nothing */
+	/* Multi-path (ez_conn_opts.paths): the paths negotiated, those still
+	 * carrying traffic, and per path its QPs, our direction's UDP source
+	 * port and 0 or the status that took it out. Path 0 is qp_num. */
+	uint32_t paths, paths_live;
+	uint32_t path_qp_num[EZ_MAX_PATHS];
+	uint32_t path_remote_qp_num[EZ_MAX_PATHS];
+	uint16_t path_udp_sport[EZ_MAX_PATHS];
+	int32_t path_status[EZ_MAX_PATHS];
+};
+int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info);
+
+struct ez_conn_stats {
+	uint64_t msgs_sent, bytes_sent;
+	uint64_t msgs_recv, bytes_recv;
+	uint64_t writes, reads, rdma_bytes;
+	uint64_t credit_msgs_sent, credit_msgs_recv;
+	uint64_t waits_for_credits;	/* ops queued because the peer had no credit */
+	uint64_t op_errors;		/* ops completed with a status != 0 */
+	uint64_t write_imms, write_imms_recv; /* ez_write_imm() posted / landed here */
+	/* Per path: ops posted (sends, writes, reads), their payload bytes,
+	 * messages received; and paths taken out after a failure. */
+	uint64_t path_ops[EZ_MAX_PATHS];
+	uint64_t path_bytes[EZ_MAX_PATHS];
+	uint64_t path_msgs_recv[EZ_MAX_PATHS];
+	uint64_t paths_down;
+};
+int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats *stats);
+
+/* Send a copy of data (len <= the peer's max message size, else -EMSGSIZE
+ * before anything is posted). The data is copied before return; cb (may be
+ * NULL) runs when the send completes. -ENOBUFS: send_depth ops already
+ * outstanding; -ENOTCONN: not connected. Messages beyond the peer's receive
+ * credits wait in the library (bounded by send_depth). */
+int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg);
+int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb cb, void *op_arg);
+
+/* Memory registration. Access is local (read/write) only unless asked:
+ * EZ_MR_REMOTE_READ / EZ_MR_REMOTE_WRITE let the peer read/write it. */
+enum {
+	EZ_MR_REMOTE_READ = 1u << 0,
+	EZ_MR_REMOTE_WRITE = 1u << 1,
+};
+/* On device (NULL: the first). The MR is usable by connections on that device. */
+int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
+	      unsigned int access, struct ez_mr **mr);
+int ez_mr_dereg(struct ez_mr *mr);
+void *ez_mr_addr(const struct ez_mr *mr);
+size_t ez_mr_len(const struct ez_mr *mr);
+
+/* What a peer needs to read or write a region: send it in a message. */
+struct ez_rkey {
+	uint64_t addr;
+	uint64_t len;
+	uint32_t rkey;
+	uint32_t reserved;
+};
+int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out);
+
+/* Zero-copy send of mr[off, off+len): the memory must stay unchanged until cb. */
+int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+	       ez_op_cb cb, void *op_arg);
+/* RDMA WRITE mr[off, off+len) to remote->addr + roff / RDMA READ it from there. */
+int ez_write(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+	     const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg);
+int ez_read(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+	    const struct ez_rkey *remote, uint64_t roff, ez_op_cb cb, void *op_arg);
+/* RDMA WRITE with immediate: as ez_write(), then the peer's on_write_imm()
+ * runs with imm once the data is in its memory. Uses one of the peer's
+ * receive credits, like a send. */
+int ez_write_imm(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+		 const struct ez_rkey *remote, uint64_t roff, uint32_t imm,
+		 ez_op_cb cb, void *op_arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EASYRDMA_H */
