@@ -7,7 +7,7 @@
  * exported functions are defined here under internal names and bound to
  * the old symbols with symbol versioning (a default version, @@, so that an
  * object compiled against the old header still links). */
-#define EZ_V0(name) __attribute__((symver(#name "@@EASYRDMA_0")))
+#define EZ_V0(name) __attribute__((visibility("default"), symver(#name "@@EASYRDMA_0")))
 
 /* The v0 layouts as a 64-bit build saw them (include/easyrdma.h at
  * 56bca74): a field inserted before the end of a v0 member moves these. */
