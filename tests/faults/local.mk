@@ -41,3 +41,13 @@ tests_faults_linkdown_LDADD = lib/libezcore.la
 
 dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
 EXTRA_DIST += tests/lsan.supp
+
+# Every allocation of ez_connect() failing in turn: calloc and free wrapped
+# in the test's link (the library's objects come in statically here).
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/faults/test_alloc
+tests_faults_test_alloc_SOURCES = tests/faults/test_alloc.c $(FAULT_SRC)
+tests_faults_test_alloc_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_alloc_LDADD = $(TEST_LDADD)
+tests_faults_test_alloc_LDFLAGS = -Wl,--wrap=calloc,--wrap=free
+endif
