@@ -69,7 +69,7 @@ static void conn_free(struct ez_conn *conn)
 
 	ctx_timer_stop(ctx, &conn->connect_timer);
 	ctx_timer_stop(ctx, &conn->drain_timer);
-	ctx_timer_stop(ctx, &conn->defer_timer);
+	loop_defer_cancel(&ctx->loop, &conn->finish_defer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
 	conn_auth_free(conn);
 	if (conn->dev)
@@ -93,7 +93,7 @@ static void conn_free(struct ez_conn *conn)
 	free(conn);
 }
 
-/* Runs from a timer, never inside the application's call or a CQ poll. */
+/* Runs deferred, never inside the application's call or a CQ poll. */
 static void conn_finish(struct ez_conn *conn)
 {
 	if (conn->dev) {
@@ -148,20 +148,20 @@ static void conn_finish(struct ez_conn *conn)
 		conn_free(conn);
 }
 
-static void on_defer(struct ctx_timer *t)
+static void on_defer(struct loop_defer *d)
 {
-	conn_finish(container_of(t, struct ez_conn, defer_timer));
+	conn_finish(container_of(d, struct ez_conn, finish_defer));
 }
 
 void conn_drain_check(struct ez_conn *conn)
 {
-	if (!conn->ended || !conn->torn || conn->state == CS_DEAD || conn->defer_timer.armed)
+	if (!conn->ended || !conn->torn || conn->state == CS_DEAD || conn->finish_defer.queued)
 		return;
 	if (conn->posted == 0 && (conn->last_wqe || conn->drain_expired))
-		ctx_timer_start(conn->ctx, &conn->defer_timer, 0);
+		loop_defer(&conn->ctx->loop, &conn->finish_defer);
 }
 
-static void on_drain_timer(struct ctx_timer *t)
+static void on_drain_timer(struct loop_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, drain_timer);
 
@@ -224,7 +224,7 @@ void conn_teardown(struct ez_conn *conn)
 	conn_drain_check(conn);
 }
 
-static void on_bye_timer(struct ctx_timer *t)
+static void on_bye_timer(struct loop_timer *t)
 {
 	conn_teardown(container_of(t, struct ez_conn, bye_timer));
 }
@@ -282,7 +282,7 @@ static int conn_fail_ret(struct ez_conn *conn, int err)
 	return err;
 }
 
-static void on_connect_timeout(struct ctx_timer *t)
+static void on_connect_timeout(struct loop_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, connect_timer);
 
@@ -334,7 +334,7 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	conn->step = "ez_connect";
 	conn->connect_timer.fn = on_connect_timeout;
 	conn->drain_timer.fn = on_drain_timer;
-	conn->defer_timer.fn = on_defer;
+	conn->finish_defer.fn = on_defer;
 	conn->bye_timer.fn = on_bye_timer;
 	conn->next = ctx->conns;
 	if (ctx->conns)
@@ -778,9 +778,11 @@ static void connect_to(struct ez_conn *conn, const struct sockaddr_storage *ss)
 			  ez_strerror(errno));
 }
 
-static void on_lookup_done(struct ez_conn *conn, int rc, const struct sockaddr_storage *ss,
+static void on_lookup_done(void *arg, int rc, const struct sockaddr_storage *ss,
 			   const char *err)
 {
+	struct ez_conn *conn = arg;
+
 	conn->lookup = NULL;
 	if (rc)
 		conn_fail(conn, rc, "%s", err);
@@ -816,7 +818,7 @@ int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 	conn->step = "getaddrinfo";
 	ret = ezaddr_resolve(host, service, EZADDR_NUMERIC_ONLY, &ss, err, sizeof(err));
 	if (ret == -EAGAIN) {
-		ret = lookup_start(ctx, host, service, conn, on_lookup_done, &conn->lookup);
+		ret = lookup_start(&ctx->lookups, host, service, conn, on_lookup_done, &conn->lookup);
 		if (ret)
 			conn_fail(conn, ret, "%s", ez_errmsg());
 		return 0;

@@ -109,10 +109,10 @@ struct ez_conn {
 	uint32_t peer_max_msg;
 	uint32_t my_max_msg;
 
-	struct ctx_timer connect_timer;
-	struct ctx_timer drain_timer;
-	struct ctx_timer defer_timer;
-	struct ctx_timer bye_timer;
+	struct loop_timer connect_timer;
+	struct loop_timer drain_timer;
+	struct loop_defer finish_defer;	/* conn_finish(), outside any call or CQ poll */
+	struct loop_timer bye_timer;
 
 	/* Multi-path (path.c): paths[0] is conn->qp. */
 	struct conn_path *paths;

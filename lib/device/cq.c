@@ -61,20 +61,20 @@ int cq_poll(struct device *dev)
 
 /* A peer that sends as fast as we handle its messages keeps the CQ from
  * ever emptying: each turn polls a bounded number of completions and
- * comes back through a zero-delay timer, so CM events, timers and the
- * application's own watchers still get their turn. */
+ * comes back as deferred work (the loop's next pass), so CM events, timers
+ * and the application's own watchers still get their turn. */
 static void poll_bounded(struct device *dev)
 {
 	if (poll_some(dev, CQ_POLL_TURN) == CQ_POLL_TURN * CQ_POLL_BATCH)
-		ctx_timer_start(dev->ctx, &dev->poll_more, 0);
+		loop_defer(&dev->ctx->loop, &dev->poll_more);
 }
 
-void cq_on_poll_more(struct ctx_timer *t)
+void cq_on_poll_more(struct loop_defer *d)
 {
-	poll_bounded(container_of(t, struct device, poll_more));
+	poll_bounded(container_of(d, struct device, poll_more));
 }
 
-void cq_on_channel(struct ctx_watch *w)
+void cq_on_channel(struct loop_watch *w)
 {
 	struct device *dev = container_of(w, struct device, comp_watch);
 	struct ibv_cq *cq;

@@ -12,11 +12,11 @@
  * (struct ez_buf addresses, from srqpool) have it clear. */
 #define CQ_OP_TAG 1u
 
-void cq_on_channel(struct ctx_watch *w);
+void cq_on_channel(struct loop_watch *w);
 /* Polls every completion that was in the CQ when called (more if they come
  * meanwhile, within a bound); returns completions handled. */
 int cq_poll(struct device *dev);
-/* The device's poll_more timer: the rest of a bounded turn. */
-void cq_on_poll_more(struct ctx_timer *t);
+/* The device's poll_more work: the rest of a bounded turn. */
+void cq_on_poll_more(struct loop_defer *d);
 
 #endif

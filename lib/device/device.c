@@ -16,7 +16,7 @@
 
 #define CQ_INITIAL 1024
 
-static void on_async(struct ctx_watch *w);
+static void on_async(struct loop_watch *w);
 
 /* Frees the verbs objects of a device; a failure (EBUSY: something still
  * uses them) is a leak worth a log line, not a reason to stop closing. */
@@ -121,7 +121,7 @@ static void unpark(struct device *dev, uint8_t port)
 
 /* Every SLAB_TRIM_MS while the slab has chunks beyond each class's first:
  * a burst's chunks go once the load that needed them has gone. */
-static void on_slab_trim(struct ctx_timer *t)
+static void on_slab_trim(struct loop_timer *t)
 {
 	struct device *dev = container_of(t, struct device, slab_trim);
 	unsigned int n = sendslab_trim(&dev->slab, dev->name);
@@ -130,25 +130,25 @@ static void on_slab_trim(struct ctx_timer *t)
 		ezi_log_debug("device %s: %u idle send-slot chunks deregistered, %llu bytes still registered",
 			      dev->name, n, (unsigned long long)dev->slab.bytes_registered);
 	if (dev->slab.extra_chunks)
-		ctx_timer_start(dev->ctx, &dev->slab_trim, SLAB_TRIM_MS);
+		loop_timer_start(&dev->ctx->loop, &dev->slab_trim, SLAB_TRIM_MS);
 }
 
 int device_slot_get(struct device *dev, size_t len, struct slab_slot **out)
 {
 	int ret = sendslab_get(&dev->slab, len, out);
 
-	if (!ret && dev->slab.extra_chunks && !dev->slab_trim.armed)
-		ctx_timer_start(dev->ctx, &dev->slab_trim, SLAB_TRIM_MS);
+	if (!ret && dev->slab.extra_chunks && !loop_timer_armed(&dev->slab_trim))
+		loop_timer_start(&dev->ctx->loop, &dev->slab_trim, SLAB_TRIM_MS);
 	return ret;
 }
 
 void device_close(struct device *dev)
 {
 	unpark(dev, 0);
-	ctx_timer_stop(dev->ctx, &dev->poll_more);
-	ctx_timer_stop(dev->ctx, &dev->slab_trim);
-	ctx_watch_del(dev->ctx, &dev->comp_watch);
-	ctx_watch_del(dev->ctx, &dev->async_watch);
+	loop_defer_cancel(&dev->ctx->loop, &dev->poll_more);
+	loop_timer_stop(&dev->ctx->loop, &dev->slab_trim);
+	loop_watch_del(&dev->ctx->loop, &dev->comp_watch);
+	loop_watch_del(&dev->ctx->loop, &dev->async_watch);
 	device_release(dev);
 }
 
@@ -219,14 +219,14 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	}
 	dev->comp_watch.fd = dev->cc->fd;
 	dev->comp_watch.fn = cq_on_channel;
-	ret = ctx_watch_add(ctx, &dev->comp_watch);
+	ret = loop_watch_add(&ctx->loop, &dev->comp_watch);
 	if (ret)
 		goto err;
 	dev->async_watch.fd = verbs->async_fd;
 	dev->async_watch.fn = on_async;
-	ret = ctx_watch_add(ctx, &dev->async_watch);
+	ret = loop_watch_add(&ctx->loop, &dev->async_watch);
 	if (ret) {
-		ctx_watch_del(ctx, &dev->comp_watch);
+		loop_watch_del(&ctx->loop, &dev->comp_watch);
 		goto err;
 	}
 	dev->next = ctx->devices;
@@ -367,7 +367,7 @@ static struct ez_conn *our_conn(struct device *dev, struct ibv_qp *qp)
 }
 
 /* Acks before handling: ibv_destroy_qp() waits for the acks of its events. */
-static void on_async(struct ctx_watch *w)
+static void on_async(struct loop_watch *w)
 {
 	struct device *dev = container_of(w, struct device, async_watch);
 	struct ibv_async_event raw, ev;

@@ -24,14 +24,14 @@ struct device {
 	struct qpfsm_limits lim;
 	struct ibv_pd *pd;
 	struct sendslab slab;	/* every connection's send copies */
-	struct ctx_timer slab_trim;	/* armed while the slab has chunks to trim */
+	struct loop_timer slab_trim;	/* armed while the slab has chunks to trim */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	int cq_size;
 	int cq_reserved;	/* completions that may be outstanding at once */
-	struct ctx_watch comp_watch;
-	struct ctx_watch async_watch;
-	struct ctx_timer poll_more;	/* completions left over from a bounded turn */
+	struct loop_watch comp_watch;
+	struct loop_watch async_watch;
+	struct loop_defer poll_more;	/* completions left over from a bounded turn */
 	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
 	struct conn_path *path_qpn[DEVICE_QPN_BUCKETS];	/* extra QPs of multi-path connections */
 	/* While completions are dispatched, work the callbacks submit waits
