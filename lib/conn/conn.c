@@ -104,7 +104,7 @@ static void conn_finish(struct ez_conn *conn)
 	conn_cancel_pending(conn);
 	path_destroy(conn);
 	if (conn->qp) {
-		device_qp_del(conn->dev, conn);
+		device_qp_del(conn->dev, &conn->dqp);
 		if (ibv_destroy_qp(conn->qp))
 			ezi_log_err("ibv_destroy_qp(%u): %s", conn->qpn, ez_strerror(errno));
 		conn->qp = NULL;
@@ -372,7 +372,7 @@ static int conn_setup(struct ez_conn *conn)
 			.nbufs = conn->o.recv_depth,
 		};
 
-		ret = pool_create(dev, &po, 1, &conn->pool);
+		ret = pool_create(dev, &po, &conn->pool);
 		if (ret)
 			return conn_fail_ret(conn, ret);
 		conn->own_pool = 1;
@@ -427,7 +427,7 @@ static int conn_setup(struct ez_conn *conn)
 	conn->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
 	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
 		ia.cap.max_inline_data : conn->o.inline_threshold;
-	device_qp_add(dev, conn);
+	device_qp_add(dev, &conn->dqp, conn->qp, &conn_qp_ops);
 	ret = path_create(conn, &ia);
 	if (ret)
 		return ret;
@@ -818,7 +818,7 @@ int ez_connect(struct ez_ctx *ctx, const char *host, const char *service,
 	conn->step = "getaddrinfo";
 	ret = ezaddr_resolve(host, service, EZADDR_NUMERIC_ONLY, &ss, err, sizeof(err));
 	if (ret == -EAGAIN) {
-		ret = lookup_start(&ctx->lookups, host, service, conn, on_lookup_done, &conn->lookup);
+		ret = lookup_start(ctx, host, service, conn, on_lookup_done, &conn->lookup);
 		if (ret)
 			conn_fail(conn, ret, "%s", ez_errmsg());
 		return 0;

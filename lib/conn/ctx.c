@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "conn.h"
-#include "device/cq.h"
 #include "ctx.h"
 #include "device/device.h"
 #include "base/error.h"
@@ -62,15 +61,6 @@ static void on_cm_channel(struct loop_watch *w)
 
 #define BUSY_FD_EVERY 32
 
-static int poll_devices(struct ez_ctx *ctx)
-{
-	int c = 0;
-
-	for (struct device *dev = ctx->devices; dev; dev = dev->next)
-		c += cq_poll(dev);
-	return c;
-}
-
 int ez_ctx_process(struct ez_ctx *ctx)
 {
 	int n;
@@ -86,7 +76,7 @@ int ez_ctx_process(struct ez_ctx *ctx)
 		int c;
 
 		loop_run_deferred(&ctx->loop);
-		c = poll_devices(ctx);
+		c = device_set_poll(&ctx->devices);
 		if (++ctx->busy_passes < BUSY_FD_EVERY)
 			return c;
 		ctx->busy_passes = 0;
@@ -98,7 +88,7 @@ int ez_ctx_process(struct ez_ctx *ctx)
 	if (ctx->flags & EZ_CTX_BUSY_POLL) {
 		/* The CQs are never armed in this mode: this poll is the only
 		 * way their completions are seen. */
-		n += poll_devices(ctx);
+		n += device_set_poll(&ctx->devices);
 	}
 	return n;
 }
@@ -143,6 +133,7 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 		return ret;
 	}
 	lookup_set_init(&ctx->lookups, &ctx->loop);
+	device_set_init(&ctx->devices, &ctx->loop, !!(flags & EZ_CTX_BUSY_POLL));
 	ctx->ch = rdma_create_event_channel();
 	if (!ctx->ch) {
 		ret = ezi_fail(errno ? -errno : -ENODEV, "rdma_create_event_channel: %s",
@@ -181,8 +172,6 @@ err:
 
 int ez_ctx_free(struct ez_ctx *ctx)
 {
-	struct device *dev;
-
 	if (!ctx)
 		return 0;
 	if (ctx->nconns || ctx->nlisteners || ctx->npools || ctx->nmrs)
@@ -192,10 +181,7 @@ int ez_ctx_free(struct ez_ctx *ctx)
 		ev_io_stop(ctx->ev_loop, &ctx->io);
 		ev_idle_stop(ctx->ev_loop, &ctx->idle);
 	}
-	while ((dev = ctx->devices)) {
-		ctx->devices = dev->next;
-		device_close(dev);
-	}
+	device_set_fini(&ctx->devices);
 	lookup_set_fini(&ctx->lookups);
 	rdma_destroy_event_channel(ctx->ch);
 	loop_fini(&ctx->loop);

@@ -9,11 +9,10 @@
 #include "easyrdma.h"
 #include "loop/loop.h"
 #include "loop/lookup.h"
+#include "device/device.h"
 
 /* What a cm_id's context points at: the first member of each owner. */
 enum cm_owner_kind { CM_LISTENER = 1, CM_REQ, CM_CONN };
-
-struct device;
 
 struct ez_ctx {
 	struct loop loop;	/* epoll set, timers, deferred work */
@@ -23,7 +22,7 @@ struct ez_ctx {
 	unsigned int flags;
 	struct loop_watch cm_watch;
 	struct rdma_event_channel *ch;
-	struct device *devices;
+	struct device_set devices;	/* opened on first use */
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
 	int nconnecting;		/* ez_connect()s not yet reported to on_connect */
@@ -32,7 +31,24 @@ struct ez_ctx {
 	struct lookup_set lookups;	/* host names being resolved */
 };
 
-/* The context's timers (conn.c, listener.c): its loop's. */
+/* The context's devices, timers and name lookups, as the connection layer
+ * calls them: the device set's and the loop's. */
+static inline int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **out)
+{
+	return device_set_get(&ctx->devices, verbs, out);
+}
+
+static inline int device_by_name(struct ez_ctx *ctx, const char *name, struct device **out)
+{
+	return device_set_by_name(&ctx->devices, name, out);
+}
+
+static inline int lookup_start(struct ez_ctx *ctx, const char *host, const char *service,
+			       void *arg, lookup_done_fn done, struct lookup **out)
+{
+	return lookup_set_start(&ctx->lookups, host, service, arg, done, out);
+}
+
 static inline void ctx_timer_start(struct ez_ctx *ctx, struct loop_timer *t, uint32_t ms)
 {
 	loop_timer_start(&ctx->loop, t, ms);

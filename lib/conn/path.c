@@ -65,7 +65,7 @@ static void path_destroy_one(struct ez_conn *conn, struct conn_path *p)
 {
 	if (!p->qp)
 		return;
-	device_path_del(conn->dev, p);
+	device_qp_del(conn->dev, &p->dqp);
 	if (ibv_destroy_qp(p->qp))
 		ezi_log_err("ibv_destroy_qp(%u, path %u): %s", p->qpn, p->idx, ez_strerror(errno));
 	p->qp = NULL;
@@ -93,7 +93,7 @@ int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia)
 		p->qpn = p->qp->qp_num;
 		p->live = 1;
 		conn->paths_live++;
-		device_path_add(conn->dev, p);
+		device_qp_add(conn->dev, &p->dqp, p->qp, &path_qp_ops);
 	}
 	return 0;
 }
@@ -242,7 +242,7 @@ static void path_tell_peer(struct ez_conn *conn, struct conn_path *p)
 
 	*op = conn->bye_op;
 	op->kind = OP_PATH_DOWN;
-	op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
+	conn_op_bind(op);
 	op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_PATH_DOWN |
 				(uint32_t)p->idx << IMM_PATH_SHIFT);
 	op->wr.num_sge = 0;
@@ -355,7 +355,7 @@ int path_post_byes(struct ez_conn *conn)
 			continue;
 		*op = conn->bye_op;
 		op->path = p;
-		op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
+		conn_op_bind(op);
 		op->wr.imm_data = htonl(IMM_CREDIT_ONLY | IMM_BYE);
 		op->wr.num_sge = 0;
 		if (ibv_post_send(p->qp, &op->wr, &bad)) {

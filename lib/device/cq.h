@@ -8,9 +8,15 @@
 /* Batches polled per loop turn when a completion event comes. */
 #define CQ_POLL_TURN 16
 
-/* wr_ids of the library's send-side ops have bit 0 set; receive buffers
- * (struct ez_buf addresses, from srqpool) have it clear. */
+/* wr_ids of the library's send-side ops have bit 0 set (a struct
+ * device_wr's address); receive buffers (struct ez_buf addresses, from
+ * srqpool) have it clear. */
 #define CQ_OP_TAG 1u
+
+static inline uint64_t device_wr_id(struct device_wr *wr)
+{
+	return (uintptr_t)wr | CQ_OP_TAG;
+}
 
 void cq_on_channel(struct loop_watch *w);
 /* Polls every completion that was in the CQ when called (more if they come

@@ -160,8 +160,8 @@ static int notifier_get(struct lookup_set *set)
 	return 0;
 }
 
-int lookup_start(struct lookup_set *set, const char *host, const char *service, void *arg,
-		 lookup_done_fn done, struct lookup **out)
+int lookup_set_start(struct lookup_set *set, const char *host, const char *service, void *arg,
+		     lookup_done_fn done, struct lookup **out)
 {
 	struct lookup *l;
 	int ret;

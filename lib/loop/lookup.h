@@ -26,8 +26,8 @@ typedef void (*lookup_done_fn)(void *arg, int rc, const struct sockaddr_storage 
 void lookup_set_init(struct lookup_set *set, struct loop *loop);
 /* Starts resolving host:service in the background; done(arg, ...) runs
  * later from the loop unless lookup_abandon() comes first. */
-int lookup_start(struct lookup_set *set, const char *host, const char *service, void *arg,
-		 lookup_done_fn done, struct lookup **out);
+int lookup_set_start(struct lookup_set *set, const char *host, const char *service, void *arg,
+		     lookup_done_fn done, struct lookup **out);
 /* The connection no longer wants the answer: done will not run. Never
  * blocks: a lookup still running frees itself when it ends. */
 void lookup_abandon(struct lookup *l);
