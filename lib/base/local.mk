@@ -1,3 +1,10 @@
-# lib/base/local.mk: what every layer shares (errors, logging, version, struct sizes across versions).
+# lib/base/local.mk: what every layer shares (errors, logging, version, struct sizes across versions, a min-heap).
 lib_libezcore_la_SOURCES += lib/base/error.c lib/base/error.h lib/base/log.c lib/base/log.h \
-	lib/base/abi.c lib/base/abi.h
+	lib/base/abi.c lib/base/abi.h lib/base/heap.c lib/base/heap.h
+
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test_heap
+tests_unit_test_heap_SOURCES = tests/unit/test_heap.c
+tests_unit_test_heap_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_heap_LDADD = $(TEST_LDADD)
+endif

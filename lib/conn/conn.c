@@ -81,7 +81,7 @@ static void conn_free(struct ez_conn *conn)
 
 	ctx_timer_stop(ctx, &conn->connect_timer);
 	ctx_timer_stop(ctx, &conn->drain_timer);
-	ctx_timer_stop(ctx, &conn->defer_timer);
+	loop_defer_cancel(&ctx->loop, &conn->finish_defer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
 	conn_auth_free(conn);
 	if (conn->dev)
@@ -151,7 +151,7 @@ static void release_and_report(struct ez_conn *conn)
 	conn_cancel_pending(conn);
 	path_destroy(conn);
 	if (conn->qp) {
-		device_qp_del(conn->dev, conn);
+		device_qp_del(conn->dev, &conn->dqp);
 		if (ibv_destroy_qp(conn->qp))
 			ezi_log_err("ibv_destroy_qp(%u): %s", conn->qpn, ez_strerror(errno));
 		conn->qp = NULL;
@@ -194,9 +194,9 @@ static void release_and_report(struct ez_conn *conn)
 	conn_fire(conn, CE_REPORTED, 0);
 }
 
-static void on_defer(struct ctx_timer *t)
+static void on_defer(struct loop_defer *d)
 {
-	conn_fire(container_of(t, struct ez_conn, defer_timer), CE_FINISH, 0);
+	conn_fire(container_of(d, struct ez_conn, finish_defer), CE_FINISH, 0);
 }
 
 void conn_drain_check(struct ez_conn *conn)
@@ -205,7 +205,7 @@ void conn_drain_check(struct ez_conn *conn)
 		conn_fire(conn, CE_DRAINED, 0);
 }
 
-static void on_drain_timer(struct ctx_timer *t)
+static void on_drain_timer(struct loop_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, drain_timer);
 
@@ -267,7 +267,7 @@ static void teardown(struct ez_conn *conn)
 	conn_drain_check(conn);
 }
 
-static void on_bye_timer(struct ctx_timer *t)
+static void on_bye_timer(struct loop_timer *t)
 {
 	conn_fire(container_of(t, struct ez_conn, bye_timer), CE_BYE_DONE, 0);
 }
@@ -309,7 +309,7 @@ static void run_actions(struct ez_conn *conn, unsigned int actions, enum conn_st
 	if (actions & CA_TEARDOWN)
 		teardown(conn);
 	if (actions & CA_DEFER_FINISH)
-		ctx_timer_start(conn->ctx, &conn->defer_timer, 0);
+		loop_defer(&conn->ctx->loop, &conn->finish_defer);
 	if (actions & CA_FINISH)
 		release_and_report(conn);
 	if ((actions & CA_FREE_IF_CLOSED) && conn->app_closed)
@@ -339,7 +339,7 @@ static int conn_fail_ret(struct ez_conn *conn, int err)
 	return err;
 }
 
-static void on_connect_timeout(struct ctx_timer *t)
+static void on_connect_timeout(struct loop_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, connect_timer);
 
@@ -391,7 +391,7 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	conn->step = "ez_connect";
 	conn->connect_timer.fn = on_connect_timeout;
 	conn->drain_timer.fn = on_drain_timer;
-	conn->defer_timer.fn = on_defer;
+	conn->finish_defer.fn = on_defer;
 	conn->bye_timer.fn = on_bye_timer;
 	conn->next = ctx->conns;
 	if (ctx->conns)
@@ -429,7 +429,7 @@ static int conn_setup(struct ez_conn *conn)
 			.nbufs = conn->o.recv_depth,
 		};
 
-		ret = pool_create(dev, &po, 1, &conn->pool);
+		ret = pool_create(dev, &po, &conn->pool);
 		if (ret)
 			return conn_fail_ret(conn, ret);
 		conn->own_pool = 1;
@@ -484,7 +484,7 @@ static int conn_setup(struct ez_conn *conn)
 	conn->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
 	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
 		ia.cap.max_inline_data : conn->o.inline_threshold;
-	device_qp_add(dev, conn);
+	device_qp_add(dev, &conn->dqp, conn->qp, &conn_qp_ops);
 	ret = path_create(conn, &ia);
 	if (ret)
 		return ret;
@@ -835,9 +835,11 @@ static void connect_to(struct ez_conn *conn, const struct sockaddr_storage *ss)
 			  ez_strerror(errno));
 }
 
-static void on_lookup_done(struct ez_conn *conn, int rc, const struct sockaddr_storage *ss,
+static void on_lookup_done(void *arg, int rc, const struct sockaddr_storage *ss,
 			   const char *err)
 {
+	struct ez_conn *conn = arg;
+
 	conn->lookup = NULL;
 	if (rc)
 		conn_fail(conn, rc, "%s", err);

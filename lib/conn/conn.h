@@ -11,6 +11,7 @@
 #include "wire/handshake.h"
 #include "wire/imm.h"
 #include "qpfsm/qpfsm.h"
+#include "device/device.h"
 #include "device/sendslab.h"
 #include "srqpool/srqpool.h"
 
@@ -23,6 +24,7 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 struct conn_path;
 
 struct op {
+	struct device_wr dwr;	/* what its wr_id points at (conn_op_bind) */
 	struct op *next;
 	struct ez_conn *conn;
 	struct conn_path *path;	/* the QP it was posted on */
@@ -65,7 +67,7 @@ struct ez_conn {
 	uint16_t sport;		/* chosen by the policy; 0: rdma_cm's label */
 	enum ez_sport_policy sport_policy;
 	enum ez_sport_mech sport_mech;
-	struct ez_conn *qpn_next;
+	struct device_qp dqp;	/* QP 0 in the device's registry */
 	struct ez_conn *next, *prev;	/* ctx list */
 
 	struct ez_srqpool *pool;
@@ -81,8 +83,7 @@ struct ez_conn {
 	struct op bye_op;
 	int peer_bye;
 	int posted;		/* WRs on the send queue */
-	struct ez_conn *kick_next;	/* on the device's list of deferred kicks */
-	int kick_queued;
+	struct loop_defer kick_after;	/* a kick waiting for the device's batch to end */
 	uint32_t max_inline;
 
 	uint32_t my_credits;	/* advertised to the peer */
@@ -94,10 +95,10 @@ struct ez_conn {
 	uint32_t peer_max_msg;
 	uint32_t my_max_msg;
 
-	struct ctx_timer connect_timer;
-	struct ctx_timer drain_timer;
-	struct ctx_timer defer_timer;
-	struct ctx_timer bye_timer;
+	struct loop_timer connect_timer;
+	struct loop_timer drain_timer;
+	struct loop_defer finish_defer;	/* conn_finish(), outside any call or CQ poll */
+	struct loop_timer bye_timer;
 
 	/* Multi-path (path.c): paths[0] is conn->qp. */
 	struct conn_path *paths;
@@ -136,6 +137,15 @@ struct ez_conn_req;
 int conn_accept(struct ez_conn_req *req, const struct ez_conn_opts *opts,
 		const struct ez_conn_cbs *cbs, void *arg, struct ez_conn **out);
 
+/* The device's registry (conn_qp.c): the ops of the connection's first QP
+ * (its dqp) and of each extra path's (conn_path's dqp). Receives and QP
+ * events go to the connection; port and device events come through its
+ * first QP only. */
+extern const struct device_qp_ops conn_qp_ops;
+extern const struct device_qp_ops path_qp_ops;
+/* Points op's wr_id at its device_wr, whose completion is conn_on_send_wc(). */
+void conn_op_bind(struct op *op);
+
 /* Data path (msg.c). */
 void conn_on_send_wc(struct op *op, const struct ibv_wc *wc);
 void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
@@ -148,8 +158,6 @@ void conn_op_release_copy(struct ez_conn *conn, struct op *op);
 void conn_kick(struct ez_conn *conn);
 /* The pool has credits for this connection again (srqpool_acct.kick). */
 void conn_credit_kick(struct srqpool_acct *a);
-/* Posts what the callbacks of a dispatched batch submitted (cq.c). */
-void conn_run_kicks(struct device *dev);
 void conn_unqueue_kick(struct ez_conn *conn);
 /* Posts a deferred kick now (a close posts its goodbye behind it). */
 void conn_flush_kick(struct ez_conn *conn);

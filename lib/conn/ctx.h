@@ -1,4 +1,4 @@
-/* ctx.h: the context: one epoll set over the channel fds, timers, the CM event dispatch. */
+/* ctx.h: the context: its loop (lib/loop), the CM event channel and dispatch, its devices and object lists. */
 #ifndef EZ_CONN_CTX_H
 #define EZ_CONN_CTX_H
 
@@ -7,59 +7,57 @@
 #include <rdma/rdma_cma.h>
 
 #include "easyrdma.h"
-
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-
-/* An fd in the context's epoll set; fn runs when it is readable. */
-struct ctx_watch {
-	int fd;
-	void (*fn)(struct ctx_watch *w);
-};
-
-/* A one-shot timer driven by the context's timerfd. */
-struct ctx_timer {
-	uint64_t due_ns;
-	void (*fn)(struct ctx_timer *t);
-	struct ctx_timer *next;
-	int armed;
-};
+#include "loop/loop.h"
+#include "loop/lookup.h"
+#include "device/device.h"
 
 /* What a cm_id's context points at: the first member of each owner. */
 enum cm_owner_kind { CM_LISTENER = 1, CM_REQ, CM_CONN };
 
-struct device;
-struct lookup;
-struct lookup_notifier;
-
 struct ez_ctx {
-	struct ev_loop *loop;	/* NULL with EZ_CTX_NO_LOOP */
+	struct loop loop;	/* epoll set, timers, deferred work */
+	struct ev_loop *ev_loop;	/* NULL with EZ_CTX_NO_LOOP */
 	ev_io io;
 	ev_idle idle;		/* EZ_CTX_BUSY_POLL on a libev loop */
 	unsigned int flags;
-	int epfd;
-	struct ctx_watch cm_watch;
-	struct ctx_watch timer_watch;
+	struct loop_watch cm_watch;
 	struct rdma_event_channel *ch;
-	struct ctx_timer *timers;	/* sorted by due_ns */
-	uint64_t timerfd_due;
-	struct device *devices;
+	struct device_set devices;	/* opened on first use */
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
 	int nconnecting;		/* ez_connect()s not yet reported to on_connect */
 	uint32_t sport_rr;		/* EZ_SPORT_RANGE cursor of the context's connections */
 	unsigned int busy_passes;	/* EZ_CTX_BUSY_POLL passes since the fds were checked */
-	struct lookup *lookups;		/* host names being resolved (lookup.c) */
-	struct lookup_notifier *notifier;
-	struct ctx_watch lookup_watch;
+	struct lookup_set lookups;	/* host names being resolved */
 };
 
-int ctx_watch_add(struct ez_ctx *ctx, struct ctx_watch *w);
-void ctx_watch_del(struct ez_ctx *ctx, struct ctx_watch *w);
+/* The context's devices, timers and name lookups, as the connection layer
+ * calls them: the device set's and the loop's. */
+static inline int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **out)
+{
+	return device_set_get(&ctx->devices, verbs, out);
+}
 
-void ctx_timer_start(struct ez_ctx *ctx, struct ctx_timer *t, uint32_t ms);
-void ctx_timer_stop(struct ez_ctx *ctx, struct ctx_timer *t);
+static inline int device_by_name(struct ez_ctx *ctx, const char *name, struct device **out)
+{
+	return device_set_by_name(&ctx->devices, name, out);
+}
 
-uint64_t ctx_now_ns(void);
+static inline int lookup_start(struct ez_ctx *ctx, const char *host, const char *service,
+			       void *arg, lookup_done_fn done, struct lookup **out)
+{
+	return lookup_set_start(&ctx->lookups, host, service, arg, done, out);
+}
+
+static inline void ctx_timer_start(struct ez_ctx *ctx, struct loop_timer *t, uint32_t ms)
+{
+	loop_timer_start(&ctx->loop, t, ms);
+}
+
+static inline void ctx_timer_stop(struct ez_ctx *ctx, struct loop_timer *t)
+{
+	loop_timer_stop(&ctx->loop, t);
+}
 
 /* A CM event copied out of rdma_cm (so it can be acked before it is handled). */
 struct cm_event {

@@ -1,6 +1,7 @@
 # lib/conn/local.mk: the conn layer's sources, tests and man pages.
 lib_libezcore_la_SOURCES += \
-	lib/conn/ctx.c lib/conn/ctx.h \
+	lib/conn/ctx.c lib/conn/ctx.h lib/conn/ctx_objects.c \
+	lib/conn/conn_qp.c \
 	lib/conn/listener.c lib/conn/listener.h \
 	lib/conn/conn.c lib/conn/conn.h \
 	lib/conn/conn_fsm.c lib/conn/conn_fsm.h \

@@ -28,7 +28,7 @@ int conn_ops_init(struct ez_conn *conn)
 		struct op *op = &conn->ops[i];
 
 		op->conn = conn;
-		op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
+		conn_op_bind(op);
 		op->wr.sg_list = &op->sge;
 		op->next = conn->free_ops;
 		conn->free_ops = op;
@@ -152,7 +152,7 @@ int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
 	op->conn = conn;
 	op->kind = kind;
 	op->path = path;
-	op->wr.wr_id = (uintptr_t)op | CQ_OP_TAG;
+	conn_op_bind(op);
 	op->wr.sg_list = &op->sge;
 	op->wr.next = NULL;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
@@ -328,40 +328,20 @@ int conn_post_bye(struct ez_conn *conn)
 
 /* While the device dispatches completions, kicks wait: what the callbacks
  * submit goes out after the batch, as one chain per connection. */
-static void kick_later(struct ez_conn *conn)
+static void run_kick(struct loop_defer *d)
 {
-	if (conn->kick_queued)
-		return;
-	conn->kick_queued = 1;
-	conn->kick_next = conn->dev->kicks;
-	conn->dev->kicks = conn;
+	conn_kick(container_of(d, struct ez_conn, kick_after));
 }
 
-void conn_run_kicks(struct device *dev)
+static void kick_later(struct ez_conn *conn)
 {
-	struct ez_conn *conn;
-
-	while ((conn = dev->kicks)) {
-		dev->kicks = conn->kick_next;
-		conn->kick_next = NULL;
-		conn->kick_queued = 0;
-		conn_kick(conn);
-	}
+	conn->kick_after.fn = run_kick;
+	device_after_batch(conn->dev, &conn->kick_after);
 }
 
 void conn_unqueue_kick(struct ez_conn *conn)
 {
-	struct ez_conn **pp;
-
-	if (!conn->kick_queued)
-		return;
-	for (pp = &conn->dev->kicks; *pp; pp = &(*pp)->kick_next) {
-		if (*pp == conn) {
-			*pp = conn->kick_next;
-			break;
-		}
-	}
-	conn->kick_queued = 0;
+	device_after_batch_cancel(conn->dev, &conn->kick_after);
 }
 
 /* A chain closes at this many bytes. Batching doorbells pays for small

@@ -65,7 +65,7 @@ static void path_destroy_one(struct ez_conn *conn, struct conn_path *p)
 {
 	if (!p->qp)
 		return;
-	device_path_del(conn->dev, p);
+	device_qp_del(conn->dev, &p->dqp);
 	if (ibv_destroy_qp(p->qp))
 		ezi_log_err("ibv_destroy_qp(%u, path %u): %s", p->qpn, p->idx, ez_strerror(errno));
 	p->qp = NULL;
@@ -93,7 +93,7 @@ int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia)
 		p->qpn = p->qp->qp_num;
 		p->live = 1;
 		conn->paths_live++;
-		device_path_add(conn->dev, p);
+		device_qp_add(conn->dev, &p->dqp, p->qp, &path_qp_ops);
 	}
 	return 0;
 }

@@ -25,7 +25,7 @@ struct conn_path {
 	struct op bye_op;	/* the goodbye sent down this path at close */
 	struct op down_op;	/* tells the peer this path is out (sent on another) */
 	struct op *sq_head, *sq_tail;	/* WRs posted on this QP, in order (op->next) */
-	struct conn_path *qpn_next;	/* device's table of extra QPs */
+	struct device_qp dqp;	/* the QP in the device's registry (paths 1..) */
 };
 
 /* The path array (o.paths entries; npaths of them in use), path 0 unbound. */

@@ -1,4 +1,4 @@
-/* pool.c: ez_srqpool_new/free on a context's device, with the CQ room its buffers need. */
+/* pool.c: SRQ pools on a device, with the CQ room their buffers need; ez_srqpool_free. */
 #include "config.h"
 
 #include <errno.h>
@@ -18,14 +18,14 @@ struct pool_rec {
 	struct device *dev;
 	uint32_t buf_size;
 	int cq_share;
-	int public;
+	int *count;	/* made by ez_srqpool_new: its context's count of pools */
 };
 
 static struct pool_rec *pools;
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, int owned_by_conn,
-		struct ez_srqpool **out)
+int pool_make(struct device *dev, const struct ez_srqpool_opts *opts, int *count,
+	      struct ez_srqpool **out)
 {
 	struct ez_srqpool_opts o = opts ? *opts : (struct ez_srqpool_opts){ 0 };
 	struct pool_rec *rec;
@@ -40,7 +40,7 @@ int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, int owne
 		return ezi_fail(-ENOMEM, "srqpool: out of memory");
 	rec->dev = dev;
 	rec->buf_size = o.buf_size;
-	rec->public = !owned_by_conn;
+	rec->count = count;
 	/* Every buffer on the SRQ may complete before the CQ is polled. */
 	rec->cq_share = (int)(o.max_bufs > o.nbufs ? o.max_bufs : o.nbufs);
 	ret = device_cq_reserve(dev, rec->cq_share);
@@ -58,10 +58,15 @@ int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, int owne
 	rec->next = pools;
 	pools = rec;
 	pthread_mutex_unlock(&pools_lock);
-	if (rec->public)
-		dev->ctx->npools++;
+	if (count)
+		(*count)++;
 	*out = rec->pool;
 	return 0;
+}
+
+int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, struct ez_srqpool **out)
+{
+	return pool_make(dev, opts, NULL, out);
 }
 
 static struct pool_rec **find(const struct ez_srqpool *pool)
@@ -109,30 +114,10 @@ int pool_destroy(struct ez_srqpool *pool)
 	*pp = rec->next;
 	pthread_mutex_unlock(&pools_lock);
 	device_cq_release(rec->dev, rec->cq_share);
-	if (rec->public)
-		rec->dev->ctx->npools--;
+	if (rec->count)
+		(*rec->count)--;
 	free(rec);
 	return 0;
-}
-
-int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device, const struct ez_srqpool_opts *opts,
-		      size_t opts_size, struct ez_srqpool **pool)
-{
-	struct ez_srqpool_opts o;
-	struct device *dev;
-	int ret;
-
-	if (!ctx || !pool)
-		return ezi_fail(-EINVAL, "ez_srqpool_new: ctx %p, pool pointer %p", (void *)ctx,
-				(void *)pool);
-	/* At this library's layout (doc/abi.md); NULL reads as all zero. */
-	ret = ezi_struct_in(&o, sizeof(o), opts, opts_size, "ez_srqpool_new", "ez_srqpool_opts");
-	if (ret)
-		return ret;
-	ret = device_by_name(ctx, device, &dev);
-	if (ret)
-		return ret;
-	return pool_create(dev, &o, 0, pool);
 }
 
 int ez_srqpool_free(struct ez_srqpool *pool)

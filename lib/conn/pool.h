@@ -4,9 +4,12 @@
 
 #include "device/device.h"
 
-/* Creates a pool on dev and reserves CQ room for all its buffers. */
-int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, int owned_by_conn,
-		struct ez_srqpool **out);
+/* Creates a connection's own pool on dev and reserves CQ room for all its
+ * buffers (ez_srqpool_new makes the public ones). */
+int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, struct ez_srqpool **out);
+/* The same, counted in *count while it lives (NULL: not counted). */
+int pool_make(struct device *dev, const struct ez_srqpool_opts *opts, int *count,
+	      struct ez_srqpool **out);
 int pool_destroy(struct ez_srqpool *pool);
 /* The device and buffer size of a pool made by pool_create (-ENOENT otherwise). */
 int pool_lookup(const struct ez_srqpool *pool, struct device **dev, uint32_t *buf_size);

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 
-#include "conn/conn.h"
 #include "cq.h"
 #include "base/log.h"
 #include "srqpool/srqpool.h"
@@ -23,13 +22,15 @@ static int poll_some(struct device *dev, int max_batches)
 		dev->dispatching++;
 		for (i = 0; i < n; i++) {
 			if (wc[i].wr_id & CQ_OP_TAG) {
-				conn_on_send_wc((struct op *)(uintptr_t)(wc[i].wr_id & ~(uint64_t)CQ_OP_TAG),
-						&wc[i]);
-			} else {
-				struct ez_conn *conn = device_qp_find(dev, wc[i].qp_num);
+				struct device_wr *wr = (struct device_wr *)(uintptr_t)
+					(wc[i].wr_id & ~(uint64_t)CQ_OP_TAG);
 
-				if (conn) {
-					conn_on_recv_wc(conn, &wc[i]);
+				wr->done(wr, &wc[i]);
+			} else {
+				struct device_qp *dq = device_qp_find(dev, wc[i].qp_num);
+
+				if (dq) {
+					dq->ops->on_recv(dq, &wc[i]);
 				} else {
 					/* The connection is gone: the buffer goes back. */
 					struct ez_buf *b = (struct ez_buf *)(uintptr_t)wc[i].wr_id;
@@ -43,7 +44,7 @@ static int poll_some(struct device *dev, int max_batches)
 		/* What the callbacks submitted goes out now, a chain per
 		 * connection, before the next batch is polled. */
 		if (--dev->dispatching == 0)
-			conn_run_kicks(dev);
+			loop_defer_list_run(&dev->after_batch);
 		total += n;
 		if (n < CQ_POLL_BATCH || ++batches == max_batches)
 			return total;
@@ -61,20 +62,20 @@ int cq_poll(struct device *dev)
 
 /* A peer that sends as fast as we handle its messages keeps the CQ from
  * ever emptying: each turn polls a bounded number of completions and
- * comes back through a zero-delay timer, so CM events, timers and the
- * application's own watchers still get their turn. */
+ * comes back as deferred work (the loop's next pass), so CM events, timers
+ * and the application's own watchers still get their turn. */
 static void poll_bounded(struct device *dev)
 {
 	if (poll_some(dev, CQ_POLL_TURN) == CQ_POLL_TURN * CQ_POLL_BATCH)
-		ctx_timer_start(dev->ctx, &dev->poll_more, 0);
+		loop_defer(dev->loop, &dev->poll_more);
 }
 
-void cq_on_poll_more(struct ctx_timer *t)
+void cq_on_poll_more(struct loop_defer *d)
 {
-	poll_bounded(container_of(t, struct device, poll_more));
+	poll_bounded(container_of(d, struct device, poll_more));
 }
 
-void cq_on_channel(struct ctx_watch *w)
+void cq_on_channel(struct loop_watch *w)
 {
 	struct device *dev = container_of(w, struct device, comp_watch);
 	struct ibv_cq *cq;

@@ -1,4 +1,4 @@
-/* device.c: opens a device for the context (PD, completion channel, CQ) and handles its async events. */
+/* device.c: opens a device for the context (PD, completion channel, CQ), keeps its QP registry and hands its async events to the QPs' owners. */
 #include "config.h"
 
 #include <errno.h>
@@ -6,17 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/conn.h"
 #include "cq.h"
 #include "device.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "conn/path.h"
 #include "srqpool/srqpool.h"
 
 #define CQ_INITIAL 1024
 
-static void on_async(struct ctx_watch *w);
+static void on_async(struct loop_watch *w);
 
 /* Frees the verbs objects of a device; a failure (EBUSY: something still
  * uses them) is a leak worth a log line, not a reason to stop closing. */
@@ -121,7 +119,7 @@ static void unpark(struct device *dev, uint8_t port)
 
 /* Every SLAB_TRIM_MS while the slab has chunks beyond each class's first:
  * a burst's chunks go once the load that needed them has gone. */
-static void on_slab_trim(struct ctx_timer *t)
+static void on_slab_trim(struct loop_timer *t)
 {
 	struct device *dev = container_of(t, struct device, slab_trim);
 	unsigned int n = sendslab_trim(&dev->slab, dev->name);
@@ -130,34 +128,60 @@ static void on_slab_trim(struct ctx_timer *t)
 		ezi_log_debug("device %s: %u idle send-slot chunks deregistered, %llu bytes still registered",
 			      dev->name, n, (unsigned long long)dev->slab.bytes_registered);
 	if (dev->slab.extra_chunks)
-		ctx_timer_start(dev->ctx, &dev->slab_trim, SLAB_TRIM_MS);
+		loop_timer_start(dev->loop, &dev->slab_trim, SLAB_TRIM_MS);
 }
 
 int device_slot_get(struct device *dev, size_t len, struct slab_slot **out)
 {
 	int ret = sendslab_get(&dev->slab, len, out);
 
-	if (!ret && dev->slab.extra_chunks && !dev->slab_trim.armed)
-		ctx_timer_start(dev->ctx, &dev->slab_trim, SLAB_TRIM_MS);
+	if (!ret && dev->slab.extra_chunks && !loop_timer_armed(&dev->slab_trim))
+		loop_timer_start(dev->loop, &dev->slab_trim, SLAB_TRIM_MS);
 	return ret;
 }
 
-void device_close(struct device *dev)
+static void device_close(struct device *dev)
 {
 	unpark(dev, 0);
-	ctx_timer_stop(dev->ctx, &dev->poll_more);
-	ctx_timer_stop(dev->ctx, &dev->slab_trim);
-	ctx_watch_del(dev->ctx, &dev->comp_watch);
-	ctx_watch_del(dev->ctx, &dev->async_watch);
+	loop_defer_cancel(dev->loop, &dev->poll_more);
+	loop_timer_stop(dev->loop, &dev->slab_trim);
+	loop_watch_del(dev->loop, &dev->comp_watch);
+	loop_watch_del(dev->loop, &dev->async_watch);
 	device_release(dev);
 }
 
-int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **out)
+void device_set_init(struct device_set *set, struct loop *loop, int busy_poll)
+{
+	set->loop = loop;
+	set->busy_poll = busy_poll;
+	set->list = NULL;
+}
+
+void device_set_fini(struct device_set *set)
+{
+	struct device *dev;
+
+	while ((dev = set->list)) {
+		set->list = dev->next;
+		device_close(dev);
+	}
+}
+
+int device_set_poll(struct device_set *set)
+{
+	int c = 0;
+
+	for (struct device *dev = set->list; dev; dev = dev->next)
+		c += cq_poll(dev);
+	return c;
+}
+
+int device_set_get(struct device_set *set, struct ibv_context *verbs, struct device **out)
 {
 	struct device *dev;
 	int ret;
 
-	for (dev = ctx->devices; dev; dev = dev->next) {
+	for (dev = set->list; dev; dev = dev->next) {
 		if (dev->cm_verbs == verbs) {
 			*out = dev;
 			return 0;
@@ -166,8 +190,9 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return ezi_fail(-ENOMEM, "device: out of memory");
-	dev->ctx = ctx;
+	dev->loop = set->loop;
 	dev->cm_verbs = verbs;
+	loop_defer_list_init(&dev->after_batch);
 	dev->comp_watch.fd = -1;
 	dev->async_watch.fd = -1;
 	dev->poll_more.fn = cq_on_poll_more;
@@ -213,24 +238,24 @@ int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **ou
 	dev->cq_size = dev->cq->cqe;
 	/* In busy-poll mode the context polls the CQ on every pass; an armed
 	 * CQ would only add an interrupt and a wakeup per completion. */
-	if (!(ctx->flags & EZ_CTX_BUSY_POLL) && ibv_req_notify_cq(dev->cq, 0)) {
+	if (!set->busy_poll && ibv_req_notify_cq(dev->cq, 0)) {
 		ret = ezi_fail(-errno, "ibv_req_notify_cq(%s): %s", dev->name, ez_strerror(errno));
 		goto err;
 	}
 	dev->comp_watch.fd = dev->cc->fd;
 	dev->comp_watch.fn = cq_on_channel;
-	ret = ctx_watch_add(ctx, &dev->comp_watch);
+	ret = loop_watch_add(dev->loop, &dev->comp_watch);
 	if (ret)
 		goto err;
 	dev->async_watch.fd = verbs->async_fd;
 	dev->async_watch.fn = on_async;
-	ret = ctx_watch_add(ctx, &dev->async_watch);
+	ret = loop_watch_add(dev->loop, &dev->async_watch);
 	if (ret) {
-		ctx_watch_del(ctx, &dev->comp_watch);
+		loop_watch_del(dev->loop, &dev->comp_watch);
 		goto err;
 	}
-	dev->next = ctx->devices;
-	ctx->devices = dev;
+	dev->next = set->list;
+	set->list = dev;
 	*out = dev;
 	return 0;
 err:
@@ -239,7 +264,7 @@ err:
 	return ret;
 }
 
-int device_by_name(struct ez_ctx *ctx, const char *name, struct device **out)
+int device_set_by_name(struct device_set *set, const char *name, struct device **out)
 {
 	struct ibv_context **list;
 	int n, i, ret;
@@ -257,7 +282,7 @@ int device_by_name(struct ez_ctx *ctx, const char *name, struct device **out)
 			return ezi_fail(-ENODEV, "no RDMA device named %s (%d known to rdma_cm)", name, n);
 		return ezi_fail(-ENODEV, "no RDMA device (rdma_get_devices lists none)");
 	}
-	ret = device_get(ctx, list[i], out);
+	ret = device_set_get(set, list[i], out);
 	rdma_free_devices(list);
 	return ret;
 }
@@ -287,90 +312,91 @@ void device_cq_release(struct device *dev, int n)
 	dev->cq_reserved -= n;
 }
 
-void device_qp_add(struct device *dev, struct ez_conn *conn)
+void device_qp_add(struct device *dev, struct device_qp *dq, struct ibv_qp *qp,
+		   const struct device_qp_ops *ops)
 {
-	struct ez_conn **b = &dev->qpn[conn->qpn % DEVICE_QPN_BUCKETS];
+	struct device_qp **b = &dev->qps[qp->qp_num % DEVICE_QPN_BUCKETS];
 
-	conn->qpn_next = *b;
-	*b = conn;
+	dq->qpn = qp->qp_num;
+	dq->qp = qp;
+	dq->ops = ops;
+	dq->next = *b;
+	*b = dq;
 }
 
-void device_qp_del(struct device *dev, struct ez_conn *conn)
+void device_qp_del(struct device *dev, struct device_qp *dq)
 {
-	struct ez_conn **pp;
+	struct device_qp **pp;
 
-	for (pp = &dev->qpn[conn->qpn % DEVICE_QPN_BUCKETS]; *pp; pp = &(*pp)->qpn_next) {
-		if (*pp == conn) {
-			*pp = conn->qpn_next;
+	for (pp = &dev->qps[dq->qpn % DEVICE_QPN_BUCKETS]; *pp; pp = &(*pp)->next) {
+		if (*pp == dq) {
+			*pp = dq->next;
 			return;
 		}
 	}
 }
 
-struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn)
+struct device_qp *device_qp_find(struct device *dev, uint32_t qpn)
 {
-	struct ez_conn *c;
+	struct device_qp *dq;
 
-	struct conn_path *p;
-
-	for (c = dev->qpn[qpn % DEVICE_QPN_BUCKETS]; c; c = c->qpn_next)
-		if (c->qpn == qpn)
-			return c;
-	for (p = dev->path_qpn[qpn % DEVICE_QPN_BUCKETS]; p; p = p->qpn_next)
-		if (p->qpn == qpn)
-			return p->conn;
+	for (dq = dev->qps[qpn % DEVICE_QPN_BUCKETS]; dq; dq = dq->next)
+		if (dq->qpn == qpn)
+			return dq;
 	return NULL;
 }
 
-void device_path_add(struct device *dev, struct conn_path *p)
+void device_after_batch(struct device *dev, struct loop_defer *d)
 {
-	struct conn_path **b = &dev->path_qpn[p->qpn % DEVICE_QPN_BUCKETS];
-
-	p->qpn_next = *b;
-	*b = p;
+	loop_defer_list_push(&dev->after_batch, d);
 }
 
-void device_path_del(struct device *dev, struct conn_path *p)
+void device_after_batch_cancel(struct device *dev, struct loop_defer *d)
 {
-	struct conn_path **pp;
-
-	for (pp = &dev->path_qpn[p->qpn % DEVICE_QPN_BUCKETS]; *pp; pp = &(*pp)->qpn_next) {
-		if (*pp == p) {
-			*pp = p->qpn_next;
-			return;
-		}
-	}
+	loop_defer_list_cancel(&dev->after_batch, d);
 }
 
-/* Ends every connection of the device (port 0: all ports). */
-static void end_all(struct device *dev, uint8_t port, int status, const char *why)
+/* A port or device event, to the owner of every QP (its ops tell whether
+ * it concerns them: a connection's port, say). */
+static void tell_all(struct device *dev, const struct device_event *ev)
 {
-	struct ez_conn *c, *next;
+	struct device_qp *dq, *next;
 	int i;
 
 	for (i = 0; i < DEVICE_QPN_BUCKETS; i++) {
-		for (c = dev->qpn[i]; c; c = next) {
-			next = c->qpn_next;
-			if (!port || c->port == port)
-				conn_fail(c, status, "%s", why);
+		for (dq = dev->qps[i]; dq; dq = next) {
+			next = dq->next;
+			dq->ops->on_async_event(dq, ev);
 		}
 	}
 }
 
 /* Each context has its own verbs context, so every QP event here is about a
  * QP created on it; the check still guards against a stale QP number. */
-static struct ez_conn *our_conn(struct device *dev, struct ibv_qp *qp)
+static void tell_owner(struct device *dev, struct ibv_qp *qp, const struct device_event *ev)
 {
-	struct ez_conn *c = device_qp_find(dev, qp->qp_num);
+	struct device_qp *dq = device_qp_find(dev, qp->qp_num);
 
-	return c && c == qp->qp_context ? c : NULL;
+	if (dq && dq->qp == qp)
+		dq->ops->on_async_event(dq, ev);
+}
+
+static void on_qp_error(struct device *dev, const struct ibv_async_event *raw)
+{
+	char why[128];
+	struct device_event ev = { .type = raw->event_type, .status = -EIO, .why = why };
+
+	snprintf(why, sizeof(why), "device %s: async event %s on QP %u", dev->name,
+		 ibv_event_type_str(raw->event_type), raw->element.qp->qp_num);
+	tell_owner(dev, raw->element.qp, &ev);
 }
 
 /* Acks before handling: ibv_destroy_qp() waits for the acks of its events. */
-static void on_async(struct ctx_watch *w)
+static void on_async(struct loop_watch *w)
 {
 	struct device *dev = container_of(w, struct device, async_watch);
 	struct ibv_async_event raw, ev;
+	struct device_event dev_ev;
 	char why[128];
 
 	while (ibv_get_async_event(dev->verbs, &raw) == 0) {
@@ -385,31 +411,24 @@ static void on_async(struct ctx_watch *w)
 				srqpool_on_limit_event(ev.element.srq->srq_context);
 			break;
 		case IBV_EVENT_QP_LAST_WQE_REACHED:
-			conn_on_last_wqe(our_conn(dev, ev.element.qp), ev.element.qp->qp_num);
-			break;
 		case IBV_EVENT_COMM_EST:
-			conn_on_comm_est(our_conn(dev, ev.element.qp));
+			dev_ev = (struct device_event){ .type = ev.event_type, .why = "" };
+			tell_owner(dev, ev.element.qp, &dev_ev);
 			break;
 		case IBV_EVENT_QP_FATAL:
 		case IBV_EVENT_QP_REQ_ERR:
 		case IBV_EVENT_QP_ACCESS_ERR:
-		case IBV_EVENT_PATH_MIG_ERR: {
-			struct ez_conn *c = our_conn(dev, ev.element.qp);
-
-			/* One path of several is taken out; the last, or a
-			 * single path, ends the connection. */
-			if (c && path_on_qp_event(c, ev.element.qp->qp_num, -EIO))
-				conn_fail(c, -EIO, "device %s: async event %s on QP %u",
-					  dev->name, ibv_event_type_str(ev.event_type),
-					  ev.element.qp->qp_num);
+		case IBV_EVENT_PATH_MIG_ERR:
+			on_qp_error(dev, &ev);
 			break;
-		}
 		case IBV_EVENT_PORT_ERR:
 			forget_mechs(dev);
 			snprintf(why, sizeof(why), "device %s: port %d went down", dev->name,
 				 ev.element.port_num);
 			ezi_log_warn("%s", why);
-			end_all(dev, (uint8_t)ev.element.port_num, -ENETDOWN, why);
+			dev_ev = (struct device_event){ .type = ev.event_type, .status = -ENETDOWN,
+							.port = (uint8_t)ev.element.port_num, .why = why };
+			tell_all(dev, &dev_ev);
 			break;
 		case IBV_EVENT_PORT_ACTIVE:
 			forget_mechs(dev);
@@ -419,7 +438,9 @@ static void on_async(struct ctx_watch *w)
 		case IBV_EVENT_DEVICE_FATAL:
 			snprintf(why, sizeof(why), "device %s: fatal error", dev->name);
 			ezi_log_err("%s", why);
-			end_all(dev, 0, -ENODEV, why);
+			dev_ev = (struct device_event){ .type = ev.event_type, .status = -ENODEV,
+							.why = why };
+			tell_all(dev, &dev_ev);
 			break;
 		case IBV_EVENT_GID_CHANGE:
 		case IBV_EVENT_LID_CHANGE:

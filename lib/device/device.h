@@ -1,11 +1,11 @@
-/* device.h: a verbs device as the context uses it: PD, completion channel, CQ, async events. */
+/* device.h: a verbs device as the context uses it: PD, completion channel, CQ, async events, the QP registry; a context's set of them. */
 #ifndef EZ_DEVICE_DEVICE_H
 #define EZ_DEVICE_DEVICE_H
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "conn/ctx.h"
+#include "loop/loop.h"
 #include "wire/flow.h"
 #include "qpfsm/qpfsm.h"
 #include "sendslab.h"
@@ -13,9 +13,41 @@
 #define DEVICE_QPN_BUCKETS 256
 #define DEVICE_MECH_CACHE 8
 
+/* A send-side work request of the owner: its wr_id is this struct's address
+ * with CQ_OP_TAG set (device_wr_id), and its completion goes to done. */
+struct device_wr {
+	void (*done)(struct device_wr *wr, const struct ibv_wc *wc);
+};
+
+/* An async event as a QP's owner gets it. QP events go to that QP's
+ * owner; a port or device event to every registered QP's. */
+struct device_event {
+	enum ibv_event_type type;
+	int status;		/* what it means as an errno: QP errors -EIO, port down -ENETDOWN, device fatal -ENODEV */
+	uint8_t port;		/* IBV_EVENT_PORT_ERR: the port that went down */
+	const char *why;	/* the device's words for it, for the owner's error message */
+};
+
+struct device_qp;
+
+/* What the owner of a QP registered for it. */
+struct device_qp_ops {
+	/* A receive completion on the QP (its wr_id a receive buffer). */
+	void (*on_recv)(struct device_qp *qp, const struct ibv_wc *wc);
+	void (*on_async_event)(struct device_qp *qp, const struct device_event *ev);
+};
+
+/* A QP in the device's registry, embedded in its owner. */
+struct device_qp {
+	uint32_t qpn;
+	struct ibv_qp *qp;
+	const struct device_qp_ops *ops;
+	struct device_qp *next;	/* its bucket */
+};
+
 struct device {
-	struct device *next;
-	struct ez_ctx *ctx;
+	struct device *next;	/* the set's */
+	struct loop *loop;	/* watches and timers */
 	struct ibv_context *cm_verbs;	/* rdma_cm's context for the device (process-wide) */
 	struct ibv_context *verbs;	/* this context's own, from ibv_open_device() */
 	struct ibv_device_attr attr;
@@ -24,20 +56,19 @@ struct device {
 	struct qpfsm_limits lim;
 	struct ibv_pd *pd;
 	struct sendslab slab;	/* every connection's send copies */
-	struct ctx_timer slab_trim;	/* armed while the slab has chunks to trim */
+	struct loop_timer slab_trim;	/* armed while the slab has chunks to trim */
 	struct ibv_comp_channel *cc;
 	struct ibv_cq *cq;
 	int cq_size;
 	int cq_reserved;	/* completions that may be outstanding at once */
-	struct ctx_watch comp_watch;
-	struct ctx_watch async_watch;
-	struct ctx_timer poll_more;	/* completions left over from a bounded turn */
-	struct ez_conn *qpn[DEVICE_QPN_BUCKETS];
-	struct conn_path *path_qpn[DEVICE_QPN_BUCKETS];	/* extra QPs of multi-path connections */
+	struct loop_watch comp_watch;
+	struct loop_watch async_watch;
+	struct loop_defer poll_more;	/* completions left over from a bounded turn */
+	struct device_qp *qps[DEVICE_QPN_BUCKETS];	/* by QP number */
 	/* While completions are dispatched, work the callbacks submit waits
-	 * here and goes out as one chain per connection after the batch. */
+	 * here and goes out after the batch (a connection's: one chain). */
 	int dispatching;
-	struct ez_conn *kicks;
+	struct loop_defer_list after_batch;
 	struct parked_id *parked;	/* CM ids kept while their port is down */
 	/* Which mechanism sets a QP's UDP source port, by port and source GID
 	 * index: two queries each, so asked once, not at every connection's
@@ -51,11 +82,22 @@ struct device {
 	char name[64];
 };
 
+/* The devices a context opened, on its loop. */
+struct device_set {
+	struct loop *loop;
+	int busy_poll;		/* CQs never armed: the owner polls them (device_set_poll) */
+	struct device *list;
+};
+
+void device_set_init(struct device_set *set, struct loop *loop, int busy_poll);
+/* Closes every device. */
+void device_set_fini(struct device_set *set);
 /* The device behind verbs (rdma_cm's), opened on first use. */
-int device_get(struct ez_ctx *ctx, struct ibv_context *verbs, struct device **out);
+int device_set_get(struct device_set *set, struct ibv_context *verbs, struct device **out);
 /* By name (NULL: the first rdma_cm knows). */
-int device_by_name(struct ez_ctx *ctx, const char *name, struct device **out);
-void device_close(struct device *dev);
+int device_set_by_name(struct device_set *set, const char *name, struct device **out);
+/* cq_poll() on every device; the completions handled. */
+int device_set_poll(struct device_set *set);
 
 /* flowdev_mech() for a QP on port with this source GID, from the cache. */
 int device_sport_mech(struct device *dev, uint8_t port, int is_global, unsigned int sgid_index,
@@ -69,14 +111,16 @@ int device_slot_get(struct device *dev, size_t len, struct slab_slot **out);
 int device_cq_reserve(struct device *dev, int n);
 void device_cq_release(struct device *dev, int n);
 
-void device_qp_add(struct device *dev, struct ez_conn *conn);
-void device_qp_del(struct device *dev, struct ez_conn *conn);
-/* The connection of a QP: its first QP or one of its extra paths. */
-struct ez_conn *device_qp_find(struct device *dev, uint32_t qpn);
+/* Registers qp (in ibv_qp *, by its number) with its owner's ops. */
+void device_qp_add(struct device *dev, struct device_qp *dq, struct ibv_qp *qp,
+		   const struct device_qp_ops *ops);
+void device_qp_del(struct device *dev, struct device_qp *dq);
+struct device_qp *device_qp_find(struct device *dev, uint32_t qpn);
 
-struct conn_path;
-void device_path_add(struct device *dev, struct conn_path *p);
-void device_path_del(struct device *dev, struct conn_path *p);
+/* Runs d when the completion batch being dispatched ends (work its
+ * callbacks submitted goes out together); idempotent while queued. */
+void device_after_batch(struct device *dev, struct loop_defer *d);
+void device_after_batch_cancel(struct device *dev, struct loop_defer *d);
 
 /* Whether the port is down now (ibv_query_port; 0 if that fails). */
 int device_port_down(struct device *dev, uint8_t port);

@@ -1,4 +1,4 @@
-/* mr.c: ez_mr_reg/ez_mr_dereg with least-privilege access, and the export of (addr, rkey, len). */
+/* mr.c: memory registration with least-privilege access on a device, and the export of (addr, rkey, len). */
 #include "config.h"
 
 #include <errno.h>
@@ -18,23 +18,11 @@ int mr_access_flags(unsigned int access)
 	return flags;
 }
 
-int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
-	      unsigned int access, struct ez_mr **out)
+int mr_reg(struct device *dev, void *addr, size_t len, unsigned int access, struct ez_mr **out)
 {
-	struct ez_mr *mr;
-	struct device *dev;
+	struct ez_mr *mr = calloc(1, sizeof(*mr));
 	int ret;
 
-	if (!ctx || !out || (!addr && len))
-		return ezi_fail(-EINVAL, "ez_mr_reg: ctx %p, addr %p, mr pointer %p", (void *)ctx,
-				addr, (void *)out);
-	if (access & ~(unsigned int)(EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE))
-		return ezi_fail(-EINVAL, "ez_mr_reg: unknown access bits 0x%x",
-				access & ~(unsigned int)(EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE));
-	ret = device_by_name(ctx, device, &dev);
-	if (ret)
-		return ret;
-	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return ezi_fail(-ENOMEM, "ez_mr_reg: out of memory");
 	mr->mr = ibv_reg_mr(dev->pd, addr, len, mr_access_flags(access));
@@ -44,25 +32,19 @@ int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 		free(mr);
 		return ret;
 	}
-	mr->ctx = ctx;
 	mr->dev = dev;
 	mr->access = access;
-	ctx->nmrs++;
 	*out = mr;
 	return 0;
 }
 
-int ez_mr_dereg(struct ez_mr *mr)
+int mr_dereg(struct ez_mr *mr)
 {
-	int ret;
+	int ret = ibv_dereg_mr(mr->mr);
 
-	if (!mr)
-		return 0;
-	ret = ibv_dereg_mr(mr->mr);
 	if (ret)
 		return ezi_fail(-ret, "ibv_dereg_mr: %s (an operation still uses the MR?)",
 				ez_strerror(ret));
-	mr->ctx->nmrs--;
 	free(mr);
 	return 0;
 }

@@ -11,7 +11,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "conn/ctx.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "lookup.h"
@@ -33,10 +32,10 @@ struct lookup {
 	struct sigevent sev;
 	atomic_int state;
 	struct lookup_notifier *notifier;
-	struct ez_ctx *ctx;	/* only touched from the loop */
-	struct ez_conn *conn;
+	struct lookup_set *set;	/* only touched from the loop */
+	void *arg;
 	lookup_done_fn done;
-	struct lookup *next;	/* the context's lookups in flight */
+	struct lookup *next;	/* the set's lookups in flight */
 	char host[256];
 	char service[32];
 };
@@ -83,7 +82,7 @@ static void unlink_lookup(struct lookup *l)
 {
 	struct lookup **pp;
 
-	for (pp = &l->ctx->lookups; *pp; pp = &(*pp)->next)
+	for (pp = &l->set->list; *pp; pp = &(*pp)->next)
 		if (*pp == l) {
 			*pp = l->next;
 			return;
@@ -106,31 +105,39 @@ static void finish(struct lookup *l)
 			 rc ? gai_strerror(rc) : "no address");
 		ret = rc == EAI_SERVICE ? -EINVAL : -EHOSTUNREACH;
 	}
-	l->done(l->conn, ret, &ss, err);
+	l->done(l->arg, ret, &ss, err);
 	lookup_free(l);
 }
 
-static void on_notify(struct ctx_watch *w)
+static void on_notify(struct loop_watch *w)
 {
-	struct ez_ctx *ctx = container_of(w, struct ez_ctx, lookup_watch);
+	struct lookup_set *set = container_of(w, struct lookup_set, watch);
 	struct lookup *l, *next;
 	uint64_t v;
 
 	while (read(w->fd, &v, sizeof(v)) > 0)
 		;
-	for (l = ctx->lookups; l; l = next) {
+	for (l = set->list; l; l = next) {
 		next = l->next;
 		if (atomic_load(&l->state) == LOOKUP_DONE)
 			finish(l);	/* may start or end other lookups: next stays valid */
 	}
 }
 
-static int notifier_get(struct ez_ctx *ctx)
+void lookup_set_init(struct lookup_set *set, struct loop *loop)
+{
+	set->loop = loop;
+	set->list = NULL;
+	set->notifier = NULL;
+	set->watch.fd = -1;
+}
+
+static int notifier_get(struct lookup_set *set)
 {
 	struct lookup_notifier *n;
 	int ret;
 
-	if (ctx->notifier)
+	if (set->notifier)
 		return 0;
 	n = calloc(1, sizeof(*n));
 	if (!n)
@@ -142,26 +149,26 @@ static int notifier_get(struct ez_ctx *ctx)
 		return ret;
 	}
 	atomic_init(&n->refs, 1);
-	ctx->lookup_watch.fd = n->efd;
-	ctx->lookup_watch.fn = on_notify;
-	ret = ctx_watch_add(ctx, &ctx->lookup_watch);
+	set->watch.fd = n->efd;
+	set->watch.fn = on_notify;
+	ret = loop_watch_add(set->loop, &set->watch);
 	if (ret) {
 		notifier_unref(n);
 		return ret;
 	}
-	ctx->notifier = n;
+	set->notifier = n;
 	return 0;
 }
 
-int lookup_start(struct ez_ctx *ctx, const char *host, const char *service, struct ez_conn *conn,
-		 lookup_done_fn done, struct lookup **out)
+int lookup_set_start(struct lookup_set *set, const char *host, const char *service, void *arg,
+		     lookup_done_fn done, struct lookup **out)
 {
 	struct lookup *l;
 	int ret;
 
 	if (strlen(host) >= sizeof(l->host) || strlen(service) >= sizeof(l->service))
 		return ezi_fail(-EINVAL, "getaddrinfo(%s, %s): name too long", host, service);
-	ret = notifier_get(ctx);
+	ret = notifier_get(set);
 	if (ret)
 		return ret;
 	l = calloc(1, sizeof(*l));
@@ -179,10 +186,10 @@ int lookup_start(struct ez_ctx *ctx, const char *host, const char *service, stru
 	l->sev.sigev_notify_function = on_resolved_thread;
 	l->sev.sigev_value.sival_ptr = l;
 	atomic_init(&l->state, LOOKUP_RUNNING);
-	l->notifier = ctx->notifier;
+	l->notifier = set->notifier;
 	atomic_fetch_add(&l->notifier->refs, 1);
-	l->ctx = ctx;
-	l->conn = conn;
+	l->set = set;
+	l->arg = arg;
 	l->done = done;
 	ret = getaddrinfo_a(GAI_NOWAIT, l->list, 1, &l->sev);
 	if (ret) {
@@ -190,8 +197,8 @@ int lookup_start(struct ez_ctx *ctx, const char *host, const char *service, stru
 		return ezi_fail(ret == EAI_AGAIN ? -EAGAIN : -ENOMEM, "getaddrinfo_a(%s): %s", host,
 				gai_strerror(ret));
 	}
-	l->next = ctx->lookups;
-	ctx->lookups = l;
+	l->next = set->list;
+	set->list = l;
 	*out = l;
 	return 0;
 }
@@ -211,11 +218,11 @@ void lookup_abandon(struct lookup *l)
 		lookup_free(l);
 }
 
-void lookup_ctx_fini(struct ez_ctx *ctx)
+void lookup_set_fini(struct lookup_set *set)
 {
-	if (!ctx->notifier)
+	if (!set->notifier)
 		return;
-	ctx_watch_del(ctx, &ctx->lookup_watch);
-	notifier_unref(ctx->notifier);
-	ctx->notifier = NULL;
+	loop_watch_del(set->loop, &set->watch);
+	notifier_unref(set->notifier);
+	set->notifier = NULL;
 }

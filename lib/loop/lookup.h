@@ -4,23 +4,34 @@
 
 #include <sys/socket.h>
 
-struct ez_ctx;
-struct ez_conn;
-struct lookup;
+#include "loop.h"
 
-/* Done callback, run from the context's loop: rc 0 and the first address,
- * or a negative errno and a message in err. */
-typedef void (*lookup_done_fn)(struct ez_conn *conn, int rc, const struct sockaddr_storage *ss,
+struct lookup;
+struct lookup_notifier;
+
+/* A loop's lookups in flight and the eventfd their resolver threads poke
+ * (opened with the first lookup). */
+struct lookup_set {
+	struct loop *loop;
+	struct lookup *list;
+	struct lookup_notifier *notifier;
+	struct loop_watch watch;
+};
+
+/* Done callback, run from the loop: rc 0 and the first address, or a
+ * negative errno and a message in err. */
+typedef void (*lookup_done_fn)(void *arg, int rc, const struct sockaddr_storage *ss,
 			       const char *err);
 
-/* Starts resolving host:service in the background; done runs later from
- * the loop unless lookup_abandon() comes first. */
-int lookup_start(struct ez_ctx *ctx, const char *host, const char *service, struct ez_conn *conn,
-		 lookup_done_fn done, struct lookup **out);
+void lookup_set_init(struct lookup_set *set, struct loop *loop);
+/* Starts resolving host:service in the background; done(arg, ...) runs
+ * later from the loop unless lookup_abandon() comes first. */
+int lookup_set_start(struct lookup_set *set, const char *host, const char *service, void *arg,
+		     lookup_done_fn done, struct lookup **out);
 /* The connection no longer wants the answer: done will not run. Never
  * blocks: a lookup still running frees itself when it ends. */
 void lookup_abandon(struct lookup *l);
-/* At ez_ctx_free(): lets go of the context's side of the notifier. */
-void lookup_ctx_fini(struct ez_ctx *ctx);
+/* When the loop goes: lets go of its side of the notifier. */
+void lookup_set_fini(struct lookup_set *set);
 
 #endif

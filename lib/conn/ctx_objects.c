@@ -1,0 +1,69 @@
+/* ctx_objects.c: ez_mr_reg/ez_mr_dereg and ez_srqpool_new_sz: a context's MRs and pools on the device named, counted so that ez_ctx_free() refuses while one lives. */
+#include "config.h"
+
+#include <errno.h>
+
+#include "base/abi.h"
+#include "base/error.h"
+#include "ctx.h"
+#include "device/mr.h"
+#include "pool.h"
+
+int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
+	      unsigned int access, struct ez_mr **out)
+{
+	struct ez_mr *mr = NULL;
+	struct device *dev;
+	int ret;
+
+	if (!ctx || !out || (!addr && len))
+		return ezi_fail(-EINVAL, "ez_mr_reg: ctx %p, addr %p, mr pointer %p", (void *)ctx,
+				addr, (void *)out);
+	if (access & ~(unsigned int)(EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE))
+		return ezi_fail(-EINVAL, "ez_mr_reg: unknown access bits 0x%x",
+				access & ~(unsigned int)(EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE));
+	ret = device_by_name(ctx, device, &dev);
+	if (ret)
+		return ret;
+	ret = mr_reg(dev, addr, len, access, &mr);
+	if (ret)
+		return ret;
+	mr->ctx = ctx;
+	ctx->nmrs++;
+	*out = mr;
+	return 0;
+}
+
+int ez_mr_dereg(struct ez_mr *mr)
+{
+	struct ez_ctx *ctx;
+	int ret;
+
+	if (!mr)
+		return 0;
+	ctx = mr->ctx;
+	ret = mr_dereg(mr);
+	if (!ret)
+		ctx->nmrs--;
+	return ret;
+}
+
+int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device, const struct ez_srqpool_opts *opts,
+		      size_t opts_size, struct ez_srqpool **pool)
+{
+	struct ez_srqpool_opts o;
+	struct device *dev;
+	int ret;
+
+	if (!ctx || !pool)
+		return ezi_fail(-EINVAL, "ez_srqpool_new: ctx %p, pool pointer %p", (void *)ctx,
+				(void *)pool);
+	/* At this library's layout (doc/abi.md); NULL reads as all zero. */
+	ret = ezi_struct_in(&o, sizeof(o), opts, opts_size, "ez_srqpool_new", "ez_srqpool_opts");
+	if (ret)
+		return ret;
+	ret = device_by_name(ctx, device, &dev);
+	if (ret)
+		return ret;
+	return pool_make(dev, &o, &ctx->npools, pool);
+}
