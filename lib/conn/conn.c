@@ -34,6 +34,7 @@
 #define IB_REJ_CONSUMER_DEFINED 28
 
 static void conn_end(struct ez_conn *conn, int status);
+static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev);
 
 static void set_errmsg(struct ez_conn *conn, const char *fmt, va_list ap)
 {
@@ -383,7 +384,7 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 		return NULL;
 	}
 	conn->o.auth_key = NULL;	/* kept in conn->auth, wiped when done */
-	conn->kind = CM_CONN;
+	conn->cm.on_event = conn_on_cm;
 	conn->ctx = ctx;
 	conn->arg = arg;
 	if (cbs)
@@ -714,8 +715,9 @@ static int addr_errno(int status)
 	return status < 0 ? status : -EHOSTUNREACH;
 }
 
-void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev)
+static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 {
+	struct ez_conn *conn = container_of(h, struct ez_conn, cm);
 	int ret;
 
 	if (conn_is_ended(conn))

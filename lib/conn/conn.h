@@ -41,7 +41,7 @@ struct device;
 struct conn_auth;
 
 struct ez_conn {
-	int kind;		/* CM_CONN: first, the cm_id's context points here */
+	struct cm_handler cm;	/* first: the cm_id's context points here */
 	struct ez_ctx *ctx;
 	struct device *dev;
 	struct rdma_cm_id *id;
@@ -113,7 +113,6 @@ struct ez_conn {
 	char errmsg[EZ_ERRMSG_MAX];
 };
 
-void conn_on_cm_event(struct ez_conn *conn, const struct cm_event *ev);
 void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn);
 void conn_on_comm_est(struct ez_conn *conn);
 /* Records the error in the connection and ends it (no-op once ended). */

@@ -5,11 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
 #include "ctx.h"
 #include "device/device.h"
 #include "base/error.h"
-#include "listener.h"
 #include "base/log.h"
 
 /* Copies what the handlers need, then acks: rdma_destroy_id() waits for the
@@ -19,7 +17,7 @@ static void on_cm_channel(struct loop_watch *w)
 	struct ez_ctx *ctx = container_of(w, struct ez_ctx, cm_watch);
 	struct rdma_cm_event *raw;
 	struct cm_event ev;
-	int *kind;
+	struct cm_handler *h;
 
 	while (rdma_get_cm_event(ctx->ch, &raw) == 0) {
 		memset(&ev, 0, sizeof(ev));
@@ -38,22 +36,10 @@ static void on_cm_channel(struct loop_watch *w)
 		}
 		rdma_ack_cm_event(raw);
 
-		if (ev.type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-			listener_on_request(ev.listen_id->context, &ev);
-			continue;
-		}
-		kind = ev.id->context;
-		if (!kind)
-			continue;
-		switch (*kind) {
-		case CM_CONN:
-			conn_on_cm_event(ev.id->context, &ev);
-			break;
-		case CM_LISTENER:
-		case CM_REQ:
-			listener_on_event(ev.id->context, &ev);
-			break;
-		}
+		/* A request arrives on a new id: its listener's id says whose. */
+		h = ev.type == RDMA_CM_EVENT_CONNECT_REQUEST ? ev.listen_id->context : ev.id->context;
+		if (h)
+			h->on_event(h, &ev);
 	}
 	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 		ezi_log_err("rdma_get_cm_event: %s", ez_strerror(errno));

@@ -11,8 +11,14 @@
 #include "loop/lookup.h"
 #include "device/device.h"
 
-/* What a cm_id's context points at: the first member of each owner. */
-enum cm_owner_kind { CM_LISTENER = 1, CM_REQ, CM_CONN };
+struct cm_event;
+
+/* What a cm_id's context points at: the first member of its owner
+ * (listener, request, connection), which registered where its events go.
+ * The context reaches them only through it. */
+struct cm_handler {
+	void (*on_event)(struct cm_handler *h, const struct cm_event *ev);
+};
 
 struct ez_ctx {
 	struct loop loop;	/* epoll set, timers, deferred work */

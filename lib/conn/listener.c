@@ -83,7 +83,13 @@ static const char *auth_gate(const struct ez_listener *l, const struct hs_msg *h
 	return NULL;
 }
 
-void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
+/* A request nobody answered yet can only lose its peer. */
+static void req_on_cm(struct cm_handler *h, const struct cm_event *ev)
+{
+	ezi_log_debug("listener: pending request got %s", rdma_event_str(ev->type));
+}
+
+static void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 {
 	struct ez_conn_req *req;
 	char why[160];
@@ -101,7 +107,7 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 		destroy_id(ev->id);
 		return;
 	}
-	req->kind = CM_REQ;
+	req->cm.on_event = req_on_cm;
 	req->id = ev->id;
 	req->responder_resources = ev->responder_resources;
 	req->initiator_depth = ev->initiator_depth;
@@ -136,14 +142,10 @@ void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 	l->on_request(l, req, l->arg);
 }
 
-void listener_on_event(void *owner, const struct cm_event *ev)
+static void listener_on_cm(struct cm_handler *h, const struct cm_event *ev)
 {
-	int kind = *(int *)owner;
-
-	/* A request nobody answered yet can only lose its peer. */
-	if (kind == CM_REQ && (ev->type == RDMA_CM_EVENT_DISCONNECTED ||
-			       ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL))
-		ezi_log_debug("listener: pending request got %s", rdma_event_str(ev->type));
+	if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST)
+		listener_on_request(container_of(h, struct ez_listener, cm), ev);
 	else
 		ezi_log_debug("listener: %s", rdma_event_str(ev->type));
 }
@@ -206,7 +208,7 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 		}
 		auth_key_set(l->auth, opts->auth_key, opts->auth_key_len);
 	}
-	l->kind = CM_LISTENER;
+	l->cm.on_event = listener_on_cm;
 	l->ctx = ctx;
 	l->on_request = on_request;
 	l->arg = arg;

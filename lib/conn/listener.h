@@ -11,7 +11,7 @@ struct auth_key;
 struct replay_window;
 
 struct ez_conn_req {
-	int kind;		/* CM_REQ */
+	struct cm_handler cm;	/* first: the id's context */
 	struct ez_listener *listener;
 	struct rdma_cm_id *id;
 	struct sockaddr_storage peer;
@@ -22,7 +22,7 @@ struct ez_conn_req {
 };
 
 struct ez_listener {
-	int kind;		/* CM_LISTENER */
+	struct cm_handler cm;	/* first: the id's context */
 	struct ez_ctx *ctx;
 	struct rdma_cm_id *id;
 	ez_request_cb on_request;
@@ -32,8 +32,6 @@ struct ez_listener {
 	struct replay_window *replay;	/* with auth: the request nonces let through lately */
 };
 
-void listener_on_request(struct ez_listener *l, const struct cm_event *ev);
-void listener_on_event(void *owner, const struct cm_event *ev);
 /* Takes req off its listener's list (ez_accept and ez_reject). */
 void listener_req_unlink(struct ez_conn_req *req);
 /* Rejects id with a reason (and HS_CAP_AUTH for a shared-secret refusal)

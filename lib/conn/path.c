@@ -51,13 +51,22 @@ void path_grant(struct ez_conn *conn, const struct hs_msg *peer)
 		conn->paths[i].remote_qpn = peer->path_qpn[i];
 }
 
+/* Path 0's QP is conn->qp, its view conn->qpv. */
+static struct qpfsm_qp_view *path_view(struct conn_path *p)
+{
+	return p->idx ? &p->qpv : &p->conn->qpv;
+}
+
 static void path_qp_to_err(struct conn_path *p)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 	if (!p->qp || p->qp->state == IBV_QPS_RESET)
 		return;
-	if (ez_qp_modify(p->qp, &a, IBV_QP_STATE) && ibv_modify_qp(p->qp, &a, IBV_QP_STATE))
+	/* Against the device's cached limits, as every step of the ladder:
+	 * one ibv_modify_qp(), no query. */
+	if (qpfsm_modify(p->qp, &p->conn->dev->lim, path_view(p), &a, IBV_QP_STATE) &&
+	    ibv_modify_qp(p->qp, &a, IBV_QP_STATE))
 		ezi_log_err("QP %u (path %u) to ERR: %s", p->qpn, p->idx, ez_strerror(errno));
 }
 
@@ -91,6 +100,7 @@ int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia)
 					     conn->dev->name, i, conn->npaths, ia->cap.max_send_wr,
 					     ez_strerror(errno));
 		p->qpn = p->qp->qp_num;
+		p->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
 		p->live = 1;
 		conn->paths_live++;
 		device_qp_add(conn->dev, &p->dqp, p->qp, &path_qp_ops);
@@ -140,7 +150,7 @@ int path_modify(struct ez_conn *conn, const struct ibv_qp_attr *a, int mask)
 			b.sq_psn = hs_path_psn(a->sq_psn, i);
 			m |= IBV_QP_SQ_PSN;
 		}
-		ret = ez_qp_modify(p->qp, &b, m);
+		ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &b, m);
 		if (ret)
 			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
 					     "path %u (QP %u): %s", i, p->qpn, ez_errmsg());

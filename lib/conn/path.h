@@ -14,6 +14,7 @@
 struct conn_path {
 	struct ez_conn *conn;
 	struct ibv_qp *qp;
+	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it (path 0: conn->qpv) */
 	uint32_t qpn, remote_qpn;
 	uint16_t sport;		/* chosen by the policy (0: rdma_cm's label, path 0 only) */
 	uint8_t idx;

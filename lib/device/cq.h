@@ -1,4 +1,4 @@
-/* cq.h: polling a device's CQ and dispatching completions. */
+/* cq.h: polling a device's CQ and dispatching completions (the CQ half of device.c). */
 #ifndef EZ_DEVICE_CQ_H
 #define EZ_DEVICE_CQ_H
 
