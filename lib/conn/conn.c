@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "conn_types.h"
+#include "conn_qp.h"
+#include "msg.h"
 #include "conn_auth.h"
 #include "device/cq.h"
 #include "device/device.h"
@@ -36,39 +38,8 @@
 static void conn_end(struct ez_conn *conn, int status);
 static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev);
 
-static void set_errmsg(struct ez_conn *conn, const char *fmt, va_list ap)
-{
-	vsnprintf(conn->errmsg, sizeof(conn->errmsg), fmt, ap);
-}
 
-void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
-{
-	va_list ap;
 
-	if (!conn || conn_is_ended(conn))
-		return;
-	va_start(ap, fmt);
-	set_errmsg(conn, fmt, ap);
-	va_end(ap);
-	ezi_log_debug("conn %p: %s (%s)", (void *)conn, conn->errmsg, ez_strerror(status));
-	conn_end(conn, status);
-}
-
-void conn_fail_after_bye(struct ez_conn *conn, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!conn || conn_is_ended(conn))
-		return;
-	va_start(ap, fmt);
-	set_errmsg(conn, fmt, ap);
-	va_end(ap);
-	ezi_log_debug("conn %p: %s (%s)", (void *)conn, conn->errmsg, ez_strerror(status));
-	if (conn_fsm_row(conn->state, CE_END_BYE)->valid)
-		conn_fire(conn, CE_END_BYE, status);
-	else
-		conn_fire(conn, CE_END, status);
-}
 
 /* Ends the connection with the message already in conn->errmsg. */
 static void conn_abort(struct ez_conn *conn, int status)
@@ -200,11 +171,6 @@ static void on_defer(struct loop_defer *d)
 	conn_fire(container_of(d, struct ez_conn, finish_defer), CE_FINISH, 0);
 }
 
-void conn_drain_check(struct ez_conn *conn)
-{
-	if (conn->state == CS_DRAINING && conn->posted == 0 && conn->srq_drained)
-		conn_fire(conn, CE_DRAINED, 0);
-}
 
 static void on_drain_timer(struct loop_timer *t)
 {
@@ -216,25 +182,7 @@ static void on_drain_timer(struct loop_timer *t)
 	conn_drain_check(conn);
 }
 
-void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
-{
-	if (!conn)
-		return;
-	ezi_log_debug("QP %u: IBV_EVENT_QP_LAST_WQE_REACHED", qpn);
-	/* A multi-path connection has drained once every QP has. */
-	if (!path_on_last_wqe(conn, qpn))
-		return;
-	conn->srq_drained = 1;
-	ctx_timer_stop(conn->ctx, &conn->drain_timer);
-	conn_drain_check(conn);
-}
 
-void conn_on_comm_est(struct ez_conn *conn)
-{
-	/* Data arrived before the RTU: tell the CM, which then reports ESTABLISHED. */
-	if (conn && (conn->state == CS_ACCEPTING || conn->state == CS_AWAITING_PROOF) && conn->id)
-		rdma_notify(conn->id, IBV_EVENT_COMM_EST);
-}
 
 /* CA_TEARDOWN. The QP enters ERR here: rdma_disconnect() only does that
  * for a QP that rdma_cm created. The flushed completions drain before the
@@ -319,19 +267,6 @@ static void run_actions(struct ez_conn *conn, unsigned int actions, enum conn_st
 		conn_free(conn);
 }
 
-void conn_fire(struct ez_conn *conn, enum conn_event ev, int status)
-{
-	const struct conn_fsm_row *row = conn_fsm_row(conn->state, ev);
-	enum conn_state from = conn->state;
-
-	if (!row->valid) {
-		ezi_log_debug("conn %p: %s ignored in %s", (void *)conn, conn_event_name(ev),
-			      conn_state_name(from));
-		return;
-	}
-	conn->state = row->next;
-	run_actions(conn, row->actions, from, status);
-}
 
 static int conn_fail_ret(struct ez_conn *conn, int err)
 {
@@ -385,6 +320,7 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	}
 	conn->o.auth_key = NULL;	/* kept in conn->auth, wiped when done */
 	conn->cm.on_event = conn_on_cm;
+	conn->fsm_run = run_actions;
 	conn->ctx = ctx;
 	conn->arg = arg;
 	if (cbs)
@@ -486,7 +422,7 @@ static int conn_setup(struct ez_conn *conn)
 	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
 		ia.cap.max_inline_data : conn->o.inline_threshold;
 	device_qp_add(dev, &conn->dqp, conn->qp, &conn_qp_ops);
-	ret = path_create(conn, &ia);
+	ret = path_create(conn, &ia, &path_qp_ops);
 	if (ret)
 		return ret;
 

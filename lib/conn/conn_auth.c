@@ -10,9 +10,10 @@
 
 #include <openssl/crypto.h>
 
-#include "conn.h"
+#include "conn_fsm.h"
+#include "conn_types.h"
+#include "sendq.h"
 #include "conn_auth.h"
-#include "path.h"
 #include "listener.h"
 #include "base/log.h"
 

@@ -1,7 +1,12 @@
-/* conn_fsm.c: the connection state machine's transition table (pure data; conn.c carries out the actions). */
+/* conn_fsm.c: the connection state machine: its transition table (pure data) and conn_fire(), which applies it and runs the actions conn.c registered. */
 #include "config.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "conn_fsm.h"
+#include "conn_types.h"
+#include "base/log.h"
 
 #define ROW(next_, actions_) { 1, (next_), (actions_) }
 /* Every live state takes the same two ends and the close. */
@@ -84,4 +89,55 @@ const char *conn_event_name(enum conn_event e)
 	};
 
 	return (unsigned int)e < CE_COUNT ? names[e] : "?";
+}
+
+/* Records the message, then ends through the table with ev. */
+static void end_with(struct ez_conn *conn, enum conn_event ev, int status, const char *fmt,
+		     va_list ap)
+{
+	vsnprintf(conn->errmsg, sizeof(conn->errmsg), fmt, ap);
+	ezi_log_debug("conn %p: %s (%s)", (void *)conn, conn->errmsg, ez_strerror(status));
+	conn_fire(conn, conn_fsm_row(conn->state, ev)->valid ? ev : CE_END, status);
+}
+
+void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!conn || conn_is_ended(conn))
+		return;
+	va_start(ap, fmt);
+	end_with(conn, CE_END, status, fmt, ap);
+	va_end(ap);
+}
+
+void conn_fail_after_bye(struct ez_conn *conn, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!conn || conn_is_ended(conn))
+		return;
+	va_start(ap, fmt);
+	end_with(conn, CE_END_BYE, status, fmt, ap);
+	va_end(ap);
+}
+
+void conn_drain_check(struct ez_conn *conn)
+{
+	if (conn->state == CS_DRAINING && conn->posted == 0 && conn->srq_drained)
+		conn_fire(conn, CE_DRAINED, 0);
+}
+
+void conn_fire(struct ez_conn *conn, enum conn_event ev, int status)
+{
+	const struct conn_fsm_row *row = conn_fsm_row(conn->state, ev);
+	enum conn_state from = conn->state;
+
+	if (!row->valid) {
+		ezi_log_debug("conn %p: %s ignored in %s", (void *)conn, conn_event_name(ev),
+			      conn_state_name(from));
+		return;
+	}
+	conn->state = row->next;
+	conn->fsm_run(conn, row->actions, from, status);
 }

@@ -92,4 +92,24 @@ static inline int conn_state_cm_connected(enum conn_state s)
 const char *conn_state_name(enum conn_state s);
 const char *conn_event_name(enum conn_event e);
 
+/*
+ * The connection's side (conn_fsm.c, on struct ez_conn): every file of
+ * lib/conn moves a connection only through these, and they through the
+ * table. The actions are carried out by what conn.c registered
+ * (ez_conn.fsm_run), so the files below conn.c need not know it.
+ */
+struct ez_conn;
+/* The one way a connection changes state: (state, event) through the
+ * table, then the row's actions. status goes with CE_END and CE_END_BYE. */
+void conn_fire(struct ez_conn *conn, enum conn_event ev, int status);
+/* Records the error in the connection and ends it (no-op once ended). */
+void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The same, for an end whose goodbye-like message (a shared-secret
+ * refusal) the caller has posted: the teardown waits for it. */
+void conn_fail_after_bye(struct ez_conn *conn, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Called whenever posted work drops: fires CE_DRAINED once a draining
+ * connection has nothing posted left and the SRQ is done with it. */
+void conn_drain_check(struct ez_conn *conn);
 #endif

@@ -1,19 +1,31 @@
 /* conn_qp.c: a connection's entries in its device's QP and work-request registry, turned into calls on the connection. */
 #include "config.h"
 
-#include "conn.h"
+#include "conn_fsm.h"
+#include "conn_qp.h"
+#include "msg.h"
+#include "base/log.h"
 #include "device/cq.h"
 #include "path.h"
 
-static void op_wc_done(struct device_wr *wr, const struct ibv_wc *wc)
+static void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
 {
-	conn_on_send_wc(container_of(wr, struct op, dwr), wc);
+	if (!conn)
+		return;
+	ezi_log_debug("QP %u: IBV_EVENT_QP_LAST_WQE_REACHED", qpn);
+	/* A multi-path connection has drained once every QP has. */
+	if (!path_on_last_wqe(conn, qpn))
+		return;
+	conn->srq_drained = 1;
+	ctx_timer_stop(conn->ctx, &conn->drain_timer);
+	conn_drain_check(conn);
 }
 
-void conn_op_bind(struct op *op)
+static void conn_on_comm_est(struct ez_conn *conn)
 {
-	op->dwr.done = op_wc_done;
-	op->wr.wr_id = device_wr_id(&op->dwr);
+	/* Data arrived before the RTU: tell the CM, which then reports ESTABLISHED. */
+	if (conn && (conn->state == CS_ACCEPTING || conn->state == CS_AWAITING_PROOF) && conn->id)
+		rdma_notify(conn->id, IBV_EVENT_COMM_EST);
 }
 
 static void on_event(struct ez_conn *conn, struct device_qp *qp, const struct device_event *ev)

@@ -1,11 +1,13 @@
 # lib/conn/local.mk: the conn layer's sources, tests and man pages.
 lib_libezcore_la_SOURCES += \
 	lib/conn/ctx.c lib/conn/ctx.h lib/conn/ctx_objects.c \
-	lib/conn/conn_qp.c \
+	lib/conn/conn_qp.c lib/conn/conn_qp.h \
 	lib/conn/listener.c lib/conn/listener.h \
-	lib/conn/conn.c lib/conn/conn.h \
+	lib/conn/conn.c \
 	lib/conn/conn_fsm.c lib/conn/conn_fsm.h \
-	lib/conn/msg.c \
+	lib/conn/msg.c lib/conn/msg.h \
+	lib/conn/sendq.c lib/conn/sendq.h \
+	lib/conn/conn_types.h \
 	lib/conn/conn_auth.c lib/conn/conn_auth.h \
 	lib/conn/pool.c lib/conn/pool.h \
 	lib/conn/path.c lib/conn/path.h \

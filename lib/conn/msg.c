@@ -7,7 +7,9 @@
 #include <sys/uio.h>
 #include <arpa/inet.h>
 
-#include "conn.h"
+#include "conn_fsm.h"
+#include "msg.h"
+#include "sendq.h"
 #include "conn_auth.h"
 #include "device/cq.h"
 #include "device/device.h"
@@ -15,6 +17,17 @@
 #include "device/mr.h"
 #include "path.h"
 #include "srqpool/srqpool.h"
+
+static void op_wc_done(struct device_wr *wr, const struct ibv_wc *wc)
+{
+	conn_on_send_wc(container_of(wr, struct op, dwr), wc);
+}
+
+void conn_op_bind(struct op *op)
+{
+	op->dwr.done = op_wc_done;
+	op->wr.wr_id = device_wr_id(&op->dwr);
+}
 
 int conn_ops_init(struct ez_conn *conn)
 {
@@ -33,7 +46,14 @@ int conn_ops_init(struct ez_conn *conn)
 		op->next = conn->free_ops;
 		conn->free_ops = op;
 	}
-	/* credit_op and bye_op are filled by conn_post_ctrl() at each use. */
+	/* The control messages' own ops, bound once: conn_post_ctrl() fills
+	 * the rest at each use. */
+	conn_op_bind(&conn->credit_op);
+	conn_op_bind(&conn->bye_op);
+	for (i = 0; i < (conn->o.paths ? conn->o.paths : 1); i++) {
+		conn_op_bind(&conn->paths[i].bye_op);
+		conn_op_bind(&conn->paths[i].down_op);
+	}
 	return 0;
 }
 
@@ -47,33 +67,6 @@ void conn_ops_fini(struct ez_conn *conn)
 	conn->ops = NULL;
 }
 
-void conn_op_release_copy(struct ez_conn *conn, struct op *op)
-{
-	if (op->slot) {
-		sendslab_put(&conn->dev->slab, op->slot);
-		op->slot = NULL;
-	}
-}
-
-/* A copy of len bytes for op, in a registered slot of the device. */
-int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len)
-{
-	int ret = device_slot_get(conn->dev, len, &op->slot);
-
-	if (ret)
-		return ret;
-	op->sge.addr = (uintptr_t)op->slot->addr;
-	op->sge.lkey = op->slot->lkey;
-	return 0;
-}
-
-static void op_free(struct ez_conn *conn, struct op *op)
-{
-	conn_op_release_copy(conn, op);
-	op->next = conn->free_ops;
-	conn->free_ops = op;
-}
-
 /* The user callback of a finished op; the op is free again before it runs
  * so the callback can post the next one. */
 static void op_complete(struct ez_conn *conn, struct op *op, int status)
@@ -81,7 +74,7 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
 	ez_op_cb cb = op->cb;
 	void *arg = op->arg;
 
-	op_free(conn, op);
+	conn_op_put(conn, op);
 	if (status)
 		conn->stats.op_errors++;
 	if (cb)
@@ -113,71 +106,6 @@ static const char *op_name(const struct op *op)
 /* At most this many WRs in a row go unsignalled: one completion then
  * accounts for the whole run (a send queue completes in order). */
 #define SIG_EVERY 16
-
-/* Each path's send queue completes in order: one list per path (op->path). */
-static void sq_append(struct ez_conn *conn, struct op *op)
-{
-	struct conn_path *p = op->path;
-
-	op->next = NULL;
-	if (p->sq_tail)
-		p->sq_tail->next = op;
-	else
-		p->sq_head = op;
-	p->sq_tail = op;
-	conn->posted++;
-	p->posted++;
-	if (op->kind != OP_CREDIT && op->kind != OP_BYE && op->kind != OP_PATH_DOWN &&
-	    op->wr.num_sge)
-		p->posted_bytes += op->sge.length;
-}
-
-/* The one place the library's own messages are posted: credits, goodbyes,
- * path notices, the shared-secret proof, verdict and refusal. They carry no
- * credit of the peer's (its reserve takes them) and are always signalled. */
-int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
-		   struct conn_path *path, uint32_t imm, const void *data, uint32_t len)
-{
-	int from_free = !op, err;
-	struct ibv_send_wr *bad;
-
-	if (from_free) {
-		op = conn->free_ops;
-		if (!op)
-			return -ENOBUFS;
-		conn->free_ops = op->next;
-		op->cb = NULL;
-		op->arg = NULL;
-	}
-	op->conn = conn;
-	op->kind = kind;
-	op->path = path;
-	conn_op_bind(op);
-	op->wr.sg_list = &op->sge;
-	op->wr.next = NULL;
-	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
-	op->wr.send_flags = IBV_SEND_SIGNALED;
-	op->wr.imm_data = htonl(imm);
-	op->wr.num_sge = len ? 1 : 0;
-	op->sge.length = len;
-	if (len) {
-		err = conn_op_copy_slot(conn, op, len);
-		if (err)
-			goto refused;
-		memcpy(op->slot->addr, data, len);
-	}
-	if (ibv_post_send(path->qp, &op->wr, &bad)) {
-		err = errno ? -errno : -EIO;
-		conn_op_release_copy(conn, op);
-		goto refused;
-	}
-	sq_append(conn, op);
-	return 0;
-refused:
-	if (from_free)
-		op_free(conn, op);
-	return err;
-}
 
 /* Sends carry the credits we owe in their immediate data; a write with
  * immediate carries the application's value instead. */
@@ -246,7 +174,7 @@ static int post_chain(struct ez_conn *conn, struct op *first)
 	for (wr = &first->wr; wr && wr != bad; wr = wr->next) {
 		op = container_of(wr, struct op, wr);
 		op_count(conn, op);
-		sq_append(conn, op);
+		conn_sq_append(conn, op);
 	}
 	if (!bad)
 		return 0;
@@ -443,7 +371,7 @@ static int op_submit(struct ez_conn *conn, struct op *op)
 	    !conn->dev->dispatching) {
 		ret = op_post(conn, op);
 		if (ret) {
-			op_free(conn, op);
+			conn_op_put(conn, op);
 			return ret;
 		}
 		return 0;
@@ -521,7 +449,7 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 	if (!op)
 		return -ENOBUFS;
 	if (len && (ret = conn_op_copy_slot(conn, op, len))) {
-		op_free(conn, op);
+		conn_op_put(conn, op);
 		return ret;
 	}
 	for (i = 0; len && i < iovcnt; i++) {

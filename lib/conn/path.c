@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "conn_fsm.h"
+#include "sendq.h"
 #include "device/cq.h"
 #include "device/device.h"
 #include "wire/flow.h"
@@ -81,7 +82,8 @@ static void path_destroy_one(struct ez_conn *conn, struct conn_path *p)
 	p->live = 0;
 }
 
-int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia)
+int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
+		const struct device_qp_ops *ops)
 {
 	struct conn_path *p0 = &conn->paths[0];
 	uint32_t i;
@@ -103,7 +105,7 @@ int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia)
 		p->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
 		p->live = 1;
 		conn->paths_live++;
-		device_qp_add(conn->dev, &p->dqp, p->qp, &path_qp_ops);
+		device_qp_add(conn->dev, &p->dqp, p->qp, ops);
 	}
 	return 0;
 }

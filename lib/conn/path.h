@@ -5,29 +5,8 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
-#include "conn.h"
+#include "conn_types.h"
 #include "wire/handshake.h"
-
-/* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are
- * created by the library on the same PD, CQ and SRQ and laddered with QP 0's
- * attributes, each with its own remote QP, PSNs and UDP source port. */
-struct conn_path {
-	struct ez_conn *conn;
-	struct ibv_qp *qp;
-	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it (path 0: conn->qpv) */
-	uint32_t qpn, remote_qpn;
-	uint16_t sport;		/* chosen by the policy (0: rdma_cm's label, path 0 only) */
-	uint8_t idx;
-	uint8_t live;		/* takes new work */
-	uint8_t last_wqe;	/* IBV_EVENT_QP_LAST_WQE_REACHED seen */
-	int posted;		/* WRs on this path's send queue */
-	uint64_t posted_bytes;	/* and their payload */
-	int down_status;	/* why it was taken out (0: live) */
-	struct op bye_op;	/* the goodbye sent down this path at close */
-	struct op down_op;	/* tells the peer this path is out (sent on another) */
-	struct op *sq_head, *sq_tail;	/* WRs posted on this QP, in order (op->next) */
-	struct device_qp dqp;	/* the QP in the device's registry (paths 1..) */
-};
 
 /* The path array (o.paths entries; npaths of them in use), path 0 unbound. */
 int path_alloc(struct ez_conn *conn);
@@ -35,8 +14,10 @@ void path_free(struct ez_conn *conn);
 /* The paths a request asks for and the ones this side grants: min of both. */
 void path_grant(struct ez_conn *conn, const struct hs_msg *peer);
 
-/* After QP 0 exists: binds path 0, creates paths 1..npaths-1 with ia. */
-int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia);
+/* After QP 0 exists: binds path 0, creates paths 1..npaths-1 with ia and
+ * registers each with the device under ops (conn_qp.c's path_qp_ops). */
+int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
+		const struct device_qp_ops *ops);
 /* QP 0 just took these attributes to INIT, RTR or RTS: the extra paths follow
  * with their own remote QP, PSNs and port. */
 int path_modify(struct ez_conn *conn, const struct ibv_qp_attr *a, int mask);

@@ -1,0 +1,146 @@
+/* conn_types.h: the connection's structs (ez_conn, its ops and paths), shared by the files of lib/conn; functions are in each file's own header. */
+#ifndef EZ_CONN_CONN_TYPES_H
+#define EZ_CONN_CONN_TYPES_H
+
+#include <sys/socket.h>
+#include <infiniband/verbs.h>
+
+#include "ctx.h"
+#include "base/error.h"
+#include "conn_fsm.h"
+#include "wire/handshake.h"
+#include "wire/imm.h"
+#include "qpfsm/qpfsm.h"
+#include "device/device.h"
+#include "device/sendslab.h"
+#include "srqpool/srqpool.h"
+
+enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
+	       OP_PATH_DOWN, OP_AUTH };
+
+/* One send-queue operation; preallocated per connection (send_depth of them
+ * plus the dedicated ones of the control messages), so the data path never
+ * allocates. */
+struct conn_path;
+
+struct op {
+	struct device_wr dwr;	/* what its wr_id points at (conn_op_bind) */
+	struct op *next;
+	struct ez_conn *conn;
+	struct conn_path *path;	/* the QP it was posted on */
+	ez_op_cb cb;
+	void *arg;
+	enum op_kind kind;
+	struct slab_slot *slot;	/* a copied send's bytes, until its completion */
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+};
+
+/* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are
+ * created by the library on the same PD, CQ and SRQ and laddered with QP 0's
+ * attributes, each with its own remote QP, PSNs and UDP source port. */
+struct conn_path {
+	struct ez_conn *conn;
+	struct ibv_qp *qp;
+	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it (path 0: conn->qpv) */
+	uint32_t qpn, remote_qpn;
+	uint16_t sport;		/* chosen by the policy (0: rdma_cm's label, path 0 only) */
+	uint8_t idx;
+	uint8_t live;		/* takes new work */
+	uint8_t last_wqe;	/* IBV_EVENT_QP_LAST_WQE_REACHED seen */
+	int posted;		/* WRs on this path's send queue */
+	uint64_t posted_bytes;	/* and their payload */
+	int down_status;	/* why it was taken out (0: live) */
+	struct op bye_op;	/* the goodbye sent down this path at close */
+	struct op down_op;	/* tells the peer this path is out (sent on another) */
+	struct op *sq_head, *sq_tail;	/* WRs posted on this QP, in order (op->next) */
+	struct device_qp dqp;	/* the QP in the device's registry (paths 1..) */
+};
+
+struct device;
+struct conn_auth;
+
+struct ez_conn {
+	struct cm_handler cm;	/* first: the cm_id's context points here */
+	struct ez_ctx *ctx;
+	struct device *dev;
+	struct rdma_cm_id *id;
+	struct ez_conn_opts o;
+	struct ez_conn_cbs cbs;
+	void *arg;
+	enum conn_state state;	/* written by conn_fire() alone (conn_fsm.c) */
+	/* The actions of a transition, registered by conn.c (the one caller of
+	 * the application's on_connect and on_disconnect). */
+	void (*fsm_run)(struct ez_conn *conn, unsigned int actions, enum conn_state from,
+			int status);
+	enum conn_state ended_from;	/* the live state it ended from */
+	int active;
+	const char *step;	/* the step under way, for error messages */
+	struct lookup *lookup;	/* the host name being resolved */
+	char host[128];
+
+	int end_status;
+	int app_closed;		/* ez_conn_close ran: the handle, not the connection */
+	int reached_rtr;
+	int srq_drained;	/* the SRQ is done with the QPs (last WQE, or its timer) */
+
+	struct ibv_qp *qp;
+	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it */
+	uint32_t qpn;
+	uint8_t port;
+	uint16_t sport;		/* chosen by the policy; 0: rdma_cm's label */
+	enum ez_sport_policy sport_policy;
+	enum ez_sport_mech sport_mech;
+	struct device_qp dqp;	/* QP 0 in the device's registry */
+	struct ez_conn *next, *prev;	/* ctx list */
+
+	struct ez_srqpool *pool;
+	int own_pool;
+	int pool_attached;
+	int cq_reserved;
+
+	struct op *ops;
+	struct op *free_ops;
+	struct op *pend_head, *pend_tail;
+	struct op credit_op;
+	int credit_inflight;
+	struct op bye_op;
+	int peer_bye;
+	int posted;		/* WRs on the send queue */
+	struct loop_defer kick_after;	/* a kick waiting for the device's batch to end */
+	uint32_t max_inline;
+
+	uint32_t my_credits;	/* advertised to the peer */
+	uint32_t send_credits;	/* messages we may send now */
+	/* Our receive credits: what the peer holds and what it has earned
+	 * back, as a share of the pool (lib/srqpool/share.c). */
+	struct srqpool_acct acct;
+	uint32_t peer_credits;
+	uint32_t peer_max_msg;
+	uint32_t my_max_msg;
+
+	struct loop_timer connect_timer;
+	struct loop_timer drain_timer;
+	struct loop_defer finish_defer;	/* conn_finish(), outside any call or CQ poll */
+	struct loop_timer bye_timer;
+
+	/* Multi-path (path.c): paths[0] is conn->qp. */
+	struct conn_path *paths;
+	uint32_t npaths;	/* in use (negotiated once the reply is in) */
+	uint32_t paths_live;
+	uint32_t path_rr;
+	int byes_left;
+
+	uint8_t pdata[EZ_ACCEPT_DATA_MAX];
+	struct conn_auth *auth;	/* shared-secret check (conn_auth.c); NULL: none */
+	struct ez_conn_stats stats;
+	char errmsg[EZ_ERRMSG_MAX];
+};
+
+/* Ended: saying goodbye, draining, finishing or dead. */
+static inline int conn_is_ended(const struct ez_conn *conn)
+{
+	return !conn_state_live(conn->state);
+}
+
+#endif

@@ -1,0 +1,100 @@
+/* sendq.c: what every op of a connection goes through: its copy slot, the free list, the per-path lists of posted WRs, and the one poster of control messages. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include "sendq.h"
+
+void conn_op_release_copy(struct ez_conn *conn, struct op *op)
+{
+	if (op->slot) {
+		sendslab_put(&conn->dev->slab, op->slot);
+		op->slot = NULL;
+	}
+}
+
+/* A copy of len bytes for op, in a registered slot of the device. */
+int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len)
+{
+	int ret = device_slot_get(conn->dev, len, &op->slot);
+
+	if (ret)
+		return ret;
+	op->sge.addr = (uintptr_t)op->slot->addr;
+	op->sge.lkey = op->slot->lkey;
+	return 0;
+}
+
+void conn_op_put(struct ez_conn *conn, struct op *op)
+{
+	conn_op_release_copy(conn, op);
+	op->next = conn->free_ops;
+	conn->free_ops = op;
+}
+
+/* Each path's send queue completes in order: one list per path (op->path). */
+void conn_sq_append(struct ez_conn *conn, struct op *op)
+{
+	struct conn_path *p = op->path;
+
+	op->next = NULL;
+	if (p->sq_tail)
+		p->sq_tail->next = op;
+	else
+		p->sq_head = op;
+	p->sq_tail = op;
+	conn->posted++;
+	p->posted++;
+	if (op->kind != OP_CREDIT && op->kind != OP_BYE && op->kind != OP_PATH_DOWN &&
+	    op->wr.num_sge)
+		p->posted_bytes += op->sge.length;
+}
+
+/* The one place the library's own messages are posted: credits, goodbyes,
+ * path notices, the shared-secret proof, verdict and refusal. They carry no
+ * credit of the peer's (its reserve takes them) and are always signalled. */
+int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
+		   struct conn_path *path, uint32_t imm, const void *data, uint32_t len)
+{
+	int from_free = !op, err;
+	struct ibv_send_wr *bad;
+
+	if (from_free) {
+		op = conn->free_ops;
+		if (!op)
+			return -ENOBUFS;
+		conn->free_ops = op->next;
+		op->cb = NULL;
+		op->arg = NULL;
+	}
+	op->conn = conn;
+	op->kind = kind;
+	op->path = path;
+	op->wr.sg_list = &op->sge;
+	op->wr.next = NULL;
+	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
+	op->wr.send_flags = IBV_SEND_SIGNALED;
+	op->wr.imm_data = htonl(imm);
+	op->wr.num_sge = len ? 1 : 0;
+	op->sge.length = len;
+	if (len) {
+		err = conn_op_copy_slot(conn, op, len);
+		if (err)
+			goto refused;
+		memcpy(op->slot->addr, data, len);
+	}
+	if (ibv_post_send(path->qp, &op->wr, &bad)) {
+		err = errno ? -errno : -EIO;
+		conn_op_release_copy(conn, op);
+		goto refused;
+	}
+	conn_sq_append(conn, op);
+	return 0;
+refused:
+	if (from_free)
+		conn_op_put(conn, op);
+	return err;
+}
+
