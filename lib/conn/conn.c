@@ -244,9 +244,15 @@ static void conn_end(struct ez_conn *conn, int status)
 	conn_fire(conn, CE_END, status);
 }
 
-static void run_actions(struct ez_conn *conn, unsigned int actions, enum conn_state from,
-			int status)
+/* conn_fire()'s row, carried out: the one place a connection's state is
+ * written, and (through report_up and release_and_report) the one way to
+ * the application's on_connect and on_disconnect. */
+static void take_transition(struct ez_conn *conn, const struct conn_fsm_row *row, int status)
 {
+	enum conn_state from = conn->state;
+	unsigned int actions = row->actions;
+
+	conn->state = row->next;
 	if (actions & CA_END)
 		mark_end(conn, from, status);
 	if (actions & CA_REPORT_UP)
@@ -320,7 +326,7 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	}
 	conn->o.auth_key = NULL;	/* kept in conn->auth, wiped when done */
 	conn->cm.on_event = conn_on_cm;
-	conn->fsm_run = run_actions;
+	conn->fsm_run = take_transition;
 	conn->ctx = ctx;
 	conn->arg = arg;
 	if (cbs)

@@ -131,13 +131,10 @@ void conn_drain_check(struct ez_conn *conn)
 void conn_fire(struct ez_conn *conn, enum conn_event ev, int status)
 {
 	const struct conn_fsm_row *row = conn_fsm_row(conn->state, ev);
-	enum conn_state from = conn->state;
-
 	if (!row->valid) {
 		ezi_log_debug("conn %p: %s ignored in %s", (void *)conn, conn_event_name(ev),
-			      conn_state_name(from));
+			      conn_state_name(conn->state));
 		return;
 	}
-	conn->state = row->next;
-	conn->fsm_run(conn, row->actions, from, status);
+	conn->fsm_run(conn, row, status);
 }

@@ -68,11 +68,10 @@ struct ez_conn {
 	struct ez_conn_opts o;
 	struct ez_conn_cbs cbs;
 	void *arg;
-	enum conn_state state;	/* written by conn_fire() alone (conn_fsm.c) */
+	enum conn_state state;	/* written by take_transition() alone (conn.c) */
 	/* The actions of a transition, registered by conn.c (the one caller of
 	 * the application's on_connect and on_disconnect). */
-	void (*fsm_run)(struct ez_conn *conn, unsigned int actions, enum conn_state from,
-			int status);
+	void (*fsm_run)(struct ez_conn *conn, const struct conn_fsm_row *row, int status);
 	enum conn_state ended_from;	/* the live state it ended from */
 	int active;
 	const char *step;	/* the step under way, for error messages */
