@@ -51,3 +51,12 @@ tests_faults_test_alloc_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_alloc_LDADD = $(TEST_LDADD)
 tests_faults_test_alloc_LDFLAGS = -Wl,--wrap=calloc,--wrap=free
 endif
+
+# A multi-path connection's ladder makes no QP query (wrapped at link time).
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/faults/test_ladder
+tests_faults_test_ladder_SOURCES = tests/faults/test_ladder.c $(FAULT_SRC)
+tests_faults_test_ladder_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_ladder_LDADD = $(TEST_LDADD)
+tests_faults_test_ladder_LDFLAGS = -Wl,--wrap=ibv_query_qp
+endif
