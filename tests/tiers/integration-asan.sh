@@ -33,6 +33,7 @@ asan_tier() {
 	fi
 	echo "(ASan integration tier: $((SECONDS - t)) s)"
 	count_trs tests/faults "$top/build-asan" || result fail "fault suite did not run"
+	count_trs tests/abi "$top/build-asan" || result fail "ABI tests did not run"
 	if ! count_trs tests/integration "$top/build-asan"; then
 		result fail "integration tier could not run (run-asan.sh exited $st)"
 	elif [ $st -ne 0 ] && [ $failed -eq $f0 ]; then

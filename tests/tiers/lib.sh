@@ -53,9 +53,11 @@ skip() {	# skip WHAT: listed, not counted
 
 # Counts the results automake's test driver left in DIR's .trs files. Returns
 # 1 when there were none (the tier did not run).
-# count_trs DIR [BUILD]: one result per .trs below BUILD/DIR (BUILD: ./build).
+# count_trs DIR [BUILD [DEPTH]]: one result per .trs below BUILD/DIR (BUILD:
+# ./build), DEPTH levels down at most (DIR itself: 1).
 count_trs() {
-	local f r name n=0 b=${2:-$build}
+	local f r name n=0 b=${2:-$build} depth=()
+	[ -n "${3:-}" ] && depth=(-maxdepth "$3")
 	while IFS= read -r f; do
 		name=${f#"$top"/}; name=${name%.trs}
 		r=$(sed -n 's/^:test-result: //p' "$f" | head -1)
@@ -64,7 +66,7 @@ count_trs() {
 		FAIL|ERROR|XPASS) result fail "$name"; n=$((n + 1)) ;;
 		SKIP) skip "$name" ;;
 		esac
-	done < <(find "$b/$1" -name '*.trs' 2>/dev/null | sort)
+	done < <(find "$b/$1" "${depth[@]}" -name '*.trs' 2>/dev/null | sort)
 	[ $n -gt 0 ]
 }
 

@@ -11,6 +11,9 @@ unit_tier() {
 	timeout 1200 make -C "$build" -j2 check; st=$?
 	count_trs tests/unit || result fail "unit tier did not run (make check exited $st)"
 	count_trs doc || true
+	# The layer and export checks (tests/check-*.sh, .py) and the header's exports.
+	count_trs tests "$build" 1 || result fail "layer and export checks did not run"
+	count_trs tests/abi || result fail "tests/abi/check-exports.sh did not run"
 	[ $st -eq 0 ] || [ $failed -gt $f0 ] || result fail "make check exited $st"
 }
 
