@@ -41,12 +41,6 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev);
 
 
 
-/* Ends the connection with the message already in conn->errmsg. */
-static void conn_abort(struct ez_conn *conn, int status)
-{
-	conn_end(conn, status);
-}
-
 static void conn_free(struct ez_conn *conn)
 {
 	struct ez_ctx *ctx = conn->ctx;
@@ -272,7 +266,6 @@ static void take_transition(struct ez_conn *conn, const struct conn_fsm_row *row
 	if (actions & CA_FREE)
 		conn_free(conn);
 }
-
 
 static int conn_fail_ret(struct ez_conn *conn, int err)
 {
@@ -564,13 +557,13 @@ static void on_route_resolved(struct ez_conn *conn)
 	if (!conn->qp) {
 		ret = conn_setup(conn);
 		if (ret) {
-			conn_abort(conn, ret);
+			conn_end(conn, ret);
 			return;
 		}
 	}
 	n = encode_hs(conn, HS_REQ, hs, sizeof(hs));
 	if (n < 0) {
-		conn_abort(conn, n);
+		conn_end(conn, n);
 		return;
 	}
 	p.private_data = hs;
@@ -607,12 +600,12 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 		return;
 	ret = path_take_reply(conn, &m);
 	if (ret) {
-		conn_abort(conn, ret);
+		conn_end(conn, ret);
 		return;
 	}
 	ret = conn_rtr_rts(conn, -1, -1);
 	if (ret) {
-		conn_abort(conn, ret);
+		conn_end(conn, ret);
 		return;
 	}
 	if (rdma_establish(conn->id)) {
@@ -691,7 +684,7 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 		if (conn->ctx->nconnecting == 1) {
 			ret = conn_setup(conn);
 			if (ret)
-				conn_abort(conn, ret);
+				conn_end(conn, ret);
 		}
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
