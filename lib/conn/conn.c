@@ -379,7 +379,11 @@ static int conn_setup(struct ez_conn *conn)
 		return conn_fail_ret(conn, ezi_fail(ret, "%s", srqpool_errmsg(conn->pool)));
 	conn->pool_attached = 1;
 	conn->my_credits = credits;
-	conn->my_max_msg = buf_size;
+	rx_note_granted(&conn->rxt, credits);
+	/* The largest message this side takes: the option, within the pool's
+	 * buffers (a shared pool's may be larger, and are not the peer's to
+	 * fill). Advertised in the handshake and enforced on receive. */
+	conn->my_max_msg = buf_size < conn->o.max_msg_size ? buf_size : conn->o.max_msg_size;
 
 	ret = conn_ops_init(conn);
 	if (ret)

@@ -10,6 +10,7 @@
 #include "conn_fsm.h"
 #include "wire/handshake.h"
 #include "wire/imm.h"
+#include "wire/rx_check.h"
 #include "qpfsm/qpfsm.h"
 #include "device/device.h"
 #include "device/sendslab.h"
@@ -116,7 +117,10 @@ struct ez_conn {
 	struct srqpool_acct acct;
 	uint32_t peer_credits;
 	uint32_t peer_max_msg;
-	uint32_t my_max_msg;
+	uint32_t my_max_msg;	/* advertised: min(max_msg_size, the pool's buffers) */
+	/* What the peer was granted and used, sent and returned: the receive
+	 * path's checks (lib/wire/rx_check.c). */
+	struct rx_track rxt;
 
 	struct loop_timer connect_timer;
 	struct loop_timer drain_timer;

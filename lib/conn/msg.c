@@ -17,6 +17,7 @@
 #include "device/mr.h"
 #include "path.h"
 #include "srqpool/srqpool.h"
+#include "wire/rx_check.h"
 
 static void op_wc_done(struct device_wr *wr, const struct ibv_wc *wc)
 {
@@ -115,18 +116,26 @@ static void op_charge(struct ez_conn *conn, struct op *op)
 		uint32_t give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
 
 		op->wr.imm_data = htonl(give);
+		rx_note_granted(&conn->rxt, give);
 	}
-	if (needs_credit(op))
+	if (needs_credit(op)) {
 		conn->send_credits--;
+		rx_note_sent(&conn->rxt);
+	}
 }
 
 static void op_uncharge(struct ez_conn *conn, struct op *op)
 {
-	if (op->kind == OP_SEND || op->kind == OP_SEND_MR)
-		srqpool_credits_unreturn(conn->pool, &conn->acct,
-					 ntohl(op->wr.imm_data) & IMM_CREDITS_MASK);
-	if (needs_credit(op))
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR) {
+		uint32_t n = ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
+
+		srqpool_credits_unreturn(conn->pool, &conn->acct, n);
+		rx_note_ungranted(&conn->rxt, n, 0);
+	}
+	if (needs_credit(op)) {
 		conn->send_credits++;
+		rx_note_unsent(&conn->rxt);
+	}
 }
 
 static void op_count(struct ez_conn *conn, const struct op *op)
@@ -227,6 +236,7 @@ static void maybe_send_credits(struct ez_conn *conn)
 		srqpool_credits_unreturn(conn->pool, &conn->acct, give);
 		return;
 	}
+	rx_note_granted(&conn->rxt, give);
 	conn->credit_inflight = 1;
 	conn->stats.credit_msgs_sent++;
 }
@@ -646,24 +656,128 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 		conn_kick(conn);
 }
 
+/* A receive that failed: the peer's message did not fit the buffer (or
+ * another transport error). The connection ends with the completion's
+ * status; the buffer goes back to the pool, which the other connections
+ * keep drawing from. A flushed receive is a QP in ERR (a close, a path
+ * taken out), which whoever moved it there reports. */
+static void recv_failed(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
+{
+	uint32_t size = buf->size;
+
+	ez_buf_release(buf);
+	if (wc->status == IBV_WC_WR_FLUSH_ERR || conn_is_ended(conn))
+		return;
+	conn_fail(conn, wc_status_errno(wc->status),
+		  "receive work completion (QP %u): %s into a %u-byte receive buffer (vendor error 0x%x)",
+		  wc->qp_num, ibv_wc_status_str(wc->status), size, wc->vendor_err);
+}
+
+static enum rx_auth auth_view(const struct ez_conn *conn)
+{
+	if (!conn->auth)
+		return RX_AUTH_NOKEY;
+	if (conn->state == CS_AWAITING_PROOF)
+		return RX_AUTH_AWAIT_PROOF;
+	if (conn->state == CS_AUTHENTICATING)
+		return RX_AUTH_AWAIT_VERDICT;
+	return RX_AUTH_DONE;
+}
+
+static void rx_view_of(const struct ez_conn *conn, struct rx_view *v)
+{
+	uint32_t i;
+
+	v->t = &conn->rxt;
+	v->max_msg = conn->my_max_msg;
+	v->recv_granted = conn->acct.granted;
+	v->recv_max_granted = conn->acct.max_granted;
+	v->send_credits = conn->send_credits;
+	v->max_send_credits = RX_MAX_CREDITS;
+	v->npaths = (uint8_t)conn->npaths;
+	v->live = 0;
+	for (i = 0; i < conn->npaths; i++)
+		if (conn->paths[i].live)
+			v->live |= (uint8_t)(1u << i);
+	v->auth = (uint8_t)auth_view(conn);
+}
+
+/* The peer broke a rule: this connection ends (-EPROTO), naming what it
+ * did; a listener waiting for the proof refuses it, so the peer is told.
+ * Otherwise the QP goes to ERR and the CM disconnects: the peer sees its
+ * work flushed and the disconnect. */
+static void recv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct rx_in *in,
+			 const struct rx_view *v, enum rx_fault f)
+{
+	char why[160];
+
+	ez_buf_release(buf);
+	rx_fault_format(f, in, v, why, sizeof(why));
+	if (conn->state == CS_AWAITING_PROOF)
+		conn_auth_refuse(conn, "ez_accept(%s): %s", conn->host, why);
+	else
+		conn_fail(conn, -EPROTO, "%s", why);
+}
+
+static void deliver_write_imm(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
+{
+	/* The peer's ez_write_imm(): its data is already in our memory and
+	 * the immediate value is the application's, not credits. The receive
+	 * buffer it used holds nothing: straight back, and owed like any
+	 * message's. */
+	ez_buf_release(buf);
+	conn->stats.write_imms_recv++;
+	if (conn->cbs.on_write_imm)
+		conn->cbs.on_write_imm(conn, ntohl(wc->imm_data), wc->byte_len, conn->arg);
+}
+
+static void deliver(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
+{
+	conn->stats.msgs_recv++;
+	conn->stats.bytes_recv += wc->byte_len;
+	conn->stats.path_msgs_recv[path_index(conn, wc->qp_num)]++;
+	if (conn->cbs.on_recv)
+		conn->cbs.on_recv(conn, buf, conn->arg);
+	else
+		ez_buf_release(buf);
+}
+
 void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 {
 	struct ez_buf *buf = srqpool_take(((struct ez_buf *)(uintptr_t)wc->wr_id)->pool, wc->wr_id,
 					  wc->byte_len);
-	uint32_t imm;
+	struct rx_in in;
+	struct rx_view v;
+	struct rx_msg m;
+	enum rx_fault f;
 
 	if (!buf)
 		return;
-	/* Every message but a credit-only one used one of the credits the
-	 * pool granted this peer, whatever becomes of it here. */
-	if (wc->status == IBV_WC_SUCCESS &&
-	    (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM || !(wc->wc_flags & IBV_WC_WITH_IMM) ||
-	     !(ntohl(wc->imm_data) & IMM_CREDIT_ONLY)))
-		srqpool_credit_used(conn->pool, &conn->acct);
-	if (wc->status != IBV_WC_SUCCESS || conn_is_ended(conn)) {
+	if (wc->status != IBV_WC_SUCCESS) {
+		recv_failed(conn, buf, wc);
+		return;
+	}
+	in.write_imm = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
+	in.has_imm = !!(wc->wc_flags & IBV_WC_WITH_IMM);
+	in.imm = in.has_imm ? ntohl(wc->imm_data) : 0;
+	in.byte_len = wc->byte_len;
+	if (conn_is_ended(conn)) {
+		/* Its credit dies with the QP; counted all the same. */
+		if (in.write_imm || !(in.imm & IMM_CREDIT_ONLY))
+			srqpool_credit_used(conn->pool, &conn->acct);
 		ez_buf_release(buf);
 		return;
 	}
+	rx_view_of(conn, &v);
+	f = rx_check(&in, &v, &m);
+	if (f) {
+		recv_refused(conn, buf, &in, &v, f);
+		return;
+	}
+	rx_commit(&conn->rxt, &v, &m);
+	if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM)
+		srqpool_credit_used(conn->pool, &conn->acct);
+	conn->send_credits += m.credits;
 	/* Nothing reaches the application before the shared secret is proved. */
 	if (conn->state == CS_AWAITING_PROOF || conn->state == CS_AUTHENTICATING) {
 		conn_auth_on_recv(conn, buf, wc);
@@ -677,36 +791,21 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		ez_buf_release(buf);
 		return;
 	}
-	if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		/* The peer's ez_write_imm(): its data is already in our memory
-		 * and the immediate value is the application's, not credits.
-		 * The receive buffer it used holds nothing: straight back, and
-		 * owed like any message's. */
-		ez_buf_release(buf);
-		conn->stats.write_imms_recv++;
-		if (conn->cbs.on_write_imm)
-			conn->cbs.on_write_imm(conn, ntohl(wc->imm_data), wc->byte_len, conn->arg);
-		if (conn->state == CS_CONNECTED)
-			conn_kick(conn);
-		return;
-	}
-	imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
-	conn->send_credits += imm & IMM_CREDITS_MASK;
-	if (imm & IMM_BYE)
-		conn->peer_bye = 1;
-	if (imm_is_path_down(imm))
-		path_on_peer_down(conn, imm_path(imm));
-	if (imm & IMM_CREDIT_ONLY) {
+	switch (m.kind) {
+	case RX_DATA:
+		deliver(conn, buf, wc);
+		break;
+	case RX_WRITE_IMM:
+		deliver_write_imm(conn, buf, wc);
+		break;
+	default:
 		conn->stats.credit_msgs_recv++;
 		ez_buf_release(buf);
-	} else {
-		conn->stats.msgs_recv++;
-		conn->stats.bytes_recv += wc->byte_len;
-		conn->stats.path_msgs_recv[path_index(conn, wc->qp_num)]++;
-		if (conn->cbs.on_recv)
-			conn->cbs.on_recv(conn, buf, conn->arg);
-		else
-			ez_buf_release(buf);
+		if (m.kind == RX_BYE)
+			conn->peer_bye = 1;
+		else if (m.kind == RX_PATH_DOWN)
+			path_on_peer_down(conn, m.path);
+		break;
 	}
 	if (conn->state == CS_CONNECTED)
 		conn_kick(conn);

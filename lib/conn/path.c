@@ -287,8 +287,10 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_CREDIT) {
 		uint32_t carried = ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
 
-		if (carried)
+		if (carried) {
 			srqpool_credits_unreturn(conn->pool, &conn->acct, carried);
+			rx_note_ungranted(&conn->rxt, carried, 1);
+		}
 	}
 	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM)
 		conn->send_credits++;

@@ -7,7 +7,7 @@ set -uo pipefail
 
 fuzz() {
 	say "fuzzing: libFuzzer targets, ${EZ_FUZZ_SECONDS:-30} s each (make fuzz)"
-	pass_fail "fuzz (handshake decoder, qpfsm validator)" \
+	pass_fail "fuzz (handshake decoder, qpfsm validator, receive classifier)" \
 		timeout 900 make -C "$build" fuzz FUZZ_SECONDS="${EZ_FUZZ_SECONDS:-30}"
 }
 

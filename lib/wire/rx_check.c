@@ -1,0 +1,331 @@
+/* rx_check.c: what a received message is, or which rule the peer broke: immediate bits, length, credits, paths and the auth step (pure). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "auth.h"
+#include "imm.h"
+#include "rx_check.h"
+
+_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_AUTH | IMM_PATH_DOWN |
+				IMM_BYE | IMM_CREDIT_ONLY), "RX_IMM_KNOWN is every bit of imm.h");
+_Static_assert(RX_MAX_CREDITS == IMM_CREDITS_MASK, "credits travel in 16 bits");
+
+#define CONTROL_FLAGS (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE)
+
+uint64_t rx_return_room(const struct rx_track *t)
+{
+	/* An honest peer hands back at most two credits per message of ours
+	 * it received (its window doubles while used, share.c), whatever the
+	 * order its returns arrive in over several paths. */
+	uint64_t room = 2 * t->sent + t->return_slack;
+
+	return room > t->returned ? room - t->returned : 0;
+}
+
+/* The message lands in one of our receive buffers against a credit. */
+static enum rx_fault take_credit(const struct rx_view *v, struct rx_msg *out)
+{
+	if (v->recv_granted)
+		return RX_OK;
+	if (v->t->recv_slack) {
+		out->slack = 1;
+		return RX_OK;
+	}
+	return RX_F_NO_CREDIT;
+}
+
+static enum rx_fault take_returns(const struct rx_view *v, uint32_t credits, struct rx_msg *out)
+{
+	if (credits > rx_return_room(v->t))
+		return RX_F_OVER_RETURN;
+	if ((uint64_t)v->send_credits + credits > v->max_send_credits)
+		return RX_F_OVER_HOLD;
+	out->credits = credits;
+	return RX_OK;
+}
+
+static int awaiting_auth(const struct rx_view *v)
+{
+	return v->auth == RX_AUTH_AWAIT_PROOF || v->auth == RX_AUTH_AWAIT_VERDICT;
+}
+
+static enum rx_fault check_data(const struct rx_in *in, const struct rx_view *v, struct rx_msg *out)
+{
+	enum rx_fault f;
+
+	if (in->imm & CONTROL_FLAGS)
+		return RX_F_FLAG_NOT_CONTROL;
+	if (in->imm & IMM_PATH_FIELD)
+		return RX_F_PATH_BITS;
+	if (awaiting_auth(v))
+		return RX_F_AUTH_WRONG;
+	f = take_credit(v, out);
+	if (f)
+		return f;
+	if (in->byte_len > v->max_msg)
+		return RX_F_TOO_LONG;
+	out->kind = RX_DATA;
+	return take_returns(v, in->imm & IMM_CREDITS_MASK, out);
+}
+
+static unsigned int popcount8(uint8_t x)
+{
+	unsigned int n = 0;
+
+	for (; x; x &= (uint8_t)(x - 1))
+		n++;
+	return n;
+}
+
+/* A path-down names a path the peer still had and that is not our last:
+ * the peer sends one only with another path live. A path we took out
+ * ourselves may cross with the peer's notice for it, and a notice for our
+ * last path may cross with one of ours for another: both are honest. */
+static enum rx_fault check_path_down(const struct rx_view *v, unsigned int path)
+{
+	uint8_t all = (uint8_t)((1u << v->npaths) - 1);
+	uint8_t ours_down = (uint8_t)(all & ~v->live & ~v->t->peer_down);
+	uint8_t bit = (uint8_t)(1u << path);
+
+	if (path >= v->npaths)
+		return RX_F_PATH_NONE;
+	if (v->t->peer_down & bit)
+		return RX_F_PATH_AGAIN;
+	if ((v->live & bit) && popcount8(v->live) == 1 && !ours_down)
+		return RX_F_PATH_LAST;
+	return RX_OK;
+}
+
+static enum rx_fault check_auth(const struct rx_in *in, const struct rx_view *v, struct rx_msg *out)
+{
+	uint32_t flags = in->imm & CONTROL_FLAGS;
+
+	if (v->auth == RX_AUTH_NOKEY)
+		return RX_F_AUTH_NO_KEY;
+	if (v->auth == RX_AUTH_DONE)
+		return RX_F_AUTH_LATE;
+	if (in->imm & IMM_CREDITS_MASK)
+		return RX_F_CONTROL_CREDITS;
+	if (v->auth == RX_AUTH_AWAIT_PROOF) {
+		/* The proof is CREDIT_ONLY|AUTH, the one control message with bytes. */
+		if (flags != IMM_AUTH)
+			return RX_F_AUTH_WRONG;
+		if (in->byte_len != AUTH_PROOF_LEN)
+			return RX_F_AUTH_LEN;
+		out->kind = RX_AUTH_PROOF;
+		return RX_OK;
+	}
+	if (in->byte_len)
+		return RX_F_CONTROL_PAYLOAD;
+	out->kind = flags == IMM_AUTH ? RX_AUTH_OK : RX_AUTH_REFUSED;
+	return RX_OK;
+}
+
+static enum rx_fault check_control(const struct rx_in *in, const struct rx_view *v,
+				   struct rx_msg *out)
+{
+	uint32_t flags = in->imm & CONTROL_FLAGS, credits = in->imm & IMM_CREDITS_MASK;
+	enum rx_fault f;
+
+	if ((in->imm & IMM_PATH_FIELD) && !(flags & IMM_PATH_DOWN))
+		return RX_F_PATH_BITS;
+	if (flags == IMM_AUTH || flags == (IMM_AUTH | IMM_BYE))
+		return check_auth(in, v, out);
+	if (flags != 0 && flags != IMM_BYE && flags != IMM_PATH_DOWN)
+		return RX_F_FLAG_MIX;
+	if (awaiting_auth(v))
+		return RX_F_AUTH_WRONG;
+	if (flags && credits)
+		return RX_F_CONTROL_CREDITS;
+	if (in->byte_len)
+		return RX_F_CONTROL_PAYLOAD;
+	if (flags == IMM_BYE) {
+		if (v->t->byes >= v->npaths)
+			return RX_F_BYE_AGAIN;
+		out->kind = RX_BYE;
+		return RX_OK;
+	}
+	if (flags == IMM_PATH_DOWN) {
+		out->path = (uint8_t)imm_path(in->imm);
+		f = check_path_down(v, out->path);
+		if (!f)
+			out->kind = RX_PATH_DOWN;
+		return f;
+	}
+	/* A credit message uses a receive buffer without a credit: the peer
+	 * sends one only to hand credits back, so their number is bounded by
+	 * the credits it may return. */
+	if (!credits)
+		return RX_F_CREDIT_EMPTY;
+	out->kind = RX_CREDIT;
+	return take_returns(v, credits, out);
+}
+
+enum rx_fault rx_check(const struct rx_in *in, const struct rx_view *v, struct rx_msg *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (in->write_imm) {
+		/* The immediate and the bytes (already in our memory) are the
+		 * application's; only the receive buffer it used is ours. */
+		if (awaiting_auth(v))
+			return RX_F_AUTH_WRONG;
+		out->kind = RX_WRITE_IMM;
+		return take_credit(v, out);
+	}
+	if (!in->has_imm)
+		return RX_F_NO_IMM;
+	if (in->imm & ~RX_IMM_KNOWN)
+		return RX_F_UNKNOWN_BITS;
+	if (!(in->imm & IMM_CREDIT_ONLY))
+		return check_data(in, v, out);
+	return check_control(in, v, out);
+}
+
+void rx_commit(struct rx_track *t, const struct rx_view *v, const struct rx_msg *m)
+{
+	switch (m->kind) {
+	case RX_DATA:
+	case RX_WRITE_IMM:
+		t->used++;
+		if (m->slack)
+			t->recv_slack--;
+		break;
+	case RX_BYE:
+		t->byes++;
+		break;
+	case RX_PATH_DOWN:
+		t->peer_down |= (uint8_t)(1u << m->path);
+		/* Its failed sends: delivered maybe, though it counts them as
+		 * not (it takes their credits back, path.c), so it may send up
+		 * to its window more, and hand back again what they carried. */
+		t->recv_slack += v->recv_max_granted;
+		t->return_slack += RX_MAX_CREDITS;
+		break;
+	default:
+		break;
+	}
+	t->returned += m->credits;
+}
+
+static const char *const names[RX_NFAULTS] = {
+	[RX_OK] = "accepted",
+	[RX_F_NO_IMM] = "SEND without immediate data",
+	[RX_F_UNKNOWN_BITS] = "unknown immediate bits",
+	[RX_F_FLAG_NOT_CONTROL] = "control flag on a data message",
+	[RX_F_PATH_BITS] = "path index without IMM_PATH_DOWN",
+	[RX_F_FLAG_MIX] = "impossible flag combination",
+	[RX_F_CONTROL_CREDITS] = "credits on a control message",
+	[RX_F_CONTROL_PAYLOAD] = "payload on a credit-only message",
+	[RX_F_CREDIT_EMPTY] = "credit message with no credit",
+	[RX_F_NO_CREDIT] = "no receive credit",
+	[RX_F_TOO_LONG] = "message longer than max_msg_size",
+	[RX_F_OVER_RETURN] = "more credits returned than used",
+	[RX_F_OVER_HOLD] = "more credits than a pool grants",
+	[RX_F_AUTH_NO_KEY] = "shared-secret message without a key",
+	[RX_F_AUTH_LATE] = "shared-secret message after the exchange",
+	[RX_F_AUTH_WRONG] = "not the shared-secret message expected",
+	[RX_F_AUTH_LEN] = "shared-secret proof of the wrong length",
+	[RX_F_PATH_NONE] = "path-down for a path that does not exist",
+	[RX_F_PATH_AGAIN] = "path-down for a path already down",
+	[RX_F_PATH_LAST] = "path-down for the last live path",
+	[RX_F_BYE_AGAIN] = "more goodbyes than paths",
+};
+
+const char *rx_fault_name(enum rx_fault f)
+{
+	return (unsigned int)f < RX_NFAULTS ? names[f] : "unknown fault";
+}
+
+char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_view *v,
+		      char *buf, size_t len)
+{
+	uint32_t imm = in->imm, credits = imm & IMM_CREDITS_MASK;
+	const struct rx_track *t = v->t;
+
+	switch (f) {
+	case RX_F_NO_IMM:
+		snprintf(buf, len, "peer sent a %u-byte SEND without immediate data", in->byte_len);
+		break;
+	case RX_F_UNKNOWN_BITS:
+		snprintf(buf, len, "peer's immediate 0x%08x has bits 0x%08x no easyrdma message uses",
+			 imm, imm & ~RX_IMM_KNOWN);
+		break;
+	case RX_F_FLAG_NOT_CONTROL:
+		snprintf(buf, len, "peer's message (immediate 0x%08x) has control flags 0x%08x without IMM_CREDIT_ONLY",
+			 imm, imm & CONTROL_FLAGS);
+		break;
+	case RX_F_PATH_BITS:
+		snprintf(buf, len, "peer's immediate 0x%08x names path %u without IMM_PATH_DOWN", imm,
+			 imm_path(imm));
+		break;
+	case RX_F_FLAG_MIX:
+		snprintf(buf, len, "peer's control message (immediate 0x%08x) combines flags 0x%08x that no easyrdma message combines",
+			 imm, imm & CONTROL_FLAGS);
+		break;
+	case RX_F_CONTROL_CREDITS:
+		snprintf(buf, len, "peer's control message (immediate 0x%08x) carries %u credits", imm,
+			 credits);
+		break;
+	case RX_F_CONTROL_PAYLOAD:
+		snprintf(buf, len, "peer sent %u bytes on a credit-only message (immediate 0x%08x)",
+			 in->byte_len, imm);
+		break;
+	case RX_F_CREDIT_EMPTY:
+		snprintf(buf, len, "peer sent a credit message that returns no credit (immediate 0x%08x)",
+			 imm);
+		break;
+	case RX_F_NO_CREDIT:
+		snprintf(buf, len, "peer sent a message with no receive credit (%llu granted, %llu used)",
+			 (unsigned long long)t->granted, (unsigned long long)t->used);
+		break;
+	case RX_F_TOO_LONG:
+		snprintf(buf, len, "peer sent %u bytes, max_msg_size %u", in->byte_len, v->max_msg);
+		break;
+	case RX_F_OVER_RETURN:
+		snprintf(buf, len, "peer returned %u credits; this side sent %llu messages, so at most %llu more could come back",
+			 credits, (unsigned long long)t->sent, (unsigned long long)rx_return_room(t));
+		break;
+	case RX_F_OVER_HOLD:
+		snprintf(buf, len, "peer granted %u credits on top of the %u this side holds (at most %u)",
+			 credits, v->send_credits, v->max_send_credits);
+		break;
+	case RX_F_AUTH_NO_KEY:
+		snprintf(buf, len, "peer sent a shared-secret message (immediate 0x%08x) on a connection without a shared secret",
+			 imm);
+		break;
+	case RX_F_AUTH_LATE:
+		snprintf(buf, len, "peer sent a shared-secret message (immediate 0x%08x) after the exchange",
+			 imm);
+		break;
+	case RX_F_AUTH_WRONG:
+		snprintf(buf, len, "peer sent %s (immediate 0x%08x, %u bytes) where only the shared-secret %s may come",
+			 in->write_imm ? "an RDMA WRITE with immediate" : "a message", imm, in->byte_len,
+			 v->auth == RX_AUTH_AWAIT_PROOF ? "proof" : "verdict");
+		break;
+	case RX_F_AUTH_LEN:
+		snprintf(buf, len, "peer sent a %u-byte shared-secret proof (%d expected)", in->byte_len,
+			 AUTH_PROOF_LEN);
+		break;
+	case RX_F_PATH_NONE:
+		snprintf(buf, len, "peer took path %u out of a connection of %u paths", imm_path(imm),
+			 v->npaths);
+		break;
+	case RX_F_PATH_AGAIN:
+		snprintf(buf, len, "peer took path %u out again", imm_path(imm));
+		break;
+	case RX_F_PATH_LAST:
+		snprintf(buf, len, "peer took the last live path (%u) out with a path-down notice",
+			 imm_path(imm));
+		break;
+	case RX_F_BYE_AGAIN:
+		snprintf(buf, len, "peer sent goodbye %u on a connection of %u paths", t->byes + 1,
+			 v->npaths);
+		break;
+	default:
+		snprintf(buf, len, "%s", rx_fault_name(f));
+		break;
+	}
+	return buf;
+}

@@ -1,0 +1,155 @@
+/* rx_check.h: the pure classifier of a received message (immediate x length x the connection's view): what it is, or which rule the peer broke. */
+#ifndef EZ_WIRE_RX_CHECK_H
+#define EZ_WIRE_RX_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Every successful receive completion goes through rx_check() before the
+ * library acts on it. The function reads nothing but its arguments and
+ * writes nothing but *out: the verdict is a code, and the message naming
+ * what the peer did is formatted by rx_fault_format() only on a fault.
+ * The caller applies an accepted message to its counters with rx_commit().
+ */
+
+/* What an accepted message is. */
+enum rx_kind {
+	RX_DATA,	/* a SEND for the application (takes a receive credit) */
+	RX_WRITE_IMM,	/* an RDMA WRITE with immediate (takes a receive credit) */
+	RX_CREDIT,	/* credit-only: hands back at least one credit */
+	RX_BYE,		/* the peer is closing */
+	RX_PATH_DOWN,	/* the peer took path out->path out */
+	RX_AUTH_PROOF,	/* the client's shared-secret proof (AUTH_PROOF_LEN bytes) */
+	RX_AUTH_OK,	/* the listener's verdict: accepted */
+	RX_AUTH_REFUSED, /* the listener's verdict: refused, closing */
+};
+
+/* Which rule the peer broke (RX_OK: none). */
+enum rx_fault {
+	RX_OK = 0,
+	RX_F_NO_IMM,		/* a SEND without immediate data */
+	RX_F_UNKNOWN_BITS,	/* immediate bits no easyrdma message uses */
+	RX_F_FLAG_NOT_CONTROL,	/* AUTH, PATH_DOWN or BYE without IMM_CREDIT_ONLY */
+	RX_F_PATH_BITS,		/* a path index without IMM_PATH_DOWN */
+	RX_F_FLAG_MIX,		/* two of AUTH, PATH_DOWN, BYE (but the refusal) */
+	RX_F_CONTROL_CREDITS,	/* credits on a goodbye, path or auth message */
+	RX_F_CONTROL_PAYLOAD,	/* bytes on a credit-only message (but the proof) */
+	RX_F_CREDIT_EMPTY,	/* a credit message that returns no credit */
+	RX_F_NO_CREDIT,		/* a message while the peer holds no receive credit */
+	RX_F_TOO_LONG,		/* more bytes than max_msg_size */
+	RX_F_OVER_RETURN,	/* more credits back than this side could have used */
+	RX_F_OVER_HOLD,		/* more credits than any pool can grant */
+	RX_F_AUTH_NO_KEY,	/* an auth message on a connection without a key */
+	RX_F_AUTH_LATE,		/* an auth message after the exchange */
+	RX_F_AUTH_WRONG,	/* in the exchange, not the auth message expected */
+	RX_F_AUTH_LEN,		/* a proof of the wrong length */
+	RX_F_PATH_NONE,		/* a path-down naming a path the connection lacks */
+	RX_F_PATH_AGAIN,	/* a path-down the peer sent for that path before */
+	RX_F_PATH_LAST,		/* a path-down naming the last live path */
+	RX_F_BYE_AGAIN,		/* more goodbyes than paths */
+	RX_NFAULTS
+};
+
+/* Where the shared-secret exchange stands, as the receiver sees it. */
+enum rx_auth {
+	RX_AUTH_NOKEY,		/* no key: no auth message ever */
+	RX_AUTH_DONE,		/* keyed, the proof is settled */
+	RX_AUTH_AWAIT_PROOF,	/* keyed listener: only the proof may come */
+	RX_AUTH_AWAIT_VERDICT,	/* keyed client: only the verdict may come */
+};
+
+/* The completion, reduced to what the wire says. */
+struct rx_in {
+	uint8_t write_imm;	/* IBV_WC_RECV_RDMA_WITH_IMM: the immediate is the application's */
+	uint8_t has_imm;	/* IBV_WC_WITH_IMM */
+	uint32_t imm;		/* host order */
+	uint32_t byte_len;
+};
+
+/* The receiver's running counts, kept per connection; changed by
+ * rx_commit() alone (and rx_note_* by the sender's side). */
+struct rx_track {
+	uint64_t sent;		/* our messages that took one of the peer's receive credits */
+	uint64_t returned;	/* credits the peer handed back to us */
+	uint64_t return_slack;	/* credits the peer may hand back twice (its path failures) */
+	uint64_t granted;	/* credits we ever granted the peer (handshake and returns) */
+	uint64_t used;		/* credited messages the peer sent us */
+	uint32_t recv_slack;	/* messages the peer may send beyond what we count it holds */
+	uint8_t peer_down;	/* paths the peer said it took out (bit per path) */
+	uint8_t byes;		/* goodbyes received */
+};
+
+/* The connection's view for one message; built by the caller each time. */
+struct rx_view {
+	const struct rx_track *t;
+	uint32_t max_msg;	/* the max_msg_size this side advertised */
+	uint32_t recv_granted;	/* receive credits the peer holds now */
+	uint32_t recv_max_granted; /* the most it ever held */
+	uint32_t send_credits;	/* credits we hold now */
+	uint32_t max_send_credits; /* the most a peer can grant (a pool's share's bound) */
+	uint8_t npaths;		/* 1..8 */
+	uint8_t live;		/* live paths, bit per path */
+	uint8_t auth;		/* enum rx_auth */
+};
+
+/* Every bit an easyrdma SEND's immediate may have. */
+#define RX_IMM_KNOWN 0xf007ffffu
+
+/* A peer's receive window can never exceed what the handshake and the
+ * immediate carry (16 bits), which is also the largest share a pool gives. */
+#define RX_MAX_CREDITS 0xffffu
+
+struct rx_msg {
+	uint8_t kind;		/* enum rx_kind */
+	uint8_t path;		/* RX_PATH_DOWN: the path */
+	uint8_t slack;		/* a credited message taken from recv_slack */
+	uint32_t credits;	/* credits handed back to us */
+};
+
+/* Classifies the message. RX_OK with *out filled, or the fault. */
+enum rx_fault rx_check(const struct rx_in *in, const struct rx_view *v, struct rx_msg *out);
+
+/* The credits of the most a peer may hand back now. */
+uint64_t rx_return_room(const struct rx_track *t);
+
+/* Applies an accepted message to the counts. */
+void rx_commit(struct rx_track *t, const struct rx_view *v, const struct rx_msg *m);
+
+/* Sender's side: a message that takes a peer credit is posted (or one
+ * that was is taken back: its post failed). */
+static inline void rx_note_sent(struct rx_track *t)
+{
+	t->sent++;
+}
+
+static inline void rx_note_unsent(struct rx_track *t)
+{
+	if (t->sent)
+		t->sent--;
+}
+
+/* We handed the peer n credits (handshake, a message's immediate), or took
+ * back n whose message failed: the peer may have them all the same, so it
+ * may send that many beyond what we count. */
+static inline void rx_note_granted(struct rx_track *t, uint32_t n)
+{
+	t->granted += n;
+}
+
+static inline void rx_note_ungranted(struct rx_track *t, uint32_t n, int maybe_delivered)
+{
+	t->granted -= n <= t->granted ? n : t->granted;
+	if (maybe_delivered)
+		t->recv_slack += n;
+}
+
+/* The fault's name, a static string ("no receive credit"). */
+const char *rx_fault_name(enum rx_fault f);
+
+/* The message naming what the peer did and the values, e.g. "peer sent
+ * 3000 bytes, max_msg_size 1024". Returns buf. For failures only. */
+char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_view *v,
+		      char *buf, size_t len);
+
+#endif

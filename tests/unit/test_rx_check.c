@@ -1,0 +1,408 @@
+/* test_rx_check.c: the receive classifier (lib/wire/rx_check.c): every flag combination, credits, lengths, paths and auth states, without a device. */
+#include <check.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "wire/auth.h"
+#include "wire/imm.h"
+#include "wire/rx_check.h"
+#include "../checkmain.h"
+
+static struct rx_track t;
+
+/* A connected, unkeyed, single-path connection whose peer holds credits
+ * and that has sent 10 messages. */
+static struct rx_view view(void)
+{
+	memset(&t, 0, sizeof(t));
+	t.sent = 10;
+	t.granted = 4;
+	return (struct rx_view){ .t = &t, .max_msg = 1024, .recv_granted = 4,
+				 .recv_max_granted = 4, .send_credits = 3,
+				 .max_send_credits = RX_MAX_CREDITS, .npaths = 1, .live = 1,
+				 .auth = RX_AUTH_NOKEY };
+}
+
+static struct rx_in send_in(uint32_t imm, uint32_t len)
+{
+	return (struct rx_in){ .has_imm = 1, .imm = imm, .byte_len = len };
+}
+
+static enum rx_fault check(const struct rx_view *v, uint32_t imm, uint32_t len, struct rx_msg *m)
+{
+	struct rx_in in = send_in(imm, len);
+
+	return rx_check(&in, v, m);
+}
+
+static void want_msg(enum rx_fault f, const struct rx_view *v, uint32_t imm, uint32_t len,
+		     const char *msg)
+{
+	struct rx_in in = send_in(imm, len);
+	char buf[200];
+
+	ck_assert_str_eq(rx_fault_format(f, &in, v, buf, sizeof(buf)), msg);
+}
+
+START_TEST(data_accepted_and_counted)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	ck_assert_int_eq(check(&v, 5, 1024, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_DATA);
+	ck_assert_uint_eq(m.credits, 5);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.used, 1);
+	ck_assert_uint_eq(t.returned, 5);
+	ck_assert_uint_eq(rx_return_room(&t), 15);
+}
+END_TEST
+
+START_TEST(no_credit)
+{
+	struct rx_view v = view();
+	struct rx_in wi = { .write_imm = 1, .has_imm = 1, .imm = 0xffffffffu, .byte_len = 1 << 20 };
+	struct rx_msg m;
+
+	v.recv_granted = 0;
+	t.used = 4;
+	ck_assert_int_eq(check(&v, 0, 10, &m), RX_F_NO_CREDIT);
+	want_msg(RX_F_NO_CREDIT, &v, 0, 10, "peer sent a message with no receive credit (4 granted, 4 used)");
+	/* A write with immediate takes a receive too. */
+	ck_assert_int_eq(rx_check(&wi, &v, &m), RX_F_NO_CREDIT);
+	/* A path failure of ours left the peer credits we no longer count. */
+	t.recv_slack = 1;
+	ck_assert_int_eq(check(&v, 0, 10, &m), RX_OK);
+	ck_assert_int_eq(m.slack, 1);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.recv_slack, 0);
+	ck_assert_int_eq(check(&v, 0, 10, &m), RX_F_NO_CREDIT);
+}
+END_TEST
+
+START_TEST(write_imm_is_the_applications)
+{
+	struct rx_view v = view();
+	struct rx_in wi = { .write_imm = 1, .has_imm = 1, .imm = 0xffffffffu, .byte_len = 1 << 20 };
+	struct rx_msg m;
+
+	/* Every bit and any length: the immediate and the bytes are not ours. */
+	ck_assert_int_eq(rx_check(&wi, &v, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_WRITE_IMM);
+	ck_assert_uint_eq(m.credits, 0);
+}
+END_TEST
+
+START_TEST(too_long)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	ck_assert_int_eq(check(&v, 0, 1025, &m), RX_F_TOO_LONG);
+	want_msg(RX_F_TOO_LONG, &v, 0, 3000, "peer sent 3000 bytes, max_msg_size 1024");
+}
+END_TEST
+
+START_TEST(no_immediate)
+{
+	struct rx_view v = view();
+	struct rx_in in = { .byte_len = 8 };
+	struct rx_msg m;
+
+	ck_assert_int_eq(rx_check(&in, &v, &m), RX_F_NO_IMM);
+}
+END_TEST
+
+START_TEST(unknown_bits)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+	unsigned int b;
+
+	for (b = 0; b < 32; b++) {
+		uint32_t bit = 1u << b;
+
+		if (bit & RX_IMM_KNOWN)
+			continue;
+		ck_assert_int_eq(check(&v, bit, 0, &m), RX_F_UNKNOWN_BITS);
+		ck_assert_int_eq(check(&v, bit | IMM_CREDIT_ONLY | 1, 0, &m), RX_F_UNKNOWN_BITS);
+	}
+	want_msg(RX_F_UNKNOWN_BITS, &v, 0x01000001u, 0,
+		 "peer's immediate 0x01000001 has bits 0x01000000 no easyrdma message uses");
+}
+END_TEST
+
+START_TEST(credit_only)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 2, 0, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_CREDIT);
+	ck_assert_uint_eq(m.credits, 2);
+	/* A credit message takes no credit. */
+	v.recv_granted = 0;
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 2, 0, &m), RX_OK);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY, 0, &m), RX_F_CREDIT_EMPTY);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 2, 1, &m), RX_F_CONTROL_PAYLOAD);
+	want_msg(RX_F_CONTROL_PAYLOAD, &v, IMM_CREDIT_ONLY | 2, 100,
+		 "peer sent 100 bytes on a credit-only message (immediate 0x80000002)");
+}
+END_TEST
+
+START_TEST(returns_bounded)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	/* 10 messages sent: at most 20 credits back, in any order. */
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 20, 0, &m), RX_OK);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 21, 0, &m), RX_F_OVER_RETURN);
+	ck_assert_int_eq(check(&v, 21, 0, &m), RX_F_OVER_RETURN);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 15, 0, &m), RX_OK);
+	rx_commit(&t, &v, &m);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 5, 0, &m), RX_OK);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 6, 0, &m), RX_F_OVER_RETURN);
+	/* The 65,535 a fresh connection's peer grants itself. */
+	v = view();
+	t.sent = 0;
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 0xffff, 0, &m), RX_F_OVER_RETURN);
+	want_msg(RX_F_OVER_RETURN, &v, IMM_CREDIT_ONLY | 0xffff, 0,
+		 "peer returned 65535 credits; this side sent 0 messages, so at most 0 more could come back");
+	/* Past what any pool can grant, however much this side sent. */
+	v = view();
+	t.sent = 1u << 20;
+	v.send_credits = 0xff00;
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 0xff, 0, &m), RX_OK);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 0x100, 0, &m), RX_F_OVER_HOLD);
+}
+END_TEST
+
+START_TEST(bye)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, 0, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_BYE);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE | 1, 0, &m), RX_F_CONTROL_CREDITS);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, 4, &m), RX_F_CONTROL_PAYLOAD);
+	/* Without CREDIT_ONLY it would have been read as data and a goodbye. */
+	ck_assert_int_eq(check(&v, IMM_BYE, 4, &m), RX_F_FLAG_NOT_CONTROL);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, 0, &m), RX_OK);
+	rx_commit(&t, &v, &m);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, 0, &m), RX_F_BYE_AGAIN);
+}
+END_TEST
+
+static uint32_t down(unsigned int path)
+{
+	return IMM_CREDIT_ONLY | IMM_PATH_DOWN | path << IMM_PATH_SHIFT;
+}
+
+START_TEST(path_down_single_path)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+	unsigned int p;
+
+	ck_assert_int_eq(check(&v, down(0), 0, &m), RX_F_PATH_LAST);
+	want_msg(RX_F_PATH_LAST, &v, down(0), 0,
+		 "peer took the last live path (0) out with a path-down notice");
+	for (p = 1; p < 8; p++)
+		ck_assert_int_eq(check(&v, down(p), 0, &m), RX_F_PATH_NONE);
+	want_msg(RX_F_PATH_NONE, &v, down(3), 0, "peer took path 3 out of a connection of 1 paths");
+	/* A path index without the flag. */
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 1 | 2u << IMM_PATH_SHIFT, 0, &m), RX_F_PATH_BITS);
+	ck_assert_int_eq(check(&v, 2u << IMM_PATH_SHIFT, 0, &m), RX_F_PATH_BITS);
+	ck_assert_int_eq(check(&v, down(0) | 1, 0, &m), RX_F_CONTROL_CREDITS);
+}
+END_TEST
+
+START_TEST(path_down_multi_path)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	v.npaths = 3;
+	v.live = 7;
+	ck_assert_int_eq(check(&v, down(1), 0, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_PATH_DOWN);
+	ck_assert_uint_eq(m.path, 1);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.peer_down, 2);
+	ck_assert_uint_eq(t.recv_slack, 4);	/* its window: sends it may count as failed */
+	v.live = 5;
+	ck_assert_int_eq(check(&v, down(1), 0, &m), RX_F_PATH_AGAIN);
+	ck_assert_int_eq(check(&v, down(3), 0, &m), RX_F_PATH_NONE);
+	ck_assert_int_eq(check(&v, down(2), 0, &m), RX_OK);
+	rx_commit(&t, &v, &m);
+	v.live = 1;
+	/* Every other path is down by the peer's word: it has none left to
+	 * send a notice on but path 0. */
+	ck_assert_int_eq(check(&v, down(0), 0, &m), RX_F_PATH_LAST);
+}
+END_TEST
+
+/* Both sides losing a path at once: the notices cross. */
+START_TEST(path_down_crossing)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	v.npaths = 2;
+	v.live = 1;	/* we took path 1 out */
+	ck_assert_int_eq(check(&v, down(1), 0, &m), RX_OK);
+	/* The peer took path 0 out before our notice for 1 reached it. */
+	ck_assert_int_eq(check(&v, down(0), 0, &m), RX_OK);
+}
+END_TEST
+
+START_TEST(auth_states)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	ck_assert_int_eq(check(&v, IMM_AUTH_PROOF, AUTH_PROOF_LEN, &m), RX_F_AUTH_NO_KEY);
+	want_msg(RX_F_AUTH_NO_KEY, &v, IMM_AUTH_PROOF, 0,
+		 "peer sent a shared-secret message (immediate 0x90000000) on a connection without a shared secret");
+	ck_assert_int_eq(check(&v, IMM_AUTH_REFUSED, 0, &m), RX_F_AUTH_NO_KEY);
+	v.auth = RX_AUTH_DONE;
+	ck_assert_int_eq(check(&v, IMM_AUTH_OK, 0, &m), RX_F_AUTH_LATE);
+	v.auth = RX_AUTH_AWAIT_PROOF;
+	ck_assert_int_eq(check(&v, IMM_AUTH_PROOF, AUTH_PROOF_LEN, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_AUTH_PROOF);
+	ck_assert_int_eq(check(&v, IMM_AUTH_PROOF, AUTH_PROOF_LEN - 1, &m), RX_F_AUTH_LEN);
+	ck_assert_int_eq(check(&v, IMM_AUTH_PROOF | 1, AUTH_PROOF_LEN, &m), RX_F_CONTROL_CREDITS);
+	ck_assert_int_eq(check(&v, IMM_AUTH_REFUSED, 0, &m), RX_F_AUTH_WRONG);
+	ck_assert_int_eq(check(&v, 1, 10, &m), RX_F_AUTH_WRONG);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 1, 0, &m), RX_F_AUTH_WRONG);
+	v.auth = RX_AUTH_AWAIT_VERDICT;
+	ck_assert_int_eq(check(&v, IMM_AUTH_OK, 0, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_AUTH_OK);
+	ck_assert_int_eq(check(&v, IMM_AUTH_REFUSED, 0, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_AUTH_REFUSED);
+	ck_assert_int_eq(check(&v, IMM_AUTH_OK, 32, &m), RX_F_CONTROL_PAYLOAD);
+	ck_assert_int_eq(check(&v, IMM_AUTH, 0, &m), RX_F_FLAG_NOT_CONTROL);
+}
+END_TEST
+
+/* Every combination of the four flags, with and without a path index,
+ * credits and bytes, in every auth state: the verdict is the model's. */
+static enum rx_fault model(uint32_t imm, uint32_t len, enum rx_auth auth)
+{
+	uint32_t flags = imm & (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE);
+	uint32_t cr = imm & IMM_CREDITS_MASK;
+	int path_bits = !!(imm & IMM_PATH_FIELD);
+	int awaiting = auth == RX_AUTH_AWAIT_PROOF || auth == RX_AUTH_AWAIT_VERDICT;
+
+	if (!(imm & IMM_CREDIT_ONLY)) {
+		if (flags)
+			return RX_F_FLAG_NOT_CONTROL;
+		if (path_bits)
+			return RX_F_PATH_BITS;
+		if (awaiting)
+			return RX_F_AUTH_WRONG;
+		return len > 1024 ? RX_F_TOO_LONG : RX_OK;
+	}
+	if (path_bits && !(flags & IMM_PATH_DOWN))
+		return RX_F_PATH_BITS;
+	if (flags == IMM_AUTH || flags == (IMM_AUTH | IMM_BYE)) {
+		if (auth == RX_AUTH_NOKEY)
+			return RX_F_AUTH_NO_KEY;
+		if (auth == RX_AUTH_DONE)
+			return RX_F_AUTH_LATE;
+		if (cr)
+			return RX_F_CONTROL_CREDITS;
+		if (auth == RX_AUTH_AWAIT_PROOF)
+			return flags != IMM_AUTH ? RX_F_AUTH_WRONG :
+			       len != AUTH_PROOF_LEN ? RX_F_AUTH_LEN : RX_OK;
+		return len ? RX_F_CONTROL_PAYLOAD : RX_OK;
+	}
+	if (flags && flags != IMM_BYE && flags != IMM_PATH_DOWN)
+		return RX_F_FLAG_MIX;
+	if (awaiting)
+		return RX_F_AUTH_WRONG;
+	if (flags && cr)
+		return RX_F_CONTROL_CREDITS;
+	if (len)
+		return RX_F_CONTROL_PAYLOAD;
+	if (flags == IMM_PATH_DOWN)
+		return imm_path(imm) == 0 ? RX_F_PATH_LAST : RX_F_PATH_NONE;
+	if (!flags && !cr)
+		return RX_F_CREDIT_EMPTY;
+	return RX_OK;
+}
+
+START_TEST(every_combination)
+{
+	static const uint32_t flagset[] = { IMM_AUTH, IMM_PATH_DOWN, IMM_BYE, IMM_CREDIT_ONLY };
+	static const uint32_t credits[] = { 0, 1, 7 };
+	static const uint32_t lens[] = { 0, 1, AUTH_PROOF_LEN, 1024, 1025 };
+	unsigned int f, p, c, l, a, i, n = 0;
+
+	for (f = 0; f < 16; f++)
+		for (p = 0; p < 8; p += 3)
+			for (c = 0; c < 3; c++)
+				for (l = 0; l < 5; l++)
+					for (a = 0; a < 4; a++) {
+						struct rx_view v = view();
+						struct rx_msg m;
+						uint32_t imm = credits[c] | p << IMM_PATH_SHIFT;
+						enum rx_fault got, want;
+
+						for (i = 0; i < 4; i++)
+							if (f & (1u << i))
+								imm |= flagset[i];
+						v.auth = (uint8_t)a;
+						got = check(&v, imm, lens[l], &m);
+						want = model(imm, lens[l], (enum rx_auth)a);
+						ck_assert_msg(got == want,
+							      "imm 0x%08x len %u auth %u: %s, model %s",
+							      imm, lens[l], a, rx_fault_name(got),
+							      rx_fault_name(want));
+						n++;
+					}
+	ck_assert_uint_eq(n, 16 * 3 * 3 * 5 * 4);
+}
+END_TEST
+
+START_TEST(every_fault_named)
+{
+	struct rx_view v = view();
+	struct rx_in in = send_in(0, 0);
+	char buf[200];
+	unsigned int f;
+
+	for (f = 1; f < RX_NFAULTS; f++) {
+		ck_assert_str_ne(rx_fault_name((enum rx_fault)f), "unknown fault");
+		rx_fault_format((enum rx_fault)f, &in, &v, buf, sizeof(buf));
+		ck_assert_msg(strncmp(buf, "peer", 4) == 0, "fault %u: \"%s\"", f, buf);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("rx_check");
+	TCase *tc = tcase_create("rx_check");
+
+	tcase_add_test(tc, data_accepted_and_counted);
+	tcase_add_test(tc, no_credit);
+	tcase_add_test(tc, write_imm_is_the_applications);
+	tcase_add_test(tc, too_long);
+	tcase_add_test(tc, no_immediate);
+	tcase_add_test(tc, unknown_bits);
+	tcase_add_test(tc, credit_only);
+	tcase_add_test(tc, returns_bounded);
+	tcase_add_test(tc, bye);
+	tcase_add_test(tc, path_down_single_path);
+	tcase_add_test(tc, path_down_multi_path);
+	tcase_add_test(tc, path_down_crossing);
+	tcase_add_test(tc, auth_states);
+	tcase_add_test(tc, every_combination);
+	tcase_add_test(tc, every_fault_named);
+	suite_add_tcase(s, tc);
+	return check_run_suite(s, CK_NORMAL);
+}
