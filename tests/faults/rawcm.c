@@ -6,9 +6,11 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rawcm.h"
+#include "wire/handshake.h"
 
 int raw_event(struct fb *b, struct raw *r, struct rdma_cm_event **ev, double secs)
 {
@@ -71,6 +73,9 @@ void raw_free(struct raw *r)
 		rdma_destroy_id(r->conn_id);
 	if (r->mr)
 		ibv_dereg_mr(r->mr);
+	if (r->xmr)
+		ibv_dereg_mr(r->xmr);
+	free(r->xbuf);
 	if (r->cq)
 		ibv_destroy_cq(r->cq);
 	if (r->pd)
@@ -177,4 +182,137 @@ uint32_t raw_recv_imm(struct fb *b, struct raw *r, double secs)
 	}
 	ck_abort_msg("raw peer: no message within %.0f s", secs);
 	return 0;
+}
+
+static int raw_post_recv(struct raw *r)
+{
+	struct ibv_sge sge = { (uintptr_t)r->buf + 128, 128, r->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(r->id->qp, &wr, &bad);
+}
+
+/* A QP of depth WRs each way, with depth receives of 128 bytes (they all
+ * land at r->buf + 128: only their immediates matter) and a send buffer. */
+static void raw_ez_qp(struct raw *r, int depth, uint32_t len)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = (uint32_t)depth,
+						.max_recv_wr = (uint32_t)depth,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	uint32_t i;
+
+	r->pd = ibv_alloc_pd(r->id->verbs);
+	ck_assert_ptr_nonnull(r->pd);
+	r->cq = ibv_create_cq(r->id->verbs, 2 * depth + 8, NULL, NULL, 0);
+	ck_assert_ptr_nonnull(r->cq);
+	r->mr = ibv_reg_mr(r->pd, r->buf, sizeof(r->buf), IBV_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(r->mr);
+	r->xlen = len ? len : 1;
+	r->xbuf = malloc(r->xlen);
+	ck_assert_ptr_nonnull(r->xbuf);
+	for (i = 0; i < r->xlen; i++)
+		r->xbuf[i] = (uint8_t)i;
+	r->xmr = ibv_reg_mr(r->pd, r->xbuf, r->xlen, IBV_ACCESS_LOCAL_WRITE);
+	ck_assert_ptr_nonnull(r->xmr);
+	ia.send_cq = ia.recv_cq = r->cq;
+	ck_assert_int_eq(rdma_create_qp(r->id, r->pd, &ia), 0);
+	for (i = 0; i < (uint32_t)depth; i++)
+		ck_assert_int_eq(raw_post_recv(r), 0);
+	r->depth = depth;
+}
+
+void raw_ez_connect(struct fb *b, struct raw *r, const char *port, uint16_t credits,
+		    uint32_t max_msg, int depth, uint32_t len)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1,
+				     .retry_count = 7, .rnr_retry_count = 7 };
+	struct hs_msg req = { .version = HS_VERSION, .kind = HS_REQ, .caps = HS_CAP_CREDITS,
+			      .credits = credits, .max_msg = max_msg }, rep;
+	uint8_t wire[HS_REQ_MAX];
+	char why[160];
+	int n;
+
+	n = hs_encode(&req, wire, sizeof(wire));
+	ck_assert_int_gt(n, 0);
+	memset(r, 0, sizeof(*r));
+	r->ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(r->ch);
+	ck_assert_int_eq(rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_getaddrinfo(test_addr(), port, &hints, &ai), 0);
+	ck_assert_int_eq(rdma_resolve_addr(r->id, NULL, ai->ai_dst_addr, 2000), 0);
+	rdma_freeaddrinfo(ai);
+	raw_expect(b, r, RDMA_CM_EVENT_ADDR_RESOLVED, NULL);
+	ck_assert_int_eq(rdma_resolve_route(r->id, 2000), 0);
+	raw_expect(b, r, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL);
+	raw_ez_qp(r, depth, len);
+	p.private_data = wire;
+	p.private_data_len = (uint8_t)n;
+	ck_assert_msg(rdma_connect(r->id, &p) == 0, "rdma_connect: %s", strerror(errno));
+	raw_expect(b, r, RDMA_CM_EVENT_ESTABLISHED, NULL);
+	ck_assert_msg(hs_decode(r->pdata, (size_t)r->pdata_len, HS_REP, &rep, why, sizeof(why)) == 0,
+		      "raw peer: the listener's reply: %s", why);
+	r->rep_credits = rep.credits;
+	r->rep_max_msg = rep.max_msg;
+}
+
+int raw_ez_send(struct raw *r, uint32_t imm, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)r->xbuf, len, r->xmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = len ? 1 : 0,
+				  .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(imm) }, *bad;
+	int ret;
+
+	ck_assert_uint_le(len, r->xlen);
+	ret = ibv_post_send(r->id->qp, &wr, &bad);
+	if (!ret) {
+		r->sent++;
+		r->sends_out++;
+	}
+	return ret;
+}
+
+static void raw_ez_cm(struct raw *r)
+{
+	struct pollfd pf = { .fd = r->ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	if (poll(&pf, 1, 0) != 1 || rdma_get_cm_event(r->ch, &ev))
+		return;
+	r->last = ev->event;
+	rdma_ack_cm_event(ev);
+	if (r->last == RDMA_CM_EVENT_DISCONNECTED && !r->disconnected) {
+		r->disconnected = 1;
+		rdma_disconnect(r->id);
+	}
+}
+
+int raw_ez_poll(struct raw *r)
+{
+	struct ibv_wc wc[32];
+	int n, i;
+
+	raw_ez_cm(r);
+	n = ibv_poll_cq(r->cq, 32, wc);
+	ck_assert_int_ge(n, 0);
+	for (i = 0; i < n; i++) {
+		/* An error completion's opcode means nothing: the wr_id tells. */
+		if (wc[i].wr_id == 1) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				continue;
+			r->recvs++;
+			if (wc[i].wc_flags & IBV_WC_WITH_IMM)
+				r->credits_in += ntohl(wc[i].imm_data) & 0xffffu;
+			ck_assert_int_eq(raw_post_recv(r), 0);
+			continue;
+		}
+		r->sends_out--;
+		if (wc[i].status == IBV_WC_SUCCESS)
+			r->sends_ok++;
+		else if (!r->send_err)
+			r->send_err = wc[i].status;
+	}
+	return n;
 }

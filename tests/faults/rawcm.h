@@ -20,6 +20,18 @@ struct raw {
 	uint32_t recv_len;
 	int status;		/* of a REJECTED event (raw_connect_result) */
 	enum rdma_cm_event_type last;
+	/* A raw easyrdma peer (raw_ez_connect): sends of up to xlen bytes
+	 * from xbuf, depth WRs each way, what the reply granted, what came
+	 * back. */
+	uint8_t *xbuf;
+	struct ibv_mr *xmr;
+	uint32_t xlen;
+	int depth;
+	uint32_t rep_credits, rep_max_msg;
+	uint64_t sent, sends_ok, recvs, credits_in;
+	int sends_out;
+	enum ibv_wc_status send_err;	/* the first failed send's status (0: none yet) */
+	int disconnected;		/* RDMA_CM_EVENT_DISCONNECTED seen */
 };
 
 /* The raw channel's next event while the easyrdma loop turns: 0 or -ETIMEDOUT. */
@@ -47,5 +59,20 @@ void raw_send(struct raw *r, uint32_t imm, const void *data, uint32_t len);
 /* The first receive completion: its immediate value (its bytes are at
  * r->buf + 128, r->recv_len of them). */
 uint32_t raw_recv_imm(struct fb *b, struct raw *r, double secs);
+
+/* Connects to an easyrdma listener the way an easyrdma client does, on raw
+ * verbs: a REQ advertising credits and max_msg (no key, one path), a QP of
+ * depth WRs each way, depth receives posted, a send buffer of len bytes.
+ * Returns once ESTABLISHED, with the reply's credits and max_msg in r. */
+void raw_ez_connect(struct fb *b, struct raw *r, const char *port, uint16_t credits,
+		    uint32_t max_msg, int depth, uint32_t len);
+/* One signalled SEND with immediate imm of len bytes (the byte at offset i
+ * is (uint8_t)i); ibv_post_send's result. */
+int raw_ez_send(struct raw *r, uint32_t imm, uint32_t len);
+/* Polls the raw CQ: counts sends done and failed, receives and the credits
+ * their immediates carry (each receive is posted again); also notes a
+ * DISCONNECTED event and then moves the QP to ERR (rdma_disconnect), as
+ * an application would. Returns the completions seen. */
+int raw_ez_poll(struct raw *r);
 
 #endif
