@@ -703,20 +703,22 @@ static void rx_view_of(const struct ez_conn *conn, struct rx_view *v)
 }
 
 /* The peer broke a rule: this connection ends (-EPROTO), naming what it
- * did; a listener waiting for the proof refuses it, so the peer is told.
+ * did. A listener waiting for the proof refuses it as conn_auth.c refuses
+ * any message that is not the proof (-EACCES), so the peer is told.
  * Otherwise the QP goes to ERR and the CM disconnects: the peer sees its
  * work flushed and the disconnect. */
-static void recv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct rx_in *in,
-			 const struct rx_view *v, enum rx_fault f)
+static void recv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc,
+			 const struct rx_in *in, const struct rx_view *v, enum rx_fault f)
 {
 	char why[160];
 
+	if (conn->state == CS_AWAITING_PROOF) {
+		conn_auth_on_recv(conn, buf, wc);
+		return;
+	}
 	ez_buf_release(buf);
 	rx_fault_format(f, in, v, why, sizeof(why));
-	if (conn->state == CS_AWAITING_PROOF)
-		conn_auth_refuse(conn, "ez_accept(%s): %s", conn->host, why);
-	else
-		conn_fail(conn, -EPROTO, "%s", why);
+	conn_fail(conn, -EPROTO, "%s", why);
 }
 
 static void deliver_write_imm(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
@@ -771,7 +773,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	rx_view_of(conn, &v);
 	f = rx_check(&in, &v, &m);
 	if (f) {
-		recv_refused(conn, buf, &in, &v, f);
+		recv_refused(conn, buf, wc, &in, &v, f);
 		return;
 	}
 	rx_commit(&conn->rxt, &v, &m);
