@@ -10,7 +10,8 @@
 #   test  runs the unit tier (make check), the integration tier in the test bed
 #         built with AddressSanitizer+UBSan (tests/run-asan.sh; EZ_PLAIN_TIER=1
 #         runs it in the plain build too; else the plain build runs
-#         test_leak alone, whose RSS bound ASan compiles out), the two-VM
+#         test_leak alone, whose RSS bound ASan compiles out), the threaded
+#         tests under ThreadSanitizer (tests/tiers/tsan.sh), the two-VM
 #         tests (RoCEv2 capture, source ports per connection and path, link
 #         down), make distcheck and
 #         the libFuzzer targets for a bounded time,
@@ -53,6 +54,7 @@ test_all() {
 	clean_results
 	"$tiers/unit.sh"
 	"$tiers/integration-asan.sh"
+	"$tiers/tsan.sh"
 	if [ "${EZ_PLAIN_TIER:-0}" = 1 ]; then
 		"$tiers/plain-integration.sh"
 	else

@@ -52,14 +52,12 @@ static void conn_free(struct ez_conn *conn)
 	conn_auth_free(conn);
 	if (conn->dev)
 		conn_unqueue_kick(conn);
-	/* A private pool lives as long as the handle: the application may hold
-	 * its buffers until it closes. */
-	if (conn->own_pool && conn->pool) {
-		int ret = pool_destroy(conn->pool);
-
-		if (ret)
-			ezi_log_err("conn: private srqpool not destroyed: %s", ez_errmsg());
-	}
+	/* A private pool lives as long as the handle; buffers the application
+	 * still holds keep it as an orphan of the context, destroyed once they
+	 * are back (pool_reap: here, at the next close, or by ez_ctx_free). */
+	if (conn->own_pool && conn->pool && pool_destroy(conn->pool))
+		pool_orphan(conn->pool);
+	pool_reap(ctx);
 	if (conn->prev)
 		conn->prev->next = conn->next;
 	else
@@ -365,7 +363,7 @@ static int conn_setup(struct ez_conn *conn)
 			.nbufs = conn->o.recv_depth,
 		};
 
-		ret = pool_create(dev, &po, &conn->pool);
+		ret = pool_create(conn->ctx, &conn->ctx->owner, dev, &po, &conn->pool);
 		if (ret)
 			return conn_fail_ret(conn, ret);
 		conn->own_pool = 1;
@@ -810,6 +808,8 @@ int ez_connect_sz(struct ez_ctx *ctx, const char *host, const char *service,
 	char err[EZ_ERRMSG_MAX];
 	int ret;
 
+	if (ctx_check_thread(ctx, "ez_connect"))
+		return -EPERM;
 	if (!ctx || !host || !service || !out)
 		return ezi_fail(-EINVAL, "ez_connect: ctx %p, host %s, service %s, conn pointer %p",
 				(void *)ctx, host ? host : "NULL", service ? service : "NULL",
@@ -860,6 +860,8 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	int ret, n;
 	uint8_t rd_dest, rd_init, req_resp, req_init;
 
+	if (req && ctx_check_thread(req->listener->ctx, "ez_accept"))
+		return -EPERM;
 	if (!req || !out)
 		return ezi_fail(-EINVAL, "ez_accept: req %p, conn pointer %p", (void *)req, (void *)out);
 	if (!req->listener)
@@ -966,7 +968,7 @@ fail:
 
 void ez_conn_close(struct ez_conn *conn)
 {
-	if (!conn)
+	if (!conn || ctx_wrong_thread(conn->ctx, "ez_conn_close"))
 		return;
 	if (conn->app_closed) {
 		ezi_log_warn("ez_conn_close: connection %p closed twice", (void *)conn);
@@ -981,11 +983,15 @@ void ez_conn_close(struct ez_conn *conn)
 
 const char *ez_conn_errmsg(const struct ez_conn *conn)
 {
+	if (conn && ctx_wrong_thread(conn->ctx, "ez_conn_errmsg"))
+		return "";
 	return conn ? conn->errmsg : "";
 }
 
 void *ez_conn_arg(const struct ez_conn *conn)
 {
+	if (conn && ctx_wrong_thread(conn->ctx, "ez_conn_arg"))
+		return NULL;
 	return conn ? conn->arg : NULL;
 }
 
@@ -1034,6 +1040,8 @@ int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_
 	struct ez_conn_info full;
 	int ret;
 
+	if (conn && ctx_check_thread(conn->ctx, "ez_conn_info"))
+		return -EPERM;
 	if (!conn || !info)
 		return ezi_fail(-EINVAL, "ez_conn_info: conn %p, info %p", (const void *)conn,
 				(void *)info);
@@ -1044,6 +1052,8 @@ int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_
 
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, size_t stats_size)
 {
+	if (conn && ctx_check_thread(conn->ctx, "ez_conn_stats"))
+		return -EPERM;
 	if (!conn || !stats)
 		return ezi_fail(-EINVAL, "ez_conn_stats: conn %p, stats %p", (const void *)conn,
 				(void *)stats);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ctx.h"
+#include "pool.h"
 #include "device/device.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -47,12 +48,40 @@ static void on_cm_channel(struct loop_watch *w)
 
 #define BUSY_FD_EVERY 32
 
+int ctx_wrong_thread(const struct ez_ctx *ctx, const char *fn)
+{
+	if (!ctx_check_thread(ctx, fn))
+		return 0;
+	ezi_log_err("%s", ez_errmsg());
+	return 1;
+}
+
+static int ctx_process(struct ez_ctx *ctx);
+
+/* One pass at a time: a callback that calls ez_ctx_process() would poll the
+ * CQs and run deferred work under the pass that called it (a completion
+ * batch half dispatched, a connection being finished), so it is refused. */
 int ez_ctx_process(struct ez_ctx *ctx)
 {
 	int n;
 
+	if (ctx_check_thread(ctx, "ez_ctx_process"))
+		return -EPERM;
 	if (!ctx)
 		return ezi_fail(-EINVAL, "ez_ctx_process: ctx is NULL");
+	if (ctx->processing)
+		return ezi_fail(-EBUSY, "ez_ctx_process: called from a callback of the same "
+				"context (already processing); return from the callback instead");
+	ctx->processing = 1;
+	n = ctx_process(ctx);
+	ctx->processing = 0;
+	return n;
+}
+
+static int ctx_process(struct ez_ctx *ctx)
+{
+	int n;
+
 	/* A busy-polling application calls this in a tight loop: the CQs come
 	 * first, and the fds (CM and device events, timers) only on every
 	 * BUSY_FD_EVERY-th pass, since epoll_wait() is a system call and
@@ -81,22 +110,30 @@ int ez_ctx_process(struct ez_ctx *ctx)
 
 int ez_ctx_fd(const struct ez_ctx *ctx)
 {
+	if (ctx_check_thread(ctx, "ez_ctx_fd"))
+		return -EPERM;
 	return ctx ? ctx->loop.epfd : -EINVAL;
 }
 
 int ez_ctx_timeout_ms(const struct ez_ctx *ctx)
 {
+	if (ctx_check_thread(ctx, "ez_ctx_timeout_ms"))
+		return -EPERM;
 	return ctx ? loop_timeout_ms(&ctx->loop) : -1;
 }
 
+/* A libev loop run by a thread that does not own the context gets nothing
+ * done: said on every wakeup, since the fd stays readable. */
 static void on_loop_io(struct ev_loop *loop, ev_io *io, int revents)
 {
-	ez_ctx_process(io->data);
+	if (ez_ctx_process(io->data) == -EPERM)
+		ezi_log_err("%s", ez_errmsg());
 }
 
 static void on_loop_idle(struct ev_loop *loop, ev_idle *idle, int revents)
 {
-	ez_ctx_process(idle->data);
+	if (ez_ctx_process(idle->data) == -EPERM)
+		ezi_log_err("%s", ez_errmsg());
 }
 
 int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
@@ -113,6 +150,7 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 	if (!ctx)
 		return ezi_fail(-ENOMEM, "ez_ctx_new: out of memory");
 	ctx->flags = flags;
+	ezi_owner_init(&ctx->owner);
 	ret = loop_init(&ctx->loop);
 	if (ret) {
 		free(ctx);
@@ -156,13 +194,31 @@ err:
 	return ret;
 }
 
+/* Received buffers the application holds pin their pool's memory on the
+ * context's PD: freeing the devices under them would leak the PD and leave
+ * the handles pointing at freed descriptors. */
 int ez_ctx_free(struct ez_ctx *ctx)
 {
+	uint64_t held;
+
+	if (ctx_check_thread(ctx, "ez_ctx_free"))
+		return -EPERM;
 	if (!ctx)
 		return 0;
+	held = pool_held(ctx);
+	if (held)
+		return ezi_fail(-EBUSY, "ez_ctx_free: %llu received buffer%s still held: "
+				"ez_buf_release() them first; nothing freed",
+				(unsigned long long)held, held == 1 ? " is" : "s are");
 	if (ctx->nconns || ctx->nlisteners || ctx->npools || ctx->nmrs)
 		return ezi_fail(-EBUSY, "ez_ctx_free: %d connections, %d listeners, %d pools and %d MRs still alive",
 				ctx->nconns, ctx->nlisteners, ctx->npools, ctx->nmrs);
+	/* A callback always has a live object of its own (counted above):
+	 * this only guards the pass below from being freed under it. */
+	if (ctx->processing)
+		return ezi_fail(-EBUSY, "ez_ctx_free: called from a callback of the context; "
+				"nothing freed");
+	pool_reap(ctx);
 	if (ctx->ev_loop) {
 		ev_io_stop(ctx->ev_loop, &ctx->io);
 		ev_idle_stop(ctx->ev_loop, &ctx->idle);

@@ -10,6 +10,7 @@
 #include "loop/loop.h"
 #include "loop/lookup.h"
 #include "device/device.h"
+#include "base/owner.h"
 
 struct cm_event;
 
@@ -35,7 +36,23 @@ struct ez_ctx {
 	uint32_t sport_rr;		/* EZ_SPORT_RANGE cursor of the context's connections */
 	unsigned int busy_passes;	/* EZ_CTX_BUSY_POLL passes since the fds were checked */
 	struct lookup_set lookups;	/* host names being resolved */
+	struct ezi_owner owner;		/* the thread that may use it (ez_ctx_new's) */
+	int processing;			/* inside ez_ctx_process(): a nested call is refused */
 };
+
+/* The one check of every entry point: 0 when the calling thread owns ctx,
+ * else -EPERM with the thread's ez_errmsg() naming fn and both threads.
+ * A NULL ctx passes (the caller's argument check reports it). Objects of
+ * the context check their ctx, so moving a context's (or, later, an
+ * object's) owner changes what this accepts. */
+static inline int ctx_check_thread(const struct ez_ctx *ctx, const char *fn)
+{
+	return ctx ? ezi_owner_check(&ctx->owner, fn, "the context") : 0;
+}
+
+/* For calls that return nothing or a pointer: 1 (and the refusal logged as
+ * an error) when the calling thread does not own ctx; the caller returns. */
+int ctx_wrong_thread(const struct ez_ctx *ctx, const char *fn);
 
 /* The context's devices, timers and name lookups, as the connection layer
  * calls them: the device set's and the loop's. */

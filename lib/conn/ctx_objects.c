@@ -16,6 +16,8 @@ int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 	struct device *dev;
 	int ret;
 
+	if (ctx_check_thread(ctx, "ez_mr_reg"))
+		return -EPERM;
 	if (!ctx || !out || (!addr && len))
 		return ezi_fail(-EINVAL, "ez_mr_reg: ctx %p, addr %p, mr pointer %p", (void *)ctx,
 				addr, (void *)out);
@@ -29,6 +31,7 @@ int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 	if (ret)
 		return ret;
 	mr->ctx = ctx;
+	mr->owner = &ctx->owner;
 	ctx->nmrs++;
 	*out = mr;
 	return 0;
@@ -39,6 +42,8 @@ int ez_mr_dereg(struct ez_mr *mr)
 	struct ez_ctx *ctx;
 	int ret;
 
+	if (mr && ctx_check_thread(mr->ctx, "ez_mr_dereg"))
+		return -EPERM;
 	if (!mr)
 		return 0;
 	ctx = mr->ctx;
@@ -55,6 +60,8 @@ int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device, const struct ez_sr
 	struct device *dev;
 	int ret;
 
+	if (ctx_check_thread(ctx, "ez_srqpool_new"))
+		return -EPERM;
 	if (!ctx || !pool)
 		return ezi_fail(-EINVAL, "ez_srqpool_new: ctx %p, pool pointer %p", (void *)ctx,
 				(void *)pool);
@@ -65,5 +72,5 @@ int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device, const struct ez_sr
 	ret = device_by_name(ctx, device, &dev);
 	if (ret)
 		return ret;
-	return pool_make(dev, &o, &ctx->npools, pool);
+	return pool_make(ctx, &ctx->owner, dev, &o, &ctx->npools, pool);
 }

@@ -170,6 +170,8 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 	char err[EZ_ERRMSG_MAX];
 	int ret, backlog;
 
+	if (ctx_check_thread(ctx, "ez_listen"))
+		return -EPERM;
 	if (!ctx || !on_request || !out)
 		return ezi_fail(-EINVAL, "ez_listen: ctx %p, on_request %s, listener pointer %p",
 				(void *)ctx, on_request ? "set" : "NULL", (void *)out);
@@ -249,6 +251,8 @@ err:
 
 uint16_t ez_listener_port(const struct ez_listener *l)
 {
+	if (l && ctx_wrong_thread(l->ctx, "ez_listener_port"))
+		return 0;
 	return l ? ntohs(rdma_get_src_port(l->id)) : 0;
 }
 
@@ -256,7 +260,7 @@ void ez_listener_close(struct ez_listener *l)
 {
 	static const char why[] = "listener closed";
 
-	if (!l)
+	if (!l || ctx_wrong_thread(l->ctx, "ez_listener_close"))
 		return;
 	while (l->reqs) {
 		struct ez_conn_req *req = l->reqs;
@@ -272,12 +276,14 @@ void ez_listener_close(struct ez_listener *l)
 
 const struct sockaddr *ez_conn_req_peer(const struct ez_conn_req *req)
 {
+	if (req && ctx_wrong_thread(req->listener->ctx, "ez_conn_req_peer"))
+		return NULL;
 	return req ? (const struct sockaddr *)&req->peer : NULL;
 }
 
 const void *ez_conn_req_data(const struct ez_conn_req *req, size_t *len)
 {
-	if (!req) {
+	if (!req || ctx_wrong_thread(req->listener->ctx, "ez_conn_req_data")) {
 		if (len)
 			*len = 0;
 		return NULL;
@@ -289,6 +295,8 @@ const void *ez_conn_req_data(const struct ez_conn_req *req, size_t *len)
 
 int ez_reject(struct ez_conn_req *req, const void *reason, size_t len)
 {
+	if (req && ctx_check_thread(req->listener->ctx, "ez_reject"))
+		return -EPERM;
 	if (!req)
 		return ezi_fail(-EINVAL, "ez_reject: req is NULL");
 	if (len > EZ_REJECT_DATA_MAX || (len && !reason)) {

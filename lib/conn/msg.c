@@ -403,6 +403,8 @@ static int check_conn(struct ez_conn *conn, const char *fn)
 {
 	if (!conn)
 		return ezi_fail(-EINVAL, "%s: conn is NULL", fn);
+	if (ctx_check_thread(conn->ctx, fn))
+		return -EPERM;
 	if (conn->state != CS_CONNECTED || conn->app_closed)
 		return ezi_fail(-ENOTCONN, "%s: connection is not established (%s)", fn,
 				conn->app_closed ? "closed" : conn->state < CS_CONNECTED ?

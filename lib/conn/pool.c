@@ -7,6 +7,8 @@
 
 #include "base/abi.h"
 #include "base/error.h"
+#include "base/log.h"
+#include "base/owner.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
 
@@ -15,6 +17,8 @@
 struct pool_rec {
 	struct pool_rec *next;
 	struct ez_srqpool *pool;
+	struct ez_ctx *ctx;
+	int orphan;	/* its connection is gone; buffers were still held */
 	struct device *dev;
 	uint32_t buf_size;
 	int cq_share;
@@ -24,8 +28,8 @@ struct pool_rec {
 static struct pool_rec *pools;
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int pool_make(struct device *dev, const struct ez_srqpool_opts *opts, int *count,
-	      struct ez_srqpool **out)
+int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
+	      const struct ez_srqpool_opts *opts, int *count, struct ez_srqpool **out)
 {
 	struct ez_srqpool_opts o = opts ? *opts : (struct ez_srqpool_opts){ 0 };
 	struct pool_rec *rec;
@@ -39,6 +43,7 @@ int pool_make(struct device *dev, const struct ez_srqpool_opts *opts, int *count
 	if (!rec)
 		return ezi_fail(-ENOMEM, "srqpool: out of memory");
 	rec->dev = dev;
+	rec->ctx = ctx;
 	rec->buf_size = o.buf_size;
 	rec->count = count;
 	/* Every buffer on the SRQ may complete before the CQ is polled. */
@@ -54,6 +59,7 @@ int pool_make(struct device *dev, const struct ez_srqpool_opts *opts, int *count
 		free(rec);
 		return ret;
 	}
+	srqpool_set_owner(rec->pool, owner);
 	pthread_mutex_lock(&pools_lock);
 	rec->next = pools;
 	pools = rec;
@@ -64,9 +70,10 @@ int pool_make(struct device *dev, const struct ez_srqpool_opts *opts, int *count
 	return 0;
 }
 
-int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, struct ez_srqpool **out)
+int pool_create(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
+		const struct ez_srqpool_opts *opts, struct ez_srqpool **out)
 {
-	return pool_make(dev, opts, NULL, out);
+	return pool_make(ctx, owner, dev, opts, NULL, out);
 }
 
 static struct pool_rec **find(const struct ez_srqpool *pool)
@@ -120,8 +127,60 @@ int pool_destroy(struct ez_srqpool *pool)
 	return 0;
 }
 
+static void set_orphan(struct ez_srqpool *pool, int orphan)
+{
+	struct pool_rec **pp;
+
+	pthread_mutex_lock(&pools_lock);
+	pp = find(pool);
+	if (pp)
+		(*pp)->orphan = orphan;
+	pthread_mutex_unlock(&pools_lock);
+}
+
+void pool_orphan(struct ez_srqpool *pool)
+{
+	set_orphan(pool, 1);
+}
+
+uint64_t pool_held(const struct ez_ctx *ctx)
+{
+	struct pool_rec *rec;
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&pools_lock);
+	for (rec = pools; rec; rec = rec->next)
+		if (rec->ctx == ctx)
+			n += srqpool_in_use(rec->pool);
+	pthread_mutex_unlock(&pools_lock);
+	return n;
+}
+
+/* One at a time, the lock dropped around pool_destroy() (which takes it). */
+void pool_reap(struct ez_ctx *ctx)
+{
+	for (;;) {
+		struct ez_srqpool *victim = NULL;
+		struct pool_rec *rec;
+
+		pthread_mutex_lock(&pools_lock);
+		for (rec = pools; rec && !victim; rec = rec->next)
+			if (rec->ctx == ctx && rec->orphan && !srqpool_in_use(rec->pool))
+				victim = rec->pool;
+		pthread_mutex_unlock(&pools_lock);
+		if (!victim)
+			return;
+		if (pool_destroy(victim)) {
+			ezi_log_err("conn: orphaned private srqpool not destroyed: %s", ez_errmsg());
+			set_orphan(victim, 0);	/* not retried: the loop ends */
+		}
+	}
+}
+
 int ez_srqpool_free(struct ez_srqpool *pool)
 {
+	if (pool && srqpool_check_thread(pool, "ez_srqpool_free"))
+		return -EPERM;
 	if (!pool)
 		return 0;
 	return pool_destroy(pool);

@@ -4,13 +4,27 @@
 
 #include "device/device.h"
 
-/* Creates a connection's own pool on dev and reserves CQ room for all its
- * buffers (ez_srqpool_new makes the public ones). */
-int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, struct ez_srqpool **out);
+struct ez_ctx;
+struct ezi_owner;
+
+/* Creates a connection's own pool of ctx on dev and reserves CQ room for all
+ * its buffers (ez_srqpool_new makes the public ones). The pool and its
+ * buffers are used from owner's thread (ctx's owner; ctx is only a key
+ * here, so that this file needs no ctx.h). */
+int pool_create(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
+		const struct ez_srqpool_opts *opts, struct ez_srqpool **out);
 /* The same, counted in *count while it lives (NULL: not counted). */
-int pool_make(struct device *dev, const struct ez_srqpool_opts *opts, int *count,
-	      struct ez_srqpool **out);
+int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
+	      const struct ez_srqpool_opts *opts, int *count, struct ez_srqpool **out);
 int pool_destroy(struct ez_srqpool *pool);
+/* A connection's private pool that could not be destroyed with it (the
+ * application still holds buffers): kept by its context, destroyed by
+ * pool_reap() once they are all released. */
+void pool_orphan(struct ez_srqpool *pool);
+/* Received buffers the application holds, over every pool of ctx. */
+uint64_t pool_held(const struct ez_ctx *ctx);
+/* Destroys ctx's orphaned pools whose buffers are all back. */
+void pool_reap(struct ez_ctx *ctx);
 /* The device and buffer size of a pool made by pool_create (-ENOENT otherwise). */
 int pool_lookup(const struct ez_srqpool *pool, struct device **dev, uint32_t *buf_size);
 

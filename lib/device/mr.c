@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "mr.h"
 
 int mr_access_flags(unsigned int access)
@@ -49,18 +50,33 @@ int mr_dereg(struct ez_mr *mr)
 	return 0;
 }
 
+/* For the calls that return a value, not an error: refused and logged. */
+static int mr_wrong_thread(const struct ez_mr *mr, const char *fn)
+{
+	if (!mr->owner || !ezi_owner_check(mr->owner, fn, "the context"))
+		return 0;
+	ezi_log_err("%s", ez_errmsg());
+	return 1;
+}
+
 void *ez_mr_addr(const struct ez_mr *mr)
 {
+	if (mr && mr_wrong_thread(mr, "ez_mr_addr"))
+		return NULL;
 	return mr ? mr->mr->addr : NULL;
 }
 
 size_t ez_mr_len(const struct ez_mr *mr)
 {
+	if (mr && mr_wrong_thread(mr, "ez_mr_len"))
+		return 0;
 	return mr ? mr->mr->length : 0;
 }
 
 int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out)
 {
+	if (mr && mr->owner && ezi_owner_check(mr->owner, "ez_mr_export", "the context"))
+		return -EPERM;
 	if (!mr || !out)
 		return ezi_fail(-EINVAL, "ez_mr_export: mr %p, out %p", (const void *)mr, (void *)out);
 	if (!(mr->access & (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE)))

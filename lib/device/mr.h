@@ -5,12 +5,14 @@
 #include <infiniband/verbs.h>
 
 #include "device.h"
+#include "base/owner.h"
 
 struct ez_mr {
 	struct ez_ctx *ctx;	/* set and counted by ez_mr_reg (lib/conn/ctx_objects.c) */
 	struct device *dev;
 	struct ibv_mr *mr;
 	unsigned int access;
+	const struct ezi_owner *owner;	/* its context's thread (set by ez_mr_reg) */
 };
 
 /* EZ_MR_* flags to verbs access flags: local write always (a READ lands in

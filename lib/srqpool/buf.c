@@ -1,29 +1,75 @@
-/* buf.c: the application's side of a received buffer: its bytes, and giving it back. */
+/* buf.c: the application's side of a received buffer: its handle checked, its bytes, and giving it back. */
 #include "config.h"
+
+#include <errno.h>
 
 #include "base/log.h"
 #include "pool.h"
 
-void *ez_buf_data(const struct ez_buf *buf)
+/* Cold: why a handle was refused, in the thread's message, the pool's (only
+ * on the owner's thread: the pool is the owner's to write) and the log. */
+static __attribute__((cold, noinline)) struct ez_buf *refuse(const struct ez_buf *h,
+							   struct ez_buf *b, const char *fn)
 {
-	return buf ? buf->data : NULL;
+	struct ez_srqpool *pool = b->pool;
+
+	if (srqpool_check_thread(pool, fn)) {
+		ezi_log_err("%s", ez_errmsg());
+		return NULL;
+	}
+	if (b->state != SRQPOOL_BUF_IN_USE)
+		ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -EINVAL,
+			      "%s: buffer %p is not held by the application (released twice?)",
+			      fn, (const void *)h);
+	else
+		ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -ESTALE,
+			      "%s: stale handle %p: its buffer was released and now holds another "
+			      "message (generation %u, the handle's %u); refused, nothing changed",
+			      fn, (const void *)h, b->gen, srqpool_handle_gen(h));
+	ezi_log_err("%s", pool->errmsg);
+	return NULL;
 }
 
-size_t ez_buf_len(const struct ez_buf *buf)
+/* The descriptor of a handle the application holds now, on the pool's
+ * thread; NULL (refused and logged) for a stale or released handle. */
+static inline struct ez_buf *held(const struct ez_buf *h, const char *fn)
 {
-	return buf ? buf->len : 0;
+	struct ez_buf *b = srqpool_desc(h);
+
+	if (__builtin_expect(srqpool_owner_ok(b->pool) &&
+			     b->state == SRQPOOL_BUF_IN_USE && b->gen == srqpool_handle_gen(h), 1))
+		return b;
+	return refuse(h, b, fn);
+}
+
+void *ez_buf_data(const struct ez_buf *h)
+{
+	struct ez_buf *b = h ? held(h, "ez_buf_data") : NULL;
+
+	return b ? b->data : NULL;
+}
+
+size_t ez_buf_len(const struct ez_buf *h)
+{
+	struct ez_buf *b = h ? held(h, "ez_buf_len") : NULL;
+
+	return b ? b->len : 0;
 }
 
 /* Back on the free list; posted at once only when the SRQ is below its
  * watermark or a batch is full, so the common case costs no doorbell. */
-void ez_buf_release(struct ez_buf *buf)
+void ez_buf_release(struct ez_buf *h)
 {
 	struct ez_srqpool *pool;
+	struct ez_buf *b;
 
-	if (!buf)
+	if (!h)
 		return;
-	pool = buf->pool;
-	if (srqpool_mark_released(pool, buf)) {
+	b = held(h, "ez_buf_release");
+	if (!b)
+		return;
+	pool = b->pool;
+	if (srqpool_mark_released(pool, b)) {
 		ezi_log_err("%s", pool->errmsg);
 		return;
 	}

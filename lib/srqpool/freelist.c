@@ -97,6 +97,9 @@ int srqpool_mark_taken(struct ez_srqpool *pool, struct ez_buf *b, uint32_t byte_
 				     "srqpool_take: wr_id %p is not a posted buffer of this pool "
 				     "(state %u)", (void *)b, b->pool == pool ? b->state : 99u);
 	b->state = SRQPOOL_BUF_IN_USE;
+	/* A new delivery: handles of the earlier ones stop matching (pool.h). */
+	if (!++b->gen)
+		b->gen = 1;
 	b->len = byte_len > b->size ? b->size : byte_len;
 	b->next = NULL;
 	pool->posted--;

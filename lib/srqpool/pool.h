@@ -7,6 +7,7 @@
 #include <infiniband/verbs.h>
 
 #include "base/error.h"
+#include "base/owner.h"
 #include "srqpool.h"
 
 #define SRQPOOL_DEF_BUF_SIZE 4096u
@@ -49,6 +50,10 @@ struct srqpool_slab {
 
 struct ez_srqpool {
 	struct ibv_pd *pd;
+	/* The thread that may use the pool and its buffers: its context's
+	 * (srqpool_set_owner), or the creating thread's (own) until set. */
+	const struct ezi_owner *owner;
+	struct ezi_owner own;
 	struct ibv_srq *srq;
 	struct srqpool_params p;
 	struct srqpool_limits lim;
@@ -90,6 +95,13 @@ struct ez_srqpool {
 	char errmsg[EZ_ERRMSG_MAX];
 };
 
+/* The owner check of the buffer calls, inline (srqpool_check_thread() is
+ * the one that formats the refusal). */
+static inline int srqpool_owner_ok(const struct ez_srqpool *pool)
+{
+	return !pool->owner || pool->owner->token == ezi_thread_token();
+}
+
 /* params.c: options, watermark and credit math, ibv_modify_srq rules. */
 void srqpool_limits_from_device(const struct ibv_device_attr *da, struct srqpool_limits *lim);
 int srqpool_resolve(const struct ez_srqpool_opts *opts, const struct srqpool_limits *lim,
@@ -119,6 +131,51 @@ void srqpool_share_unwait(struct ez_srqpool *pool, struct srqpool_acct *a);
 /* Kicks the connections waiting for reposted buffers (all of them: every
  * attached connection that is owed credits). */
 void srqpool_share_wake(struct ez_srqpool *pool, int all);
+
+/* Buffer handles. What the application holds is not the descriptor's
+ * address but a handle: the address with the buffer's generation in the top
+ * 16 bits (user-space addresses of x86-64 and arm64 fit in 48; slab_new()
+ * refuses descriptors above). Every delivery bumps the generation (never
+ * 0), so a handle kept after its release no longer matches once the buffer
+ * holds the next message: ez_buf_release(), ez_buf_data() and ez_buf_len()
+ * refuse it. A stale handle passes only if the buffer was delivered a
+ * multiple of 65,536 times since. Encoding and checking cost a few ALU
+ * instructions and one compare. Where pointers have 32 bits there is no
+ * room: the handle is the address and only the state is checked. */
+#if UINTPTR_MAX == UINT64_MAX
+#define SRQPOOL_GEN_SHIFT 48
+#define SRQPOOL_ADDR_MASK ((UINT64_C(1) << SRQPOOL_GEN_SHIFT) - 1)
+static inline struct ez_buf *srqpool_handle(const struct ez_buf *b)
+{
+	return (struct ez_buf *)((uintptr_t)b | (uintptr_t)b->gen << SRQPOOL_GEN_SHIFT);
+}
+
+static inline struct ez_buf *srqpool_desc(const struct ez_buf *h)
+{
+	return (struct ez_buf *)((uintptr_t)h & SRQPOOL_ADDR_MASK);
+}
+
+static inline uint16_t srqpool_handle_gen(const struct ez_buf *h)
+{
+	return (uint16_t)((uintptr_t)h >> SRQPOOL_GEN_SHIFT);
+}
+#else
+#define SRQPOOL_ADDR_MASK UINTPTR_MAX
+static inline struct ez_buf *srqpool_handle(const struct ez_buf *b)
+{
+	return (struct ez_buf *)b;
+}
+
+static inline struct ez_buf *srqpool_desc(const struct ez_buf *h)
+{
+	return (struct ez_buf *)h;
+}
+
+static inline uint16_t srqpool_handle_gen(const struct ez_buf *h)
+{
+	return srqpool_desc(h)->gen;
+}
+#endif
 
 /* freelist.c: the free list and the linked WR chains, no verbs calls. */
 void srqpool_buf_init(struct ez_buf *b, struct ez_srqpool *pool, void *data,

@@ -45,6 +45,16 @@ static int slab_new(struct ez_srqpool *pool, uint32_t n, struct srqpool_slab **o
 		return ezi_fail(rc, "ibv_reg_mr: slab of %zu bytes (%u buffers): %s",
 				bytes, n, ez_strerror(rc));
 	}
+	if (((uintptr_t)&s->bufs[n] - 1) & ~(uintptr_t)SRQPOOL_ADDR_MASK) {
+		/* Never seen on Linux without an mmap hint above 2^47/2^48. */
+		rc = ezi_fail(-EOPNOTSUPP, "srqpool: buffer descriptors at %p use the top 16 "
+			      "address bits that buffer handles carry their generation in",
+			      (void *)s->bufs);
+		ibv_dereg_mr(s->mr);
+		free(s->mem);
+		free(s);
+		return rc;
+	}
 	s->bytes = bytes;
 	s->nbufs = n;
 	for (uint32_t i = 0; i < n; i++)
@@ -233,6 +243,8 @@ int srqpool_create(struct ibv_pd *pd, const struct ez_srqpool_opts *opts,
 	if (!pool)
 		return ezi_fail(-ENOMEM, "srqpool: no memory");
 	pool->pd = pd;
+	ezi_owner_init(&pool->own);
+	pool->owner = &pool->own;
 	pool->expected = opts ? opts->expected_conns : 0;
 	srqpool_limits_from_device(&da, &pool->lim);
 	rc = srqpool_resolve(opts, &pool->lim, &pool->p);
@@ -340,7 +352,7 @@ struct ez_buf *srqpool_take(struct ez_srqpool *pool, uint64_t wr_id, uint32_t by
 			ezi_log_err("srqpool: refill after a limit event: %s", pool->errmsg);
 		srqpool_share_wake(pool, 0);
 	}
-	return b;
+	return srqpool_handle(b);
 }
 
 /* A connection that would leave too few buffers for one credit each grows
@@ -404,8 +416,28 @@ const char *srqpool_errmsg(const struct ez_srqpool *pool)
 	return pool ? pool->errmsg : "";
 }
 
+void srqpool_set_owner(struct ez_srqpool *pool, const struct ezi_owner *owner)
+{
+	pool->owner = owner;
+}
+
+int srqpool_check_thread(const struct ez_srqpool *pool, const char *fn)
+{
+	return pool->owner ? ezi_owner_check(pool->owner, fn, "the context") : 0;
+}
+
+uint32_t srqpool_in_use(const struct ez_srqpool *pool)
+{
+	return pool->in_use;
+}
+
+/* From another thread: "" (the message is the owner's, and being written). */
 const char *ez_srqpool_errmsg(const struct ez_srqpool *pool)
 {
+	if (pool && srqpool_check_thread(pool, "ez_srqpool_errmsg")) {
+		ezi_log_err("%s", ez_errmsg());
+		return "";
+	}
 	return srqpool_errmsg(pool);
 }
 
@@ -415,6 +447,8 @@ int ez_srqpool_stats_sz(const struct ez_srqpool *pool, struct ez_srqpool_stats *
 {
 	struct ez_srqpool_stats full, *st = &full;
 
+	if (pool && srqpool_check_thread(pool, "ez_srqpool_stats"))
+		return -EPERM;
 	if (!pool || !stats)
 		return ezi_fail(-EINVAL, "ez_srqpool_stats: %s is NULL", pool ? "stats" : "pool");
 	memset(st, 0, sizeof(*st));

@@ -14,7 +14,10 @@ enum srqpool_buf_state {
 	SRQPOOL_BUF_IN_USE,	/* taken by a completion, held by the application */
 };
 
-/* One receive buffer. The wr_id of its receive WR is its own address, and the
+/* One receive buffer's descriptor. The application never sees its address
+ * as such: srqpool_take() returns a handle that carries the buffer's
+ * generation (pool.h), which ez_buf_release() and ez_buf_data() check.
+ * The wr_id of its receive WR is its own address, and the
  * SRQ's srq_context is the pool, so completions and async events find both. */
 struct ez_buf {
 	struct ez_srqpool *pool;
@@ -26,6 +29,8 @@ struct ez_buf {
 	/* Added by srqpool: the WR is filled once at registration and only
 	 * linked at refill time, so posting copies nothing. */
 	uint32_t state;		/* enum srqpool_buf_state */
+	uint16_t gen;		/* deliveries so far, mod 65536, never 0 once taken:
+				 * the handle the application holds carries it (pool.h) */
 	struct ibv_sge sge;
 	struct ibv_recv_wr wr;
 };
@@ -47,6 +52,8 @@ struct ibv_srq *srqpool_srq(const struct ez_srqpool *pool);
  * take that brings the count down to the watermark refills (and grows) then.
  * NULL if wr_id is not a posted buffer of this pool (logged, pool unchanged). */
 struct ez_buf *srqpool_take(struct ez_srqpool *pool, uint64_t wr_id, uint32_t byte_len);
+/* srqpool_take() returns a handle, not the descriptor: pass it only to
+ * ez_buf_data(), ez_buf_len(), ez_buf_release(). */
 
 /* IBV_EVENT_SRQ_LIMIT_REACHED arrived: post every free buffer, grow if dry, re-arm.
  * Poll the CQs first when both are ready: "dry" is judged on the pool's count
@@ -115,6 +122,15 @@ int srqpool_grow(struct ez_srqpool *pool, uint32_t nbufs);
  * -EINVAL/-EOPNOTSUPP nothing changed. A new srq_limit becomes the pool's
  * watermark. */
 int srqpool_modify(struct ez_srqpool *pool, struct ibv_srq_attr *attr, int attr_mask);
+
+struct ezi_owner;
+/* The thread allowed to use the pool and its buffers (its context's, which
+ * outlives the pool); until set, the thread that created it. */
+void srqpool_set_owner(struct ez_srqpool *pool, const struct ezi_owner *owner);
+/* 0 on the owner's thread, else -EPERM with the thread's ez_errmsg() naming fn. */
+int srqpool_check_thread(const struct ez_srqpool *pool, const char *fn);
+/* Received buffers the application holds now. */
+uint32_t srqpool_in_use(const struct ez_srqpool *pool);
 
 /* The pool's last error message (same as ez_srqpool_errmsg()). */
 const char *srqpool_errmsg(const struct ez_srqpool *pool);

@@ -68,3 +68,12 @@ tests_faults_test_ladder_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_ladder_LDADD = $(TEST_LDADD)
 tests_faults_test_ladder_LDFLAGS = -Wl,--wrap=ibv_query_qp
 endif
+
+# Calls from a thread that does not own the context, two threads in
+# ez_ctx_process, stale buffer handles, ez_ctx_free with buffers held.
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/faults/test_misuse
+tests_faults_test_misuse_SOURCES = tests/faults/test_misuse.c $(FAULT_SRC)
+tests_faults_test_misuse_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_faults_test_misuse_LDADD = $(TEST_LDADD) -lpthread
+endif

@@ -73,7 +73,7 @@ count_trs() {
 # Each test log's Check summary ("100%: Checks: N, Failures: N, Errors: N").
 check_lines() {
 	local f
-	find "$build" "$top/build-asan" -path "*/easyrdma-*" -prune -o -name '*.log' ! -name test-suite.log \
+	find "$build" "$top/build-asan" "$top/build-tsan" -path "*/easyrdma-*" -prune -o -name '*.log' ! -name test-suite.log \
 		-print 2>/dev/null | sort | while IFS= read -r f; do
 		grep -h '^[0-9]*%: Checks: ' "$f" | sed "s|^|${f#"$top"/}: |"
 	done

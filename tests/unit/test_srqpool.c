@@ -327,6 +327,42 @@ START_TEST(take_release_bookkeeping)
 }
 END_TEST
 
+/* Every delivery gives the buffer a new generation, never 0, and the
+ * handle carries it beside the descriptor's address. */
+START_TEST(handles_carry_a_generation)
+{
+	struct ibv_recv_wr *head;
+	struct ez_buf *h1, *h2;
+	uint32_t n;
+
+	fake_pool(16, 8);
+	head = srqpool_chain(&fake, NB, &n);
+	ck_assert_ptr_nonnull(head);
+	fake.posted = n;
+	ck_assert_int_eq(srqpool_mark_taken(&fake, &bufs[3], 8), 0);
+	h1 = srqpool_handle(&bufs[3]);
+	ck_assert_uint_eq(bufs[3].gen, 1);
+	ck_assert_ptr_eq(srqpool_desc(h1), &bufs[3]);
+	ck_assert_uint_eq(srqpool_handle_gen(h1), 1);
+	ck_assert_ptr_ne(h1, &bufs[3]);	/* not the raw address: a wr_id is no handle */
+	ck_assert_int_eq(srqpool_mark_released(&fake, &bufs[3]), 0);
+	bufs[3].state = SRQPOOL_BUF_POSTED;
+	fake.posted++;
+	ck_assert_int_eq(srqpool_mark_taken(&fake, &bufs[3], 8), 0);
+	h2 = srqpool_handle(&bufs[3]);
+	ck_assert_ptr_ne(h1, h2);
+	ck_assert_ptr_eq(srqpool_desc(h2), srqpool_desc(h1));
+	ck_assert_uint_eq(srqpool_handle_gen(h2), 2);
+	/* The generation wraps past 0. */
+	ck_assert_int_eq(srqpool_mark_released(&fake, &bufs[3]), 0);
+	bufs[3].state = SRQPOOL_BUF_POSTED;
+	fake.posted++;
+	bufs[3].gen = 0xffff;
+	ck_assert_int_eq(srqpool_mark_taken(&fake, &bufs[3], 8), 0);
+	ck_assert_uint_eq(bufs[3].gen, 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("srqpool");
@@ -343,6 +379,7 @@ int main(void)
 	tcase_add_test(fl, chains_are_linked_batches);
 	tcase_add_test(fl, refused_tail_goes_back_free);
 	tcase_add_test(fl, take_release_bookkeeping);
+	tcase_add_test(fl, handles_carry_a_generation);
 	suite_add_tcase(s, opts);
 	suite_add_tcase(s, fl);
 	return check_run_suite(s, CK_NORMAL);
