@@ -35,6 +35,11 @@ struct ez_ctx {
 	uint32_t sport_rr;		/* EZ_SPORT_RANGE cursor of the context's connections */
 	unsigned int busy_passes;	/* EZ_CTX_BUSY_POLL passes since the fds were checked */
 	struct lookup_set lookups;	/* host names being resolved */
+	/* EZ_MR_REMOTE_* of the EZ_MR_SHARED MRs ever registered: every QP of
+	 * the context admits it (conn_export.c). */
+	unsigned int shared_access;
+	struct ez_mr *dead_mrs;		/* deregistered handles, freed by ez_ctx_free */
+	struct penalty_table *penalty;	/* peers' remote-access failures (wire/penalty.c) */
 };
 
 /* The context's devices, timers and name lookups, as the connection layer

@@ -30,6 +30,8 @@ struct ez_listener {
 	struct ez_conn_req *reqs;	/* not yet accepted or rejected */
 	struct auth_key *auth;		/* shared secret requests must prove; NULL: none */
 	struct replay_window *replay;	/* with auth: the request nonces let through lately */
+	/* ez_listen_opts.access_*: refusing peers that keep failing (peer_penalty.c). */
+	uint32_t pen_limit, pen_window_ms, pen_ban_ms;
 };
 
 /* Takes req off its listener's list (ez_accept and ez_reject). */

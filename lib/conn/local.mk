@@ -11,6 +11,8 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/conn_auth.c lib/conn/conn_auth.h \
 	lib/conn/pool.c lib/conn/pool.h \
 	lib/conn/path.c lib/conn/path.h \
+	lib/conn/conn_export.c lib/conn/conn_export.h \
+	lib/conn/peer_penalty.c lib/conn/peer_penalty.h \
 	lib/conn/compat_v0.c
 
 if HAVE_CHECK

@@ -6,6 +6,7 @@ lib_libezcore_la_SOURCES += \
 	lib/wire/replay.c lib/wire/replay.h \
 	lib/wire/opts.c lib/wire/opts.h \
 	lib/wire/flow.c lib/wire/flow.h \
+	lib/wire/penalty.c lib/wire/penalty.h \
 	lib/wire/imm.h
 # The shared-secret check (auth.c) uses OpenSSL's libcrypto.
 AM_CPPFLAGS += $(CRYPTO_CFLAGS)
