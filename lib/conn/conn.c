@@ -899,7 +899,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_resp = req->responder_resources;
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
-	peer_penalty_inherit(conn, req->listener);
+	conn->pen = req->listener->pen;
 	listener_req_unlink(req);
 	free(req);
 

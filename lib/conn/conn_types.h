@@ -8,6 +8,7 @@
 #include "ctx.h"
 #include "base/error.h"
 #include "conn_fsm.h"
+#include "wire/penalty.h"
 #include "wire/handshake.h"
 #include "wire/imm.h"
 #include "qpfsm/qpfsm.h"
@@ -145,7 +146,7 @@ struct ez_conn {
 	struct conn_export *exports;
 	uint32_t nexports;
 	unsigned int export_access;
-	uint32_t pen_limit, pen_window_ms, pen_ban_ms;
+	struct peer_penalty_opts pen;
 };
 
 /* Ended: saying goodbye, draining, finishing or dead. */

@@ -65,6 +65,7 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 	doc/man3/ez_ctx_fd.3 doc/man3/ez_ctx_free.3 doc/man3/ez_ctx_new.3 \
 	doc/man3/ez_ctx_process.3 doc/man3/ez_ctx_timeout_ms.3 doc/man3/ez_listen.3 \
 	doc/man3/ez_listener_close.3 doc/man3/ez_listener_port.3 doc/man3/ez_mr_addr.3 \
+	doc/man3/ez_conn_export.3 doc/man3/ez_conn_revoke.3 \
 	doc/man3/ez_mr_dereg.3 doc/man3/ez_mr_export.3 doc/man3/ez_mr_len.3 doc/man3/ez_mr_reg.3 \
 	doc/man3/ez_read.3 doc/man3/ez_reject.3 doc/man3/ez_send.3 doc/man3/ez_send_mr.3 doc/man3/ez_write_imm.3 \
 	doc/man3/ez_sendv.3 doc/man3/ez_srqpool_free.3 doc/man3/ez_srqpool_new.3 \

@@ -7,21 +7,13 @@
 
 #include "peer_penalty.h"
 #include "conn_types.h"
-#include "listener.h"
 #include "wire/penalty.h"
 
-void peer_penalty_opts(struct ez_listener *l, const struct ez_listen_opts *o)
+void peer_penalty_opts(struct peer_penalty_opts *p, const struct ez_listen_opts *o)
 {
-	l->pen_limit = o->access_fail_limit;
-	l->pen_window_ms = o->access_fail_window_ms ? o->access_fail_window_ms : PENALTY_WINDOW_MS;
-	l->pen_ban_ms = o->access_ban_ms ? o->access_ban_ms : PENALTY_BAN_MS;
-}
-
-void peer_penalty_inherit(struct ez_conn *conn, const struct ez_listener *l)
-{
-	conn->pen_limit = l->pen_limit;
-	conn->pen_window_ms = l->pen_window_ms;
-	conn->pen_ban_ms = l->pen_ban_ms;
+	p->limit = o->access_fail_limit;
+	p->window_ms = o->access_fail_window_ms ? o->access_fail_window_ms : PENALTY_WINDOW_MS;
+	p->ban_ms = o->access_ban_ms ? o->access_ban_ms : PENALTY_BAN_MS;
 }
 
 uint32_t peer_penalty_note(struct ez_conn *conn)
@@ -35,20 +27,20 @@ uint32_t peer_penalty_note(struct ez_conn *conn)
 	if (!ctx->penalty)
 		return 0;
 	return penalty_record(ctx->penalty, rdma_get_peer_addr(conn->id), loop_now_ns() / 1000000,
-			      conn->pen_window_ms ? conn->pen_window_ms : PENALTY_WINDOW_MS);
+			      conn->pen.window_ms ? conn->pen.window_ms : PENALTY_WINDOW_MS);
 }
 
-const char *peer_penalty_gate(const struct ez_listener *l, const struct sockaddr *peer,
-			      char *why, size_t len)
+const char *peer_penalty_gate(const struct ez_ctx *ctx, const struct peer_penalty_opts *p,
+			      const struct sockaddr *peer, char *why, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
 	uint32_t fails;
 	uint64_t left;
 
-	if (!l->pen_limit || !l->ctx->penalty)
+	if (!p->limit || !ctx->penalty)
 		return NULL;
-	left = penalty_refused_ms(l->ctx->penalty, peer, loop_now_ns() / 1000000, l->pen_limit,
-				  l->pen_ban_ms, &fails);
+	left = penalty_refused_ms(ctx->penalty, peer, loop_now_ns() / 1000000, p->limit, p->ban_ms,
+				  &fails);
 	if (!left)
 		return NULL;
 	if (peer->sa_family == AF_INET)

@@ -3,20 +3,22 @@
 #define EZ_CONN_PEER_PENALTY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
+#include "wire/penalty.h"
+
+struct ez_ctx;
 struct ez_conn;
-struct ez_listener;
 struct ez_listen_opts;
 
-/* The listener's options (ez_listen_opts.access_*), defaults filled. */
-void peer_penalty_opts(struct ez_listener *l, const struct ez_listen_opts *o);
-/* An accepted connection takes its listener's options. */
-void peer_penalty_inherit(struct ez_conn *conn, const struct ez_listener *l);
-/* conn's peer failed a remote access: one more against its address. */
+
+void peer_penalty_opts(struct peer_penalty_opts *p, const struct ez_listen_opts *o);
+/* conn's peer failed a remote access: one more against its address (in
+ * the context); the failures counted. */
 uint32_t peer_penalty_note(struct ez_conn *conn);
-/* NULL, or the reason the listener refuses peer now (in why). */
-const char *peer_penalty_gate(const struct ez_listener *l, const struct sockaddr *peer,
-			      char *why, size_t len);
+/* NULL, or the reason (in why) a listener with options p refuses peer now. */
+const char *peer_penalty_gate(const struct ez_ctx *ctx, const struct peer_penalty_opts *p,
+			      const struct sockaddr *peer, char *why, size_t len);
 
 #endif

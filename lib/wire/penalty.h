@@ -16,6 +16,12 @@ struct penalty_entry {
 	uint64_t first_ms, last_ms;
 };
 
+/* A listener's ez_listen_opts.access_* (defaults filled), which its
+ * accepted connections copy. limit 0: the listener never refuses. */
+struct peer_penalty_opts {
+	uint32_t limit, window_ms, ban_ms;
+};
+
 /* Zero-initialized is empty. When full, the entry failed least recently
  * is forgotten. */
 struct penalty_table {
