@@ -18,7 +18,10 @@ lib_libezcore_la_SOURCES += \
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
-UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay
+UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay tests/unit/test_penalty
+tests_unit_test_penalty_SOURCES = tests/unit/test_penalty.c
+tests_unit_test_penalty_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_penalty_LDADD = $(TEST_LDADD)
 UNIT_TESTS += tests/unit/test_addr tests/unit/test_imm tests/unit/test_conn_fsm
 tests_unit_test_conn_fsm_SOURCES = tests/unit/test_conn_fsm.c
 tests_unit_test_conn_fsm_CFLAGS = $(TEST_CFLAGS)
