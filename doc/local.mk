@@ -2,5 +2,7 @@
 # public function has one.
 dist_man3_MANS += doc/man3/ez_strerror.3 doc/man3/ez_errmsg.3 doc/man3/ez_set_log.3 \
 	doc/man3/ez_version.3
+# The library's model and its security model (what a peer can reach).
+dist_man7_MANS += doc/man7/easyrdma.7
 TESTS += doc/check-man-pages.sh
 dist_noinst_SCRIPTS += doc/check-man-pages.sh

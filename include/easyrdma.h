@@ -367,6 +367,13 @@ struct ez_listen_opts {
 	const void *auth_key;	/* requests that do not prove this shared secret are
 				 * refused before on_request sees them [none] */
 	uint32_t auth_key_len;	/* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
+	/* Peers whose RDMA requests our responder refused (each such failure
+	 * ends that connection with -EACCES): an address with this many
+	 * failures within access_fail_window_ms is refused, with a reason,
+	 * until access_ban_ms after its last one [0: never refused]. */
+	uint32_t access_fail_limit;
+	uint32_t access_fail_window_ms;	/* [60000] */
+	uint32_t access_ban_ms;		/* [30000] */
 };
 
 /* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free
@@ -414,6 +421,12 @@ void ez_conn_close(struct ez_conn *conn);
 const char *ez_conn_errmsg(const struct ez_conn *conn);
 void *ez_conn_arg(const struct ez_conn *conn);
 
+/* ez_conn_info.export_mech: how a region is confined to one connection. */
+enum ez_export_mech {
+	EZ_EXPORT_NONE = 0,	/* the device has no type-2 memory windows: ez_conn_export() refuses */
+	EZ_EXPORT_MW2 = 1,	/* a type-2 memory window bound to the connection's QP */
+};
+
 struct ez_conn_info {
 	uint32_t qp_num;
 	uint32_t remote_qp_num;
@@ -437,6 +450,9 @@ struct ez_conn_info {
 	uint32_t path_remote_qp_num[EZ_MAX_PATHS];
 	uint16_t path_udp_sport[EZ_MAX_PATHS];
 	int32_t path_status[EZ_MAX_PATHS];
+	/* How ez_conn_export() confines a region to this connection. */
+	uint32_t export_mech;	/* enum ez_export_mech */
+	uint32_t exports;	/* regions exported to it now */
 };
 int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_t info_size);
 static inline int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
@@ -475,10 +491,15 @@ int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, voi
 int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb cb, void *op_arg);
 
 /* Memory registration. Access is local (read/write) only unless asked:
- * EZ_MR_REMOTE_READ / EZ_MR_REMOTE_WRITE let the peer read/write it. */
+ * EZ_MR_REMOTE_READ / EZ_MR_REMOTE_WRITE say what a peer may be given:
+ * ez_conn_export() gives it to one connection (a memory window bound to
+ * that connection's QP); the MR's own key grants nothing remote. With
+ * EZ_MR_SHARED the MR's own key grants that access to every peer of the
+ * context (ez_mr_export()): see easyrdma(7), SECURITY. */
 enum {
 	EZ_MR_REMOTE_READ = 1u << 0,
 	EZ_MR_REMOTE_WRITE = 1u << 1,
+	EZ_MR_SHARED = 1u << 2,	/* reachable by every peer of the context */
 };
 /* On device (NULL: the first). The MR is usable by connections on that device. */
 int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
@@ -494,7 +515,24 @@ struct ez_rkey {
 	uint32_t rkey;
 	uint32_t reserved;
 };
+/* The MR's own key, for an MR registered with EZ_MR_SHARED (any peer of
+ * the context that has it may use it); else -EPERM. */
 int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out);
+
+/* ez_rkey.reserved of a per-connection export: the window is bound to the
+ * QP of path (reserved & 0xff) and one-sided ops with it go on that path. */
+#define EZ_RKEY_PATH_BOUND 0x80000000u
+
+/* mr[off, off+len) for this connection alone, with access (EZ_MR_REMOTE_*,
+ * a subset of the MR's): a type-2 memory window bound to the connection's
+ * QP, with a fresh key. Valid for the peer once it has *out (sent after
+ * this call returns); until ez_conn_revoke(), ez_mr_dereg() or the
+ * connection's end. -EOPNOTSUPP when the device has no type-2 windows. */
+int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+		   unsigned int access, struct ez_rkey *out);
+/* Invalidates an export of this connection at once (the window is freed):
+ * the peer's later ops with it fail. -ENOENT if it is not (or no longer) one. */
+int ez_conn_revoke(struct ez_conn *conn, const struct ez_rkey *rkey);
 
 /* Zero-copy send of mr[off, off+len): the memory must stay unchanged until cb. */
 int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,

@@ -149,9 +149,12 @@ static void on_connect(struct ez_conn *conn, int status, void *arg)
 		ev_break(c->loop, EVBREAK_ALL);
 		return;
 	}
-	/* Tell the daemon where it may READ and WRITE: our buffer's rkey. */
-	ez_mr_export(c->mr, &hello.rkey);
-	if (ez_send(conn, &hello, sizeof(hello), NULL, NULL)) {
+	/* Tell the daemon where it may READ and WRITE: our buffer, exported
+	 * to this connection alone (a window bound to its QP; the send
+	 * below goes after the bind, so the key works when it arrives). */
+	if (ez_conn_export(conn, c->mr, 0, (size_t)c->window * ST_MAX_BLOCK,
+			   EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE, &hello.rkey) ||
+	    ez_send(conn, &hello, sizeof(hello), NULL, NULL)) {
 		fprintf(stderr, "storage_client: hello: %s\n", ez_errmsg());
 		finish(c, 1);
 		return;

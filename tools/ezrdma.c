@@ -190,8 +190,10 @@ static void s_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 			fprintf(stderr, "ezrdma: ez_mr_reg(%llu bytes): %s\n",
 				(unsigned long long)m.val, ez_errmsg());
 		m.type = M_RKEY;
-		if (s->mr)
-			ez_mr_export(s->mr, &m.rkey);
+		/* Reachable through this connection alone (ez_conn_export(3)). */
+		if (s->mr && ez_conn_export(conn, s->mr, 0, m.val, EZ_MR_REMOTE_WRITE | EZ_MR_REMOTE_READ,
+					    &m.rkey))
+			fprintf(stderr, "ezrdma: ez_conn_export: %s\n", ez_errmsg());
 		ez_send(conn, &m, sizeof(m), NULL, NULL);
 	}
 	ez_buf_release(buf);

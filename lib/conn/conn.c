@@ -12,8 +12,11 @@
 #include "conn_qp.h"
 #include "msg.h"
 #include "conn_auth.h"
+#include "conn_export.h"
+#include "peer_penalty.h"
 #include "device/cq.h"
 #include "device/device.h"
+#include "device/mr.h"
 #include "wire/flow.h"
 #include "wire/addr.h"
 #include "listener.h"
@@ -82,6 +85,9 @@ static void report_up(struct ez_conn *conn)
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
 	connect_reported(conn);
 	conn->errmsg[0] = '\0';
+	/* Shared MRs registered while it was being set up. */
+	if (conn_access_apply(conn))
+		ezi_log_err("connection %s: %s", conn->host, ez_errmsg());
 	if (conn->cbs.on_connect)
 		conn->cbs.on_connect(conn, 0, conn->arg);
 	if (conn->state == CS_CONNECTED)
@@ -113,6 +119,8 @@ static void release_and_report(struct ez_conn *conn)
 		cq_poll(conn->dev);
 	}
 	conn_cancel_pending(conn);
+	/* A bound type-2 window holds its QP: freed before the QPs. */
+	conn_exports_drop(conn);
 	path_destroy(conn);
 	if (conn->qp) {
 		device_qp_del(conn->dev, &conn->dqp);
@@ -182,6 +190,8 @@ static void on_drain_timer(struct loop_timer *t)
 static void teardown(struct ez_conn *conn)
 {
 	ctx_timer_stop(conn->ctx, &conn->bye_timer);
+	/* The regions exported to it are unreachable from here on. */
+	conn_exports_drop(conn);
 	/* RESET -> ERR is not a valid transition: a QP that never left RESET
 	 * (setup failed before INIT) is simply destroyed. */
 	if (conn->qp && conn->qp->state != IBV_QPS_RESET) {
@@ -432,13 +442,16 @@ static int conn_setup(struct ez_conn *conn)
 	if (rdma_init_qp_attr(conn->id, &a, &mask))
 		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_init_qp_attr(INIT): %s",
 						    ez_strerror(errno)));
-	/* The QP admits remote reads and writes; each MR's own flags decide. */
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	/* The QP admits only the remote access its connection was given
+	 * (nothing yet; the context's shared MRs aside): ez_conn_export()
+	 * widens it (conn_export.c). */
+	a.qp_access_flags = (unsigned int)conn_access_flags(conn);
 	mask |= IBV_QP_ACCESS_FLAGS;
 	conn->port = a.port_num;
 	ret = qpfsm_modify(conn->qp, &dev->lim, &conn->qpv, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
+	conn_access_set_init(conn, (int)a.qp_access_flags);
 	return path_modify(conn, &a, mask);
 }
 
@@ -732,7 +745,7 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 			snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s closed the connection",
 				 conn->host);
 			conn_end(conn, 0);
-		} else if (conn->state == CS_CONNECTED) {
+		} else if (conn->state == CS_CONNECTED && !conn_access_check(conn)) {
 			conn_fail(conn, -ECONNRESET, "peer %s disconnected without closing (process ended or reset)",
 				  conn->host);
 		} else {
@@ -892,6 +905,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_resp = req->responder_resources;
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
+	conn->pen = req->listener->pen;
 	listener_req_unlink(req);
 	free(req);
 
@@ -1030,6 +1044,8 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 	info->peer_credits = conn->peer_credits;
 	info->send_credits = conn->send_credits;
 	info->max_inline = conn->max_inline;
+	info->export_mech = conn->dev && device_has_mw2(conn->dev) ? EZ_EXPORT_MW2 : EZ_EXPORT_NONE;
+	info->exports = conn->nexports;
 	path_info(conn, info);
 	return 0;
 }

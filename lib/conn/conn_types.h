@@ -8,6 +8,7 @@
 #include "ctx.h"
 #include "base/error.h"
 #include "conn_fsm.h"
+#include "wire/penalty.h"
 #include "wire/handshake.h"
 #include "wire/imm.h"
 #include "wire/rx_check.h"
@@ -17,7 +18,7 @@
 #include "srqpool/srqpool.h"
 
 enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
-	       OP_PATH_DOWN, OP_AUTH };
+	       OP_PATH_DOWN, OP_AUTH, OP_BIND };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus the dedicated ones of the control messages), so the data path never
@@ -33,6 +34,8 @@ struct op {
 	void *arg;
 	enum op_kind kind;
 	struct slab_slot *slot;	/* a copied send's bytes, until its completion */
+	struct ez_mr *mr;	/* the MR it uses, counted in mr->inflight until conn_op_put */
+	uint8_t pin;		/* 1 + the path it must take (a window bound there), 0: any */
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 };
@@ -56,10 +59,12 @@ struct conn_path {
 	struct op down_op;	/* tells the peer this path is out (sent on another) */
 	struct op *sq_head, *sq_tail;	/* WRs posted on this QP, in order (op->next) */
 	struct device_qp dqp;	/* the QP in the device's registry (paths 1..) */
+	int qp_access;		/* IBV_ACCESS_REMOTE_* the QP has now (conn_export.c) */
 };
 
 struct device;
 struct conn_auth;
+struct conn_export;
 
 struct ez_conn {
 	struct cm_handler cm;	/* first: the cm_id's context points here */
@@ -138,6 +143,14 @@ struct ez_conn {
 	struct conn_auth *auth;	/* shared-secret check (conn_auth.c); NULL: none */
 	struct ez_conn_stats stats;
 	char errmsg[EZ_ERRMSG_MAX];
+
+	/* Remote access (conn_export.c): the regions exported to this
+	 * connection, the EZ_MR_REMOTE_* they were given, and the listener's
+	 * penalty options copied at accept (0: no refusals). */
+	struct conn_export *exports;
+	uint32_t nexports;
+	unsigned int export_access;
+	struct peer_penalty_opts pen;
 };
 
 /* Ended: saying goodbye, draining, finishing or dead. */

@@ -8,6 +8,7 @@
 #include "ctx.h"
 #include "pool.h"
 #include "device/device.h"
+#include "device/mr.h"
 #include "base/error.h"
 #include "base/log.h"
 
@@ -223,6 +224,15 @@ int ez_ctx_free(struct ez_ctx *ctx)
 		ev_io_stop(ctx->ev_loop, &ctx->io);
 		ev_idle_stop(ctx->ev_loop, &ctx->idle);
 	}
+	/* Deregistered MR handles stayed valid memory until now, so that a
+	 * second ez_mr_dereg() is refused rather than a use after free. */
+	while (ctx->dead_mrs) {
+		struct ez_mr *mr = ctx->dead_mrs;
+
+		ctx->dead_mrs = mr->next_dead;
+		free(mr);
+	}
+	free(ctx->penalty);
 	device_set_fini(&ctx->devices);
 	lookup_set_fini(&ctx->lookups);
 	rdma_destroy_event_channel(ctx->ch);

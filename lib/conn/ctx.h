@@ -38,6 +38,11 @@ struct ez_ctx {
 	struct lookup_set lookups;	/* host names being resolved */
 	struct ezi_owner owner;		/* the thread that may use it (ez_ctx_new's) */
 	int processing;			/* inside ez_ctx_process(): a nested call is refused */
+	/* EZ_MR_REMOTE_* of the EZ_MR_SHARED MRs ever registered: every QP of
+	 * the context admits it (conn_export.c). */
+	unsigned int shared_access;
+	struct ez_mr *dead_mrs;		/* deregistered handles, freed by ez_ctx_free */
+	struct penalty_table *penalty;	/* peers' remote-access failures (wire/penalty.c) */
 };
 
 /* The one check of every entry point: 0 when the calling thread owns ctx,

@@ -6,8 +6,11 @@
 #include "base/abi.h"
 #include "base/error.h"
 #include "ctx.h"
+#include "conn_export.h"
 #include "device/mr.h"
 #include "pool.h"
+
+#define MR_FLAGS (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_SHARED)
 
 int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 	      unsigned int access, struct ez_mr **out)
@@ -21,9 +24,9 @@ int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 	if (!ctx || !out || (!addr && len))
 		return ezi_fail(-EINVAL, "ez_mr_reg: ctx %p, addr %p, mr pointer %p", (void *)ctx,
 				addr, (void *)out);
-	if (access & ~(unsigned int)(EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE))
+	if (access & ~(unsigned int)MR_FLAGS)
 		return ezi_fail(-EINVAL, "ez_mr_reg: unknown access bits 0x%x",
-				access & ~(unsigned int)(EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE));
+				access & ~(unsigned int)MR_FLAGS);
 	ret = device_by_name(ctx, device, &dev);
 	if (ret)
 		return ret;
@@ -34,9 +37,16 @@ int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 	mr->owner = &ctx->owner;
 	ctx->nmrs++;
 	*out = mr;
+	/* A shared MR's key works on every connection of the context: their
+	 * QPs admit its access from now on. */
+	if (access & EZ_MR_SHARED)
+		ctx_shared_access_add(ctx, access & (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE));
 	return 0;
 }
 
+/* Refused while an op or a window bind uses the MR; the windows bound from
+ * it are invalidated (freed) first, so the peers' keys die with it. The
+ * handle stays valid memory, marked dead, until ez_ctx_free(). */
 int ez_mr_dereg(struct ez_mr *mr)
 {
 	struct ez_ctx *ctx;
@@ -46,11 +56,23 @@ int ez_mr_dereg(struct ez_mr *mr)
 		return -EPERM;
 	if (!mr)
 		return 0;
+	if (mr->dead)
+		return ezi_fail(-EBADF, "ez_mr_dereg: the MR at %p (%zu bytes) was deregistered already",
+				mr->addr, mr->len);
+	if (mr->inflight)
+		return ezi_fail(-EBUSY, "ez_mr_dereg: %d posted operations still use the MR at %p (wait for their callbacks)",
+				mr->inflight, mr->addr);
 	ctx = mr->ctx;
+	while (mr->windows)
+		mr->windows->on_mr_gone(mr->windows);
 	ret = mr_dereg(mr);
-	if (!ret)
-		ctx->nmrs--;
-	return ret;
+	if (ret)
+		return ret;
+	mr->dead = 1;
+	mr->next_dead = ctx->dead_mrs;
+	ctx->dead_mrs = mr;
+	ctx->nmrs--;
+	return 0;
 }
 
 int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device, const struct ez_srqpool_opts *opts,

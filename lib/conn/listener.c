@@ -114,6 +114,15 @@ static void listener_on_request(struct ez_listener *l, const struct cm_event *ev
 	peer = rdma_get_peer_addr(ev->id);
 	memcpy(&req->peer, peer, peer->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
 	       sizeof(struct sockaddr_in));
+	/* A peer that keeps failing remote access is refused for a while. */
+	denied = peer_penalty_gate(l->ctx, &l->pen, peer, why, sizeof(why));
+	if (denied) {
+		ezi_log_info("listener: rejecting a request: %s", denied);
+		reject_id(ev->id, denied, strlen(denied));
+		destroy_id(ev->id);
+		free(req);
+		return;
+	}
 	if (hs_decode(ev->pdata, ev->pdata_len, HS_REQ, &req->hs, why, sizeof(why))) {
 		ezi_log_info("listener: rejecting a request: %s", why);
 		reject_id(ev->id, why, strlen(why));
@@ -212,6 +221,7 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 	}
 	l->cm.on_event = listener_on_cm;
 	l->ctx = ctx;
+	peer_penalty_opts(&l->pen, opts);
 	l->on_request = on_request;
 	l->arg = arg;
 	if (rdma_create_id(ctx->ch, &l->id, l, RDMA_PS_TCP)) {

@@ -6,6 +6,7 @@
 
 #include "ctx.h"
 #include "wire/handshake.h"
+#include "peer_penalty.h"
 
 struct auth_key;
 struct replay_window;
@@ -30,6 +31,7 @@ struct ez_listener {
 	struct ez_conn_req *reqs;	/* not yet accepted or rejected */
 	struct auth_key *auth;		/* shared secret requests must prove; NULL: none */
 	struct replay_window *replay;	/* with auth: the request nonces let through lately */
+	struct peer_penalty_opts pen;	/* ez_listen_opts.access_*: refusing peers that keep failing */
 };
 
 /* Takes req off its listener's list (ez_accept and ez_reject). */

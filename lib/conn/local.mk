@@ -11,12 +11,17 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/conn_auth.c lib/conn/conn_auth.h \
 	lib/conn/pool.c lib/conn/pool.h \
 	lib/conn/path.c lib/conn/path.h \
+	lib/conn/conn_export.c lib/conn/conn_export.h \
+	lib/conn/peer_penalty.c lib/conn/peer_penalty.h \
 	lib/conn/compat_v0.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
-UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay
+UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay tests/unit/test_penalty
+tests_unit_test_penalty_SOURCES = tests/unit/test_penalty.c
+tests_unit_test_penalty_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_penalty_LDADD = $(TEST_LDADD)
 UNIT_TESTS += tests/unit/test_addr tests/unit/test_imm tests/unit/test_conn_fsm
 tests_unit_test_conn_fsm_SOURCES = tests/unit/test_conn_fsm.c
 tests_unit_test_conn_fsm_CFLAGS = $(TEST_CFLAGS)
@@ -67,6 +72,7 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 	doc/man3/ez_ctx_fd.3 doc/man3/ez_ctx_free.3 doc/man3/ez_ctx_new.3 \
 	doc/man3/ez_ctx_process.3 doc/man3/ez_ctx_timeout_ms.3 doc/man3/ez_listen.3 \
 	doc/man3/ez_listener_close.3 doc/man3/ez_listener_port.3 doc/man3/ez_mr_addr.3 \
+	doc/man3/ez_conn_export.3 doc/man3/ez_conn_revoke.3 \
 	doc/man3/ez_mr_dereg.3 doc/man3/ez_mr_export.3 doc/man3/ez_mr_len.3 doc/man3/ez_mr_reg.3 \
 	doc/man3/ez_read.3 doc/man3/ez_reject.3 doc/man3/ez_send.3 doc/man3/ez_send_mr.3 doc/man3/ez_write_imm.3 \
 	doc/man3/ez_sendv.3 doc/man3/ez_srqpool_free.3 doc/man3/ez_srqpool_new.3 \

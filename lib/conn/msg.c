@@ -11,6 +11,7 @@
 #include "msg.h"
 #include "sendq.h"
 #include "conn_auth.h"
+#include "conn_export.h"
 #include "device/cq.h"
 #include "device/device.h"
 #include "base/log.h"
@@ -212,7 +213,7 @@ static int op_post(struct ez_conn *conn, struct op *op)
 	op_charge(conn, op);
 	op->wr.next = NULL;
 	op->wr.send_flags |= IBV_SEND_SIGNALED;
-	op->path = path_pick(conn);
+	op->path = op->pin ? &conn->paths[op->pin - 1] : path_pick(conn);
 	return post_chain(conn, op);
 }
 
@@ -312,8 +313,20 @@ static void kick_now(struct ez_conn *conn)
 	int n = 0;
 
 	while ((op = conn->pend_head) && conn->state == CS_CONNECTED) {
+		struct conn_path *want;
+
 		if (needs_credit(op) && !conn->send_credits)
 			break;
+		/* An op with a window's key goes on the path it is bound to:
+		 * a chain on another path closes first. */
+		want = op->pin ? &conn->paths[op->pin - 1] : NULL;
+		if (first && want && want != path) {
+			chain_post(conn, first, last);
+			first = last = NULL;
+			path = NULL;
+			bytes = 0;
+			n = 0;
+		}
 		conn->pend_head = op->next;
 		if (!conn->pend_head)
 			conn->pend_tail = NULL;
@@ -321,7 +334,7 @@ static void kick_now(struct ez_conn *conn)
 		op->wr.next = NULL;
 		/* One chain, one path: the least loaded when the chain starts. */
 		if (!path)
-			path = path_pick(conn);
+			path = want ? want : path_pick(conn);
 		op->path = path;
 		if (++n % SIG_EVERY)
 			op->wr.send_flags &= ~IBV_SEND_SIGNALED;
@@ -431,6 +444,8 @@ static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, ui
 	op->kind = kind;
 	op->cb = cb;
 	op->arg = arg;
+	op->pin = 0;
+	op->mr = NULL;
 	op->sge.length = len;
 	op->wr.next = NULL;
 	op->wr.num_sge = len ? 1 : 0;
@@ -486,6 +501,8 @@ static int check_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t l
 {
 	if (!mr)
 		return ezi_fail(-EINVAL, "%s: mr is NULL", fn);
+	if (mr->dead)
+		return ezi_fail(-EBADF, "%s: the MR at %p was deregistered", fn, mr->addr);
 	if (mr->dev != conn->dev)
 		return ezi_fail(-EINVAL, "%s: MR is registered on %s, the connection runs on %s",
 				fn, mr->dev->name, conn->dev->name);
@@ -517,7 +534,31 @@ int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, e
 	prep_send(conn, op, OP_SEND_MR, (uint32_t)len, cb, op_arg);
 	op->sge.addr = (uintptr_t)mr->mr->addr + off;
 	op->sge.lkey = mr->mr->lkey;
+	op->pin = 0;
+	op->mr = mr;
+	mr->inflight++;
 	return op_submit(conn, op);
+}
+
+/* A key from the peer's ez_conn_export() names the path its window is
+ * bound to (EZ_RKEY_PATH_BOUND): the op must take that path. */
+static int rkey_path(struct ez_conn *conn, const struct ez_rkey *remote, const char *fn,
+		     uint8_t *pin)
+{
+	uint32_t idx;
+
+	*pin = 0;
+	if (!remote || !(remote->reserved & EZ_RKEY_PATH_BOUND))
+		return 0;
+	idx = remote->reserved & 0xff;
+	if (idx >= conn->npaths)
+		return ezi_fail(-EINVAL, "%s: rkey 0x%x is bound to path %u; the connection has %u",
+				fn, remote->rkey, idx, conn->npaths);
+	if (!conn->paths[idx].live)
+		return ezi_fail(-ENETDOWN, "%s: rkey 0x%x is bound to path %u, which is down",
+				fn, remote->rkey, idx);
+	*pin = (uint8_t)(idx + 1);
+	return 0;
 }
 
 static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, size_t off,
@@ -529,6 +570,7 @@ static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, si
 	 * memory on either side is touched. */
 	int bare_imm = kind == OP_WRITE_IMM && len == 0;
 	struct op *op;
+	uint8_t pin;
 	int ret;
 
 	ret = check_conn(conn, fn);
@@ -541,15 +583,22 @@ static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, si
 	if (remote && (roff > remote->len || len > remote->len - roff))
 		return ezi_fail(-EINVAL, "%s: remote [%llu, +%zu) is outside the peer's %llu bytes",
 				fn, (unsigned long long)roff, len, (unsigned long long)remote->len);
+	ret = rkey_path(conn, remote, fn, &pin);
+	if (ret)
+		return ret;
 	op = op_get(conn, fn);
 	if (!op)
 		return -ENOBUFS;
 	op->kind = kind;
 	op->cb = cb;
 	op->arg = op_arg;
+	op->pin = pin;
+	op->mr = NULL;
 	if (!bare_imm) {
 		op->sge.addr = (uintptr_t)mr->mr->addr + off;
 		op->sge.lkey = mr->mr->lkey;
+		op->mr = mr;
+		mr->inflight++;
 	}
 	op->sge.length = (uint32_t)len;
 	op->wr.next = NULL;
@@ -649,6 +698,10 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	if (status && conn->npaths > 1)
 		status = path_on_error(conn, op, status, &last_path);
 	op_done(conn, op, status);
+	/* A flush we did not cause: the peer may have made our responder
+	 * refuse an RDMA request (the QP went to ERR without a word). */
+	if (status == -ECANCELED && !conn_is_ended(conn))
+		conn_access_check(conn);
 	if (status && (conn->npaths > 1 ? last_path : status != -ECANCELED) && !conn_is_ended(conn))
 		conn_fail(conn, status, "work completion: %s (vendor error 0x%x)",
 			  ibv_wc_status_str(wc->status), wc->vendor_err);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sendq.h"
+#include "device/mr.h"
 
 void conn_op_release_copy(struct ez_conn *conn, struct op *op)
 {
@@ -30,6 +31,11 @@ int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len)
 void conn_op_put(struct ez_conn *conn, struct op *op)
 {
 	conn_op_release_copy(conn, op);
+	/* The MR is no longer in use by this op (ez_mr_dereg's -EBUSY). */
+	if (op->mr) {
+		op->mr->inflight--;
+		op->mr = NULL;
+	}
 	op->next = conn->free_ops;
 	conn->free_ops = op;
 }
@@ -69,6 +75,8 @@ int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
 		op->cb = NULL;
 		op->arg = NULL;
 	}
+	op->pin = 0;
+	op->mr = NULL;
 	op->conn = conn;
 	op->kind = kind;
 	op->path = path;

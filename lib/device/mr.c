@@ -1,21 +1,35 @@
-/* mr.c: memory registration with least-privilege access on a device, and the export of (addr, rkey, len). */
+/* mr.c: memory registration with least-privilege access on a device, type-2 memory windows bound from it, and the shared export of (addr, rkey, len). */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "base/log.h"
 #include "mr.h"
 
-int mr_access_flags(unsigned int access)
+#define REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE)
+
+int device_has_mw2(const struct device *dev)
+{
+	return (dev->attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && dev->attr.max_mw > 0;
+}
+
+int mr_access_flags(const struct device *dev, unsigned int access)
 {
 	int flags = IBV_ACCESS_LOCAL_WRITE;
 
-	if (access & EZ_MR_REMOTE_READ)
-		flags |= IBV_ACCESS_REMOTE_READ;
-	if (access & EZ_MR_REMOTE_WRITE)
-		flags |= IBV_ACCESS_REMOTE_WRITE;
+	/* The MR's own rkey grants remote access only when the application
+	 * asked every peer of the context to have it. */
+	if (access & EZ_MR_SHARED) {
+		if (access & EZ_MR_REMOTE_READ)
+			flags |= IBV_ACCESS_REMOTE_READ;
+		if (access & EZ_MR_REMOTE_WRITE)
+			flags |= IBV_ACCESS_REMOTE_WRITE;
+	}
+	if ((access & REMOTE) && device_has_mw2(dev))
+		flags |= IBV_ACCESS_MW_BIND;
 	return flags;
 }
 
@@ -26,15 +40,17 @@ int mr_reg(struct device *dev, void *addr, size_t len, unsigned int access, stru
 
 	if (!mr)
 		return ezi_fail(-ENOMEM, "ez_mr_reg: out of memory");
-	mr->mr = ibv_reg_mr(dev->pd, addr, len, mr_access_flags(access));
+	mr->mr = ibv_reg_mr(dev->pd, addr, len, mr_access_flags(dev, access));
 	if (!mr->mr) {
 		ret = ezi_fail(-errno, "ibv_reg_mr(%s, %zu bytes, access 0x%x): %s", dev->name, len,
-			       mr_access_flags(access), ez_strerror(errno));
+			       mr_access_flags(dev, access), ez_strerror(errno));
 		free(mr);
 		return ret;
 	}
 	mr->dev = dev;
 	mr->access = access;
+	mr->addr = addr;
+	mr->len = len;
 	*out = mr;
 	return 0;
 }
@@ -46,7 +62,7 @@ int mr_dereg(struct ez_mr *mr)
 	if (ret)
 		return ezi_fail(-ret, "ibv_dereg_mr: %s (an operation still uses the MR?)",
 				ez_strerror(ret));
-	free(mr);
+	mr->mr = NULL;
 	return 0;
 }
 
@@ -59,18 +75,69 @@ static int mr_wrong_thread(const struct ez_mr *mr, const char *fn)
 	return 1;
 }
 
+int mw_alloc(struct ez_mr *mr, struct mw *w)
+{
+	w->mw = ibv_alloc_mw(mr->dev->pd, IBV_MW_TYPE_2);
+	if (!w->mw)
+		return ezi_fail(errno ? -errno : -ENOMEM, "ibv_alloc_mw(%s, IBV_MW_TYPE_2): %s",
+				mr->dev->name, ez_strerror(errno ? errno : ENOMEM));
+	w->mr = mr;
+	w->mr_prev = NULL;
+	w->mr_next = mr->windows;
+	if (mr->windows)
+		mr->windows->mr_prev = w;
+	mr->windows = w;
+	return 0;
+}
+
+void mw_bind_wr(struct mw *w, uint64_t addr, uint64_t len, int access, struct ibv_send_wr *wr)
+{
+	/* A fresh key for every binding: a key handed out before (to this
+	 * or another connection) never names this binding. */
+	w->rkey = ibv_inc_rkey(w->mw->rkey);
+	wr->opcode = IBV_WR_BIND_MW;
+	wr->num_sge = 0;
+	wr->bind_mw.mw = w->mw;
+	wr->bind_mw.rkey = w->rkey;
+	wr->bind_mw.bind_info.mr = w->mr->mr;
+	wr->bind_mw.bind_info.addr = addr;
+	wr->bind_mw.bind_info.length = len;
+	wr->bind_mw.bind_info.mw_access_flags = (unsigned int)access;
+}
+
+void mw_free(struct mw *w)
+{
+	struct ez_mr *mr = w->mr;
+	int ret;
+
+	if (!w->mw)
+		return;
+	ret = ibv_dealloc_mw(w->mw);
+	if (ret)
+		ezi_log_err("ibv_dealloc_mw(rkey 0x%x): %s", w->rkey, ez_strerror(ret));
+	w->mw = NULL;
+	if (w->mr_prev)
+		w->mr_prev->mr_next = w->mr_next;
+	else if (mr)
+		mr->windows = w->mr_next;
+	if (w->mr_next)
+		w->mr_next->mr_prev = w->mr_prev;
+	w->mr = NULL;
+	w->mr_next = w->mr_prev = NULL;
+}
+
 void *ez_mr_addr(const struct ez_mr *mr)
 {
 	if (mr && mr_wrong_thread(mr, "ez_mr_addr"))
 		return NULL;
-	return mr ? mr->mr->addr : NULL;
+	return mr ? mr->addr : NULL;
 }
 
 size_t ez_mr_len(const struct ez_mr *mr)
 {
 	if (mr && mr_wrong_thread(mr, "ez_mr_len"))
 		return 0;
-	return mr ? mr->mr->length : 0;
+	return mr ? mr->len : 0;
 }
 
 int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out)
@@ -79,8 +146,12 @@ int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out)
 		return -EPERM;
 	if (!mr || !out)
 		return ezi_fail(-EINVAL, "ez_mr_export: mr %p, out %p", (const void *)mr, (void *)out);
-	if (!(mr->access & (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE)))
+	if (mr->dead)
+		return ezi_fail(-EBADF, "ez_mr_export: the MR at %p was deregistered", mr->addr);
+	if (!(mr->access & REMOTE))
 		return ezi_fail(-EPERM, "ez_mr_export: the MR grants no remote access (register it with EZ_MR_REMOTE_READ and/or EZ_MR_REMOTE_WRITE)");
+	if (!(mr->access & EZ_MR_SHARED))
+		return ezi_fail(-EPERM, "ez_mr_export: the MR was not registered with EZ_MR_SHARED (reachable by every peer of the context); export it to one connection with ez_conn_export()");
 	out->addr = (uintptr_t)mr->mr->addr;
 	out->len = mr->mr->length;
 	out->rkey = mr->mr->rkey;

@@ -1,4 +1,4 @@
-/* mr.h: registered memory of the connection layer. */
+/* mr.h: registered memory of the connection layer, and the memory windows bound from it. */
 #ifndef EZ_DEVICE_MR_H
 #define EZ_DEVICE_MR_H
 
@@ -7,21 +7,53 @@
 #include "device.h"
 #include "base/owner.h"
 
+struct mw;
+
 struct ez_mr {
 	struct ez_ctx *ctx;	/* set and counted by ez_mr_reg (lib/conn/ctx_objects.c) */
 	struct device *dev;
 	struct ibv_mr *mr;
-	unsigned int access;
 	const struct ezi_owner *owner;	/* its context's thread (set by ez_mr_reg) */
+	unsigned int access;	/* EZ_MR_* as registered */
+	int inflight;		/* posted ops (sends, RDMA, window binds) that use it */
+	int dead;		/* deregistered: the handle stays valid memory until ez_ctx_free */
+	struct mw *windows;	/* memory windows bound from it, on connections */
+	struct ez_mr *next_dead;	/* the context's deregistered handles */
+	/* Kept from the live MR, for error messages and ez_mr_addr/len after dereg. */
+	void *addr;
+	size_t len;
+};
+
+/* A type-2 memory window bound from an MR to one QP (the connection layer
+ * embeds it, first, in its export). */
+struct mw {
+	struct ibv_mw *mw;
+	struct ez_mr *mr;
+	struct mw *mr_next, *mr_prev;	/* the MR's windows */
+	uint32_t rkey;		/* the key of its binding */
+	/* The MR is deregistered: the owner unlinks and frees the window. */
+	void (*on_mr_gone)(struct mw *w);
 };
 
 /* EZ_MR_* flags to verbs access flags: local write always (a READ lands in
- * it), remote access only when asked. */
-int mr_access_flags(unsigned int access);
+ * it); remote access only for EZ_MR_SHARED; memory-window binding when a
+ * remote access is asked and the device has type-2 windows. */
+int mr_access_flags(const struct device *dev, unsigned int access);
 
-/* Registers [addr, addr + len) on dev's PD; mr_dereg undoes it and frees mr
- * (which stays if the device refuses: an operation still uses it). */
+/* Whether the device binds type-2 memory windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B, max_mw > 0). */
+int device_has_mw2(const struct device *dev);
+
+/* Registers [addr, addr + len) on dev's PD; mr_dereg undoes it (the
+ * struct stays: ez_mr_dereg keeps it until the context is freed). */
 int mr_reg(struct device *dev, void *addr, size_t len, unsigned int access, struct ez_mr **out);
 int mr_dereg(struct ez_mr *mr);
+
+/* A type-2 window on mr's PD, linked to mr; mw_bind_wr() fills a bind WR
+ * (a fresh key, ibv_inc_rkey) for [addr, +len) with verbs access flags;
+ * mw_free() deallocates it (which invalidates its binding at once) and
+ * unlinks it. */
+int mw_alloc(struct ez_mr *mr, struct mw *w);
+void mw_bind_wr(struct mw *w, uint64_t addr, uint64_t len, int access, struct ibv_send_wr *wr);
+void mw_free(struct mw *w);
 
 #endif

@@ -243,7 +243,7 @@ static void srv_on_connect(struct ez_conn *conn, int status, void *arg)
 	}
 	s->up = 1;
 	if (s->h.flags & F_WRITE) {
-		ret = ez_mr_export(srv.wmr, &rk);
+		ret = ez_conn_export(conn, srv.wmr, 0, s->h.size, EZ_MR_REMOTE_WRITE, &rk);
 		if (!ret)
 			ret = ez_send(conn, &rk, sizeof(rk), NULL, NULL);
 		if (ret)

@@ -240,7 +240,9 @@ static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void 
 void srv_start(struct fb *b, struct srv *s, int cap)
 {
 	struct ez_listen_opts lo = { .backlog = 1024, .auth_key = s->auth_key,
-				     .auth_key_len = s->auth_key_len };
+				     .auth_key_len = s->auth_key_len,
+				     .access_fail_limit = s->access_fail_limit,
+				     .access_ban_ms = s->access_ban_ms };
 
 	s->b = b;
 	s->cap = cap;

@@ -66,6 +66,8 @@ struct srv {
 	int connected;		/* server eps that reached on_connect(0) */
 	int disconnected;
 	int connect_failed;	/* accepted, then on_connect(< 0) */
+	/* ez_listen_opts.access_fail_limit / access_ban_ms, set before srv_start. */
+	uint32_t access_fail_limit, access_ban_ms;
 };
 
 void srv_start(struct fb *b, struct srv *s, int cap);

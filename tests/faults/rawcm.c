@@ -316,3 +316,77 @@ int raw_ez_poll(struct raw *r)
 	}
 	return n;
 }
+
+int raw_ez_req(uint8_t *p, uint16_t credits, uint32_t max_msg)
+{
+	static const uint32_t magic = 0x455a5244u;
+
+	memset(p, 0, 16);
+	p[0] = magic >> 24;
+	p[1] = (magic >> 16) & 0xff;
+	p[2] = (magic >> 8) & 0xff;
+	p[3] = magic & 0xff;
+	p[4] = 1;	/* version */
+	p[5] = 1;	/* a request */
+	p[9] = 1;	/* caps: credits */
+	p[10] = credits >> 8;
+	p[11] = credits & 0xff;
+	p[12] = max_msg >> 24;
+	p[13] = max_msg >> 16;
+	p[14] = max_msg >> 8;
+	p[15] = max_msg & 0xff;
+	return 16;
+}
+
+void raw_ez_dial(struct fb *b, struct raw *r, const char *port)
+{
+	uint8_t p[16];
+
+	raw_connect(b, r, port, p, raw_ez_req(p, 2, 128));
+}
+
+int raw_ez_dial_result(struct fb *b, struct raw *r, const char *port)
+{
+	uint8_t p[16];
+
+	return raw_connect_result(b, r, port, p, raw_ez_req(p, 2, 128));
+}
+
+enum ibv_wc_status raw_rdma(struct fb *b, struct raw *r, enum ibv_wr_opcode opcode, uint32_t off,
+			    uint32_t len, uint64_t raddr, uint32_t rkey, double secs)
+{
+	struct ibv_sge sge = { (uintptr_t)r->buf + off, len, r->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 0x5a, .sg_list = &sge, .num_sge = 1, .opcode = opcode,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	double end = now_s() + secs;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	ck_assert_int_eq(ibv_post_send(r->conn_id ? r->conn_id->qp : r->id->qp, &wr, &bad), 0);
+	while (now_s() < end) {
+		int n = ibv_poll_cq(r->cq, 1, &wc);
+
+		ck_assert_int_ge(n, 0);
+		if (n && wc.wr_id == 0x5a)
+			return wc.status;
+		if (!n)
+			fb_spin(b, 0.002);
+	}
+	ck_abort_msg("raw peer: no completion of its RDMA op within %.0f s", secs);
+	return IBV_WC_GENERAL_ERR;
+}
+
+const char *raw_reject_reason(const struct raw *r, char *text, size_t size)
+{
+	int n;
+
+	text[0] = '\0';
+	if (r->pdata_len < 16)
+		return text;
+	n = r->pdata[6];
+	if (16 + n > r->pdata_len)
+		n = r->pdata_len - 16;
+	snprintf(text, size, "%.*s", n, (const char *)r->pdata + 16);
+	return text;
+}

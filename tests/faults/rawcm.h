@@ -74,5 +74,21 @@ int raw_ez_send(struct raw *r, uint32_t imm, uint32_t len);
  * DISCONNECTED event and then moves the QP to ERR (rdma_disconnect), as
  * an application would. Returns the completions seen. */
 int raw_ez_poll(struct raw *r);
+/* The easyrdma handshake as a raw client speaks it: a 16-byte request
+ * header (magic, version 1, kind REQ, caps CREDITS, credits, max_msg) with
+ * no user bytes, written by hand (the test must not trust the codec). */
+int raw_ez_req(uint8_t *p, uint16_t credits, uint32_t max_msg);
+/* Connects to an easyrdma listener with raw_ez_req(): ESTABLISHED. */
+void raw_ez_dial(struct fb *b, struct raw *r, const char *port);
+/* The same, returning raw_connect_result()'s value (a REJECTED's status,
+ * its reason in r->pdata; -1 for another event, in r->last). */
+int raw_ez_dial_result(struct fb *b, struct raw *r, const char *port);
+/* One signalled RDMA READ or WRITE of len bytes between r->buf + off and
+ * (raddr, rkey); the status of its completion (the loop turns while it
+ * waits, up to secs). */
+enum ibv_wc_status raw_rdma(struct fb *b, struct raw *r, enum ibv_wr_opcode opcode, uint32_t off,
+			    uint32_t len, uint64_t raddr, uint32_t rkey, double secs);
+/* The reason of an easyrdma REJECT kept in r->pdata ("" if none). */
+const char *raw_reject_reason(const struct raw *r, char *text, size_t size);
 
 #endif

@@ -61,7 +61,9 @@ static void peer_main(int wfd)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	fb_init(&b);
 	srv_start(&b, &s, 8);
-	if (ez_mr_reg(b.ctx, NULL, mem, MR_SIZE, EZ_MR_REMOTE_WRITE | EZ_MR_REMOTE_READ, &mr) ||
+	/* Shared: the key goes to the other process before any connection. */
+	if (ez_mr_reg(b.ctx, NULL, mem, MR_SIZE,
+		      EZ_MR_REMOTE_WRITE | EZ_MR_REMOTE_READ | EZ_MR_SHARED, &mr) ||
 	    ez_mr_export(mr, &h.key))
 		_exit(3);
 	snprintf(h.port, sizeof(h.port), "%s", s.port);

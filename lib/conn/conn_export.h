@@ -1,0 +1,30 @@
+/* conn_export.h: per-connection remote access (conn_export.c): regions exported to one connection as memory windows bound to its QP, the QPs' remote access flags, the report of a peer's refused RDMA request. */
+#ifndef EZ_CONN_CONN_EXPORT_H
+#define EZ_CONN_CONN_EXPORT_H
+
+#include "conn_types.h"
+
+/* The IBV_ACCESS_REMOTE_* a QP of conn may have now: what was exported to
+ * it and what the context's shared MRs grant. The one gate of remote
+ * access: a keyed listener's "nothing before the proof" joins it here. */
+int conn_access_flags(const struct ez_conn *conn);
+/* Brings every live path's QP (in RTS) to conn_access_flags(): an RTS->RTS
+ * modify of IBV_QP_ACCESS_FLAGS through qpfsm, only when they differ.
+ * 0, or -errno with conn->errmsg set. */
+int conn_access_apply(struct ez_conn *conn);
+/* Records the flags a path's QP was given at INIT. */
+void conn_access_set_init(struct ez_conn *conn, int flags);
+/* A shared MR with access was registered: every connected QP admits it. */
+void ctx_shared_access_add(struct ez_ctx *ctx, unsigned int access);
+/* Frees every window exported to conn (at its teardown, before its QPs
+ * are destroyed: a bound type-2 window holds its QP). */
+void conn_exports_drop(struct ez_conn *conn);
+/* The connection is ending or a send was flushed: if a live QP is in ERR
+ * although the library never moved it there, the responder refused one of
+ * the peer's RDMA requests (bad key, another connection's window, an
+ * access it was not given, outside the region): the connection ends with
+ * -EACCES naming the peer, which is logged and counted against its
+ * address. Returns 1 when it did. */
+int conn_access_check(struct ez_conn *conn);
+
+#endif
