@@ -188,7 +188,10 @@ static inline int ez_srqpool_stats(const struct ez_srqpool *pool, struct ez_srqp
 /* The pool's last failure (refills run from events, so no call returns it); "" if none. */
 const char *ez_srqpool_errmsg(const struct ez_srqpool *pool);
 
-/* A received message: valid until released; released buffers go back to the pool. */
+/* A received message: valid until released; released buffers go back to the
+ * pool. A struct ez_buf * is a handle carrying the buffer's generation: one
+ * kept after its release is refused (logged, nothing changed) once the
+ * buffer holds another message (ez_buf_release(3)). */
 void *ez_buf_data(const struct ez_buf *buf);
 size_t ez_buf_len(const struct ez_buf *buf);
 void ez_buf_release(struct ez_buf *buf);
@@ -208,10 +211,17 @@ struct ez_buf;
 struct iovec;
 
 /*
- * Threading: an ez_ctx and everything made from it belong to one thread
- * (one ctx per thread, one thread per ctx). Callbacks run on that thread,
- * from the libev loop or from ez_ctx_process(). Any callback may call any
- * function of this API, including ez_conn_close() on its own connection.
+ * Threading: an ez_ctx and everything made from it (listeners, requests,
+ * connections, MRs, pools, received buffers) belong to the thread that
+ * called ez_ctx_new() (one ctx per thread, one thread per ctx). Callbacks
+ * run on that thread, from the libev loop or from ez_ctx_process(). Any
+ * callback may call any function of this API, including ez_conn_close() on
+ * its own connection. Every call checks the calling thread (a compare,
+ * always on): from another thread, calls that return an int do nothing and
+ * return -EPERM with ez_errmsg() naming the call and both threads; the
+ * others (ez_conn_close, ez_listener_close, ez_buf_release, ez_buf_data,
+ * getters) do nothing, return NULL/0/"" and log the error. See THREADS in
+ * easyrdma(7).
  */
 
 /* ez_ctx_new() flags. */
@@ -231,13 +241,17 @@ enum {
 /* A context on loop (NULL: libev's default loop), or with EZ_CTX_NO_LOOP
  * on none. Devices are opened when a connection or pool first needs them. */
 int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **ctx);
-/* -EBUSY (and nothing freed) while listeners, connections, pools or MRs of
- * the context are alive: close and free them first. */
+/* -EBUSY (and nothing freed) while the application holds received buffers
+ * of any of the context's pools (a closed connection's too: release them
+ * first), or while listeners, connections, pools or MRs of the context are
+ * alive: close and free them first. */
 int ez_ctx_free(struct ez_ctx *ctx);
 /* One fd that becomes readable when the context has work; level-triggered. */
 int ez_ctx_fd(const struct ez_ctx *ctx);
 /* Does whatever work is ready without blocking: CM events, completions,
- * device events, timers. Returns the number of events handled, or < 0. */
+ * device events, timers. Returns the number of events handled, or < 0:
+ * -EBUSY when called from one of the context's own callbacks (a pass is
+ * running), -EPERM from a thread that does not own the context. */
 int ez_ctx_process(struct ez_ctx *ctx);
 /* Milliseconds until the next library timer is due (-1: none), as a poll timeout. */
 int ez_ctx_timeout_ms(const struct ez_ctx *ctx);

@@ -96,10 +96,11 @@ struct ez_srqpool {
 };
 
 /* The owner check of the buffer calls, inline (srqpool_check_thread() is
- * the one that formats the refusal). */
+ * the one that formats the refusal). Every pool has an owner: its
+ * creator's (own) until srqpool_set_owner(). */
 static inline int srqpool_owner_ok(const struct ez_srqpool *pool)
 {
-	return !pool->owner || pool->owner->token == ezi_thread_token();
+	return pool->owner->token == ezi_thread_token();
 }
 
 /* params.c: options, watermark and credit math, ibv_modify_srq rules. */

@@ -423,7 +423,7 @@ void srqpool_set_owner(struct ez_srqpool *pool, const struct ezi_owner *owner)
 
 int srqpool_check_thread(const struct ez_srqpool *pool, const char *fn)
 {
-	return pool->owner ? ezi_owner_check(pool->owner, fn, "the context") : 0;
+	return ezi_owner_check(pool->owner, fn, "the context");
 }
 
 uint32_t srqpool_in_use(const struct ez_srqpool *pool)
