@@ -367,6 +367,13 @@ struct ez_listen_opts {
 	const void *auth_key;	/* requests that do not prove this shared secret are
 				 * refused before on_request sees them [none] */
 	uint32_t auth_key_len;	/* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
+	/* Handshakes in progress (a request on_request has not answered, an
+	 * accepted connection not yet established or, keyed, not yet proved):
+	 * a request beyond these is rejected with a reason naming the limit. */
+	uint32_t max_pending;		/* per listener [256; 0: default] */
+	uint32_t max_pending_per_peer;	/* per peer address [64; 0: default] */
+	uint32_t handshake_timeout_ms;	/* request to established (and proved)
+					 * [2000; 0: default] */
 };
 
 /* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free

@@ -9,6 +9,24 @@
 
 struct auth_key;
 struct replay_window;
+struct ez_listener;
+
+/*
+ * One handshake in progress on a listener: a request on_request has not
+ * answered yet, or an accepted connection not yet established (keyed: not
+ * yet proved). While counted it is on its listener's list, which
+ * max_pending and max_pending_per_peer bound, and its timer is the
+ * listener's handshake deadline (handshake_timeout_ms from the request's
+ * arrival). Embedded in ez_conn_req and in ez_conn (ez_accept hands it on).
+ */
+struct listener_hs {
+	struct ez_listener *l;		/* counted on l's list; NULL: not (done, or l closed) */
+	struct listener_hs *next, *prev;
+	struct sockaddr_storage peer;	/* the peer's address (its port ignored) */
+	struct loop_timer timer;	/* the deadline */
+	uint32_t timeout_ms;		/* the listener's handshake_timeout_ms, for messages */
+	void (*expired)(struct listener_hs *h);	/* the owner's: the deadline passed */
+};
 
 struct ez_conn_req {
 	struct cm_handler cm;	/* first: the id's context */
@@ -19,6 +37,8 @@ struct ez_conn_req {
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 	struct ez_conn_req *next, *prev;
+	struct listener_hs pend;	/* counted until answered; at the deadline the id is rejected */
+	int expired;		/* the deadline passed: id rejected and destroyed (NULL) */
 };
 
 struct ez_listener {
@@ -30,6 +50,10 @@ struct ez_listener {
 	struct ez_conn_req *reqs;	/* not yet accepted or rejected */
 	struct auth_key *auth;		/* shared secret requests must prove; NULL: none */
 	struct replay_window *replay;	/* with auth: the request nonces let through lately */
+	struct listener_hs *hs;		/* handshakes in progress (listener_hs) */
+	uint32_t npending;		/* on that list */
+	uint32_t max_pending, max_pending_per_peer, handshake_timeout_ms;	/* resolved */
+	uint64_t refused_pending, refused_per_peer, expired;	/* counts, for tests and logs */
 };
 
 /* Takes req off its listener's list (ez_accept and ez_reject). */
@@ -37,6 +61,25 @@ void listener_req_unlink(struct ez_conn_req *req);
 /* Rejects id with a reason (and HS_CAP_AUTH for a shared-secret refusal)
  * that the peer's easyrdma shows in its error message. */
 void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason, size_t len);
+
+/* More than this many handshakes in progress on a listener, and the
+ * connections it accepts are made small until they come up (conn.c). */
+#define LISTENER_CROWDED 8
+
+/* The listener of handshake h is crowded (a flood, or a burst). */
+static inline int listener_hs_crowded(const struct listener_hs *h)
+{
+	return h->l && h->l->npending > LISTENER_CROWDED;
+}
+
+/* ez_accept: the request's handshake goes on as the connection's: to
+ * counts in from's place, with the time left of from's deadline, and calls
+ * expired(to) when it passes. */
+void listener_hs_move(struct listener_hs *from, struct listener_hs *to,
+		      void (*expired)(struct listener_hs *h));
+/* The handshake is over (established, proved, failed or freed): no longer
+ * counted, its deadline stopped. Safe to call again. */
+void listener_hs_leave(struct listener_hs *h);
 
 
 #endif

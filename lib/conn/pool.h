@@ -11,6 +11,9 @@ int pool_create(struct device *dev, const struct ez_srqpool_opts *opts, struct e
 int pool_make(struct device *dev, const struct ez_srqpool_opts *opts, int *count,
 	      struct ez_srqpool **out);
 int pool_destroy(struct ez_srqpool *pool);
+/* Takes a pool made by pool_create to total buffers (its cap raised), the
+ * CQ room for them reserved first; 0 when it has them already. */
+int pool_grow_to(struct ez_srqpool *pool, uint32_t total);
 /* The device and buffer size of a pool made by pool_create (-ENOENT otherwise). */
 int pool_lookup(const struct ez_srqpool *pool, struct device **dev, uint32_t *buf_size);
 
