@@ -60,7 +60,7 @@ static double good_client(struct fb *b, const char *port, double secs, double *m
  * client connecting every `every` s meanwhile (its worst connect time and
  * mean round-trip rate returned); the process's QPs sampled. */
 struct flood_result {
-	double worst_ms, rtt_rate;
+	double worst_ms, rtt_rate, secs;
 	int clients, max_qps;
 };
 
@@ -71,8 +71,10 @@ static void flood(struct fb *b, struct srv *s, struct rflood *f, const char *src
 	int qps;
 
 	memset(res, 0, sizeof(*res));
-	while (now_s() < t0 + secs) {
-		while (f->n < (int)((now_s() - t0) * rate) + 1)
+	/* Until the time is up and every request of it has gone out (a
+	 * loaded guest can fall behind the schedule; it then catches up). */
+	while ((now_s() < t0 + secs || f->sent < (int)(rate * secs)) && now_s() < t0 + secs + 10) {
+		while (f->n < (int)((now_s() - t0) * rate) + 1 && f->n < (int)(rate * secs))
 			rflood_send(f, src, src, s->port);
 		rflood_poll(f);
 		fb_spin(b, 0.002);
@@ -89,6 +91,7 @@ static void flood(struct fb *b, struct srv *s, struct rflood *f, const char *src
 	qps = rdma_res_count("qp");
 	res->max_qps = qps;
 	res->rtt_rate = res->clients ? sum_rate / res->clients : 0;
+	res->secs = now_s() - t0;
 }
 
 /* Waits until every flooded request has its end (rejected, or accepted and
@@ -124,13 +127,15 @@ static void assert_deadline_ends(const struct srv *s, int from, uint32_t ms)
 }
 
 /* 60 half-open requests a second for 5 s from one address against a
- * listener with the default limits (64 per peer, 256 in all, 2000 ms): the
- * attacker holds at most 64, the rest is refused at once with the reason;
+ * listener with 24 per peer (and the defaults: 256 in all, 2000 ms): the
+ * attacker holds at most 24, the rest is refused at once with the reason;
  * a good client from another address connects every 0.8 s. */
 START_TEST(flood_from_one_peer)
 {
 	struct fb b;
-	struct srv s = { .any_addr = 1, .no_echo = 0 };
+	/* 24 per peer: a cap the flood reaches even where the server accepts
+	 * slowly (ASan under TCG: ~30 a second); the rest is the default. */
+	struct srv s = { .any_addr = 1, .lopts = { .max_pending_per_peer = 24 } };
 	struct rflood f;
 	struct flood_result quiet, loud;
 	uint8_t req[HS_REQ_MAX];
@@ -149,19 +154,19 @@ START_TEST(flood_from_one_peer)
 	n = plain_request(req, sizeof(req));
 	rflood_init(&f, req, n);
 	snprintf(f.want_reason, sizeof(f.want_reason),
-		 "listener busy: 64 handshakes in progress from this address (max_pending_per_peer 64)");
+		 "listener busy: 24 handshakes in progress from this address (max_pending_per_peer 24)");
 	flood(&b, &s, &f, attacker_addr(), 60, 5.0, 0.8, &loud);
-	printf("flood from one peer, 60/s for 5 s: %d sent, %d accepted (left half-open), %d refused (\"%s\"), %d other\n",
-	       f.sent, f.replied, f.rejected, f.last_reason, f.other);
+	printf("flood from one peer: %d requests in %.1f s (%.0f/s), %d accepted (left half-open), %d refused (\"%s\"), %d other\n",
+	       f.sent, loud.secs, f.sent / loud.secs, f.replied, f.rejected, f.last_reason, f.other);
 	printf("  good client: connect %.1f ms quiet, worst %.1f ms in the flood (%d connects); %.0f round trips/s quiet, %.0f in the flood\n",
 	       quiet.worst_ms, loud.worst_ms, loud.clients, quiet.rtt_rate, loud.rtt_rate);
 	printf("  QPs of the process: %d before, %d at the end of the flood\n", qps0, loud.max_qps);
-	ck_assert_int_ge(f.sent, 250);
-	ck_assert_int_ge(loud.clients, 5);
+	ck_assert_int_eq(f.sent, 300);
+	ck_assert_int_ge(loud.clients, 3);
 	ck_assert_msg(loud.worst_ms < 2000, "a good client took %.0f ms to connect", loud.worst_ms);
-	/* The attacker never held more than its 64 (+ the good client's two
+	/* The attacker never held more than its 24 (+ the good client's two
 	 * QPs and a few QPs of ended handshakes being destroyed). */
-	ck_assert_int_le(loud.max_qps, qps0 + 64 + 2 + 16);
+	ck_assert_int_le(loud.max_qps, qps0 + 24 + 2 + 16);
 	ck_assert_int_gt(f.rejected, 0);
 	ck_assert_int_eq(f.other_reasons, 0);
 	/* Within the deadline every accepted request has ended. */

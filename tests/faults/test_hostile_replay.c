@@ -227,7 +227,7 @@ START_TEST(replay_older_than_the_window_gets_nothing)
 			fb_spin(&t.b, 0.0005);
 		}
 	}
-	while (f.rejected + f.replied + f.other < 1025 && now_s() < t0 + 30) {
+	while (f.rejected + f.replied + f.other < 1025 && now_s() < t0 + 60) {
 		rflood_poll(&f);
 		fb_spin(&t.b, 0.005);
 	}
@@ -248,13 +248,76 @@ START_TEST(replay_older_than_the_window_gets_nothing)
 }
 END_TEST
 
+/* The proof opens remote access on every path: a key holder's 3-path
+ * connection writes into X and reads it back, the ops spread over the
+ * paths, every one succeeds and no path is taken out. */
+struct ops {
+	int done, failed, last;
+};
+
+static void op_done(struct ez_conn *conn, int status, void *arg)
+{
+	struct ops *o = arg;
+
+	(void)conn;
+	o->done++;
+	if (status) {
+		o->failed++;
+		o->last = status;
+	}
+}
+
+START_TEST(proof_opens_every_path)
+{
+	struct bench t;
+	struct ez_conn_opts o = { .auth_key = KEY, .auth_key_len = sizeof(KEY) - 1, .paths = 3 };
+	struct ez_conn_info info;
+	struct ez_mr *lmr;
+	struct ops ops = { 0 };
+	uint8_t *l = malloc(XLEN);
+	struct ep c = { 0 };
+	int i;
+
+	ck_assert_ptr_nonnull(l);
+	bench_init(&t);
+	t.s.opts.paths = 3;
+	memset(l, 0x77, XLEN);
+	ck_assert_int_eq(ez_mr_reg(t.b.ctx, getenv("EZ_DEVICE"), l, XLEN, 0, &lmr), 0);
+	ck_assert_int_eq(ep_connect(&t.b, &c, t.s.port, &o), 0);
+	ck_assert(fb_run(&t.b, &c.connected, 1, 10));
+	ck_assert_msg(c.connect_status == 0, "%d %s", c.connect_status, c.connect_msg);
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(ez_write(c.conn, lmr, (size_t)i * 512, 512, &t.rk, (uint64_t)i * 512,
+					  op_done, &ops), 0);
+	ck_assert(fb_run(&t.b, &ops.done, 6, 10));
+	for (i = 0; i < 6; i++)
+		ck_assert_int_eq(ez_read(c.conn, lmr, 3072 + (size_t)i * 128, 128, &t.rk,
+					 (uint64_t)i * 128, op_done, &ops), 0);
+	ck_assert(fb_run(&t.b, &ops.done, 12, 10));
+	ck_assert_msg(ops.failed == 0, "%d of 12 RDMA ops failed, last %d", ops.failed, ops.last);
+	ck_assert_int_eq(ez_conn_info(c.conn, &info), 0);
+	ck_assert_uint_eq(info.paths, 3);
+	ck_assert_uint_eq(info.paths_live, 3);
+	for (i = 0; i < 3072; i++)
+		ck_assert_uint_eq(t.x[i], 0x77);
+	printf("keyed, 3 paths: 6 RDMA WRITEs and 6 READs after the proof, all done, paths live %u\n",
+	       info.paths_live);
+	ep_close(&c);
+	ck_assert(fb_run(&t.b, &c.disconnected, 1, 5));
+	ck_assert_int_eq(ez_mr_dereg(lmr), 0);
+	free(l);
+	bench_fini(&t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("faults_hostile_replay");
 	TCase *tc = tcase_create("replay");
 
-	tcase_set_timeout(tc, 90);
+	tcase_set_timeout(tc, 150);
 	tcase_add_test(tc, fresh_replay_gets_nothing);
+	tcase_add_test(tc, proof_opens_every_path);
 	tcase_add_test(tc, replay_older_than_the_window_gets_nothing);
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);
