@@ -388,6 +388,13 @@ struct ez_listen_opts {
 	uint32_t access_fail_limit;
 	uint32_t access_fail_window_ms;	/* [60000] */
 	uint32_t access_ban_ms;		/* [30000] */
+	/* Handshakes in progress (a request on_request has not answered, an
+	 * accepted connection not yet established or, keyed, not yet proved):
+	 * a request beyond these is rejected with a reason naming the limit. */
+	uint32_t max_pending;		/* per listener [256; 0: default] */
+	uint32_t max_pending_per_peer;	/* per peer address [64; 0: default] */
+	uint32_t handshake_timeout_ms;	/* request to established (and proved)
+					 * [2000; 0: default] */
 };
 
 /* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free

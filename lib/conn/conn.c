@@ -34,6 +34,10 @@
 /* How long a closing side waits for its goodbye message to be acked. */
 #define BYE_WAIT_MS 100
 
+/* A passive connection's private pool until it is established (keyed:
+ * proved): enough for the proof and a first few messages (3 credits). */
+#define CONN_PENDING_RECV 4
+
 /* IB CM reject reasons rdma_cm passes through as the REJECTED status. */
 #define IB_REJ_INVALID_SERVICE_ID 8
 #define IB_REJ_CONSUMER_DEFINED 28
@@ -53,6 +57,7 @@ static void conn_free(struct ez_conn *conn)
 	loop_defer_cancel(&ctx->loop, &conn->finish_defer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
 	conn_auth_free(conn);
+	listener_hs_leave(&conn->pend);
 	if (conn->dev)
 		conn_unqueue_kick(conn);
 	/* A private pool lives as long as the handle; buffers the application
@@ -83,6 +88,7 @@ static void connect_reported(struct ez_conn *conn)
 static void report_up(struct ez_conn *conn)
 {
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
+	listener_hs_leave(&conn->pend);
 	connect_reported(conn);
 	conn->errmsg[0] = '\0';
 	/* Shared MRs registered while it was being set up. */
@@ -102,6 +108,7 @@ static void mark_end(struct ez_conn *conn, enum conn_state from, int status)
 	lookup_abandon(conn->lookup);
 	conn->lookup = NULL;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
+	listener_hs_leave(&conn->pend);
 }
 
 static int was_connected(const struct ez_conn *conn)
@@ -246,6 +253,27 @@ static void conn_end(struct ez_conn *conn, int status)
 	conn_fire(conn, CE_END, status);
 }
 
+/* The resources conn_setup() held back, taken as the connection comes up. */
+static int take_full(struct ez_conn *conn)
+{
+	int ret;
+
+	if (conn->held_cq) {
+		ret = device_cq_reserve(conn->dev, conn->held_cq);
+		if (ret)
+			return ret;
+		conn->cq_reserved += conn->held_cq;
+		conn->held_cq = 0;
+	}
+	if (conn->held_recv) {
+		ret = pool_grow_to(conn->pool, conn->held_recv);
+		if (ret)
+			return ret;
+		conn->held_recv = 0;
+	}
+	return 0;
+}
+
 /* conn_fire()'s row, carried out: the one place a connection's state is
  * written, and (through report_up and release_and_report) the one way to
  * the application's on_connect and on_disconnect. */
@@ -254,6 +282,17 @@ static void take_transition(struct ez_conn *conn, const struct conn_fsm_row *row
 	enum conn_state from = conn->state;
 	unsigned int actions = row->actions;
 
+	/* A connection comes up only with its full resources: failing to get
+	 * them ends it from the state it is in (on_connect gets the error). */
+	if ((actions & CA_REPORT_UP) && (conn->held_cq || conn->held_recv)) {
+		int ret = take_full(conn);
+
+		if (ret) {
+			conn_fail(conn, ret, "%s(%s): the established connection's resources: %s",
+				  conn->step, conn->host, ez_errmsg());
+			return;
+		}
+	}
 	conn->state = row->next;
 	if (actions & CA_END)
 		mark_end(conn, from, status);
@@ -298,6 +337,22 @@ static void on_connect_timeout(struct loop_timer *t)
 	}
 	conn_fail(conn, -ETIMEDOUT, "%s(%s): connection not established after %u ms",
 		  conn->step, conn->host, conn->o.connect_timeout_ms);
+}
+
+/* The listener's handshake deadline passed before this accepted
+ * connection was established (keyed: proved). */
+static void on_handshake_deadline(struct listener_hs *h)
+{
+	struct ez_conn *conn = container_of(h, struct ez_conn, pend);
+
+	listener_hs_leave(h);
+	if (conn->state == CS_AWAITING_PROOF) {
+		conn_auth_refuse(conn, "ez_accept(%s): no shared-secret proof from the peer within %u ms (the listener's handshake_timeout_ms)",
+				 conn->host, h->timeout_ms);
+		return;
+	}
+	conn_fail(conn, -ETIMEDOUT, "ez_accept(%s): handshake not completed within %u ms (the listener's handshake_timeout_ms)",
+		  conn->host, h->timeout_ms);
 }
 
 static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts *opts, int accept,
@@ -351,7 +406,7 @@ static int conn_setup(struct ez_conn *conn)
 	struct device *dev = conn->dev;
 	struct ibv_qp_init_attr ia = { 0 };
 	struct ibv_qp_attr a;
-	int mask, ret;
+	int mask, ret, n;
 	/* Set by the calls below on success; initialized because LTO inlines
 	 * them and GCC then cannot see that (-Wmaybe-uninitialized). */
 	uint32_t buf_size = 0, credits = 0;
@@ -373,6 +428,17 @@ static int conn_setup(struct ez_conn *conn)
 			.nbufs = conn->o.recv_depth,
 		};
 
+		/* On a crowded listener (a flood of half-open requests, or a
+		 * burst), until the peer has completed the handshake the pool
+		 * is a few buffers (16 KiB pinned, not recv_depth of them; the
+		 * peer's first grant 3 credits); it grows as the connection
+		 * comes up, where the SRQ can grow. */
+		if (!conn->active && listener_hs_crowded(&conn->pend) &&
+		    conn->o.recv_depth > CONN_PENDING_RECV &&
+		    (dev->attr.device_cap_flags & IBV_DEVICE_SRQ_RESIZE)) {
+			po.nbufs = CONN_PENDING_RECV;
+			conn->held_recv = conn->o.recv_depth;
+		}
 		ret = pool_create(conn->ctx, &conn->ctx->owner, dev, &po, &conn->pool);
 		if (ret)
 			return conn_fail_ret(conn, ret);
@@ -398,10 +464,21 @@ static int conn_setup(struct ez_conn *conn)
 		return ret;
 	/* send_depth ops, a credit message, a goodbye per path and, with
 	 * several paths, a notice per path that fails but the last. */
-	ret = device_cq_reserve(dev, (int)conn->o.send_depth + 2 * (int)conn->npaths);
+	n = (int)conn->o.send_depth + 2 * (int)conn->npaths;
+	/* Not yet established, the passive side sends only its verdict or
+	 * refusal and its goodbyes; the data path's room comes with it (a
+	 * request the CQ could not take at all is still refused here). */
+	if (!conn->active) {
+		ret = device_cq_check(dev, n + (conn->held_recv ? (int)conn->held_recv - CONN_PENDING_RECV : 0));
+		if (ret)
+			return conn_fail_ret(conn, ret);
+		conn->held_cq = (int)conn->o.send_depth - 1;
+		n -= conn->held_cq;
+	}
+	ret = device_cq_reserve(dev, n);
 	if (ret)
 		return conn_fail_ret(conn, ret);
-	conn->cq_reserved = (int)conn->o.send_depth + 2 * (int)conn->npaths;
+	conn->cq_reserved = n;
 
 	ia.qp_context = conn;
 	ia.send_cq = dev->cq;
@@ -443,7 +520,8 @@ static int conn_setup(struct ez_conn *conn)
 		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_init_qp_attr(INIT): %s",
 						    ez_strerror(errno)));
 	/* The QP admits only the remote access its connection was given
-	 * (nothing yet; the context's shared MRs aside): ez_conn_export()
+	 * (nothing yet; the context's shared MRs aside; nothing at all on a
+	 * keyed listener's connection before the proof): ez_conn_export()
 	 * widens it (conn_export.c). */
 	a.qp_access_flags = (unsigned int)conn_access_flags(conn);
 	mask |= IBV_QP_ACCESS_FLAGS;
@@ -879,6 +957,12 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 		return ezi_fail(-EINVAL, "ez_accept: req %p, conn pointer %p", (void *)req, (void *)out);
 	if (!req->listener)
 		return ezi_fail(-EINVAL, "ez_accept: request already answered");
+	if (req->expired) {
+		ret = ezi_fail(-ETIMEDOUT, "ez_accept: the request waited beyond the listener's handshake_timeout_ms of %u ms and was rejected",
+			       req->pend.timeout_ms);
+		ez_reject(req, NULL, 0);
+		return ret;
+	}
 	ctx = req->listener->ctx;
 	ret = conn_args_in("ez_accept", opts, opts_size, cbs, cbs_size, &o, &c);
 	conn = ret ? NULL : conn_alloc(ctx, &o, 1, &c, arg, &ret);
@@ -894,6 +978,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 			ret = ezi_fail(-ENOMEM, "ez_accept: out of memory");
 		else
 			conn->auth->req = req->hs;
+		conn->remote_closed = 1;
 	}
 	conn->id = req->id;
 	conn->id->context = conn;
@@ -906,6 +991,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
 	conn->pen = req->listener->pen;
+	listener_hs_move(&req->pend, &conn->pend, on_handshake_deadline);
 	listener_req_unlink(req);
 	free(req);
 

@@ -14,7 +14,9 @@
 #include "conn_types.h"
 #include "sendq.h"
 #include "conn_auth.h"
+#include "conn_export.h"
 #include "listener.h"
+#include "path.h"
 #include "base/log.h"
 
 int conn_auth_new(struct ez_conn *conn, const void *key, uint32_t len)
@@ -136,10 +138,31 @@ void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
 	conn_fail(conn, -EACCES, "%s", msg);
 }
 
+/* The one place remote access opens on a keyed listener's connection:
+ * the proof is verified, the verdict not yet posted (so the client, which
+ * may write as soon as it reads the verdict, finds the QPs open). RTS ->
+ * RTS with IBV_QP_ACCESS_FLAGS, QP 0 and then every other path, each
+ * through the validator against the cached view. */
+static int open_remote_access(struct ez_conn *conn)
+{
+	int ret;
+
+	conn->remote_closed = 0;
+	/* What the connection was given (the context's shared MRs; its own
+	 * exports come later, once it is connected), on every live path. */
+	ret = conn_access_apply(conn);
+	if (ret)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
+				     "ez_accept(%s): opening remote access after the proof: %s",
+				     conn->host, ez_errmsg());
+	return 0;
+}
+
 static void server_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t imm, size_t len)
 {
 	int ok = imm == IMM_AUTH_PROOF && len == AUTH_PROOF_LEN &&
 		 auth_memcmp(ez_buf_data(buf), conn->auth->proof, AUTH_PROOF_LEN) == 0;
+	int ret;
 
 	ez_buf_release(buf);
 	if (!ok) {
@@ -149,6 +172,14 @@ static void server_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t im
 		return;
 	}
 	settle(conn);
+	ret = open_remote_access(conn);
+	if (ret) {
+		char msg[EZ_ERRMSG_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", conn->errmsg);
+		conn_fail(conn, ret, "%s", msg);
+		return;
+	}
 	if (post_auth(conn, IMM_AUTH_OK, NULL, 0)) {
 		conn_fail(conn, -EIO, "ez_accept(%s): ibv_post_send(shared-secret verdict): %s",
 			  conn->host, ez_strerror(errno));

@@ -34,6 +34,9 @@ static int ibv_remote(unsigned int access)
 
 int conn_access_flags(const struct ez_conn *conn)
 {
+	/* A keyed listener's connection before the proof: nothing at all. */
+	if (conn->remote_closed)
+		return 0;
 	return ibv_remote(conn->export_access | conn->ctx->shared_access);
 }
 

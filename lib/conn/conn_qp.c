@@ -3,6 +3,7 @@
 
 #include "conn_fsm.h"
 #include "conn_qp.h"
+#include "conn_auth.h"
 #include "msg.h"
 #include "base/log.h"
 #include "device/cq.h"
@@ -45,6 +46,14 @@ static void on_event(struct ez_conn *conn, struct device_qp *qp, const struct de
 		conn_fail(conn, ev->status, "%s", ev->why);
 		break;
 	default:
+		/* Before the proof a keyed listener's QPs grant no remote
+		 * access: a peer whose RDMA hit that (a replayed request) is
+		 * refused now, not at the deadline. */
+		if (conn && conn->remote_closed && conn->state == CS_AWAITING_PROOF) {
+			conn_auth_refuse(conn, "ez_accept(%s): the peer tried remote access before its shared-secret proof (%s)",
+					 conn->host, ev->why);
+			break;
+		}
 		/* QP fatal and kin: one path of several is taken out; the
 		 * last, or a single path, ends the connection. */
 		if (path_on_qp_event(conn, qp->qpn, ev->status))

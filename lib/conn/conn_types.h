@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 
 #include "ctx.h"
+#include "listener_hs.h"
 #include "base/error.h"
 #include "conn_fsm.h"
 #include "wire/penalty.h"
@@ -141,6 +142,20 @@ struct ez_conn {
 
 	uint8_t pdata[EZ_ACCEPT_DATA_MAX];
 	struct conn_auth *auth;	/* shared-secret check (conn_auth.c); NULL: none */
+	/* Remote access closed until the proof: a keyed listener's connection
+	 * makes its QPs with no IBV_ACCESS_REMOTE_* (conn_access_flags(), conn_export.c);
+	 * conn_auth.c opens them, on every path, once the client's proof is
+	 * verified and before the verdict is posted. */
+	uint8_t remote_closed;
+	/* Passive side: the handshake counted by its listener (max_pending,
+	 * max_pending_per_peer) until established or ended, with the
+	 * listener's deadline (listener.h). */
+	struct listener_hs pend;
+	/* Passive side: what conn_setup() held back until the connection is
+	 * established (keyed: proved): the private pool's full size (0: none
+	 * held) and the CQ room of the data path's sends. */
+	uint32_t held_recv;
+	int held_cq;
 	struct ez_conn_stats stats;
 	char errmsg[EZ_ERRMSG_MAX];
 

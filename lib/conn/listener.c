@@ -20,10 +20,151 @@
 
 _Static_assert(REPLAY_NONCE_LEN == AUTH_NONCE_LEN, "the window keeps request nonces");
 
+/* Listener limits: handshakes in progress and their deadline. A flood of
+ * requests that never complete holds at most max_pending of them (each a
+ * small QP and pool, lib/conn/conn.c), at most max_pending_per_peer from
+ * one address, each for at most handshake_timeout_ms. */
+#define LISTENER_DEF_MAX_PENDING 256
+#define LISTENER_DEF_MAX_PENDING_PER_PEER 64
+#define LISTENER_DEF_HANDSHAKE_TIMEOUT_MS 2000
+
+/* The CM id goes whatever the outcome; a failure (an event not acked, a
+ * kernel error) is logged, as the id and its kernel state may be leaked. */
+static void destroy_id(struct rdma_cm_id *id)
+{
+	if (rdma_destroy_id(id))
+		ezi_log_warn("listener: rdma_destroy_id: %s", ez_strerror(errno));
+}
+
 static void req_free(struct ez_conn_req *req)
 {
+	listener_hs_leave(&req->pend);
 	listener_req_unlink(req);
 	free(req);
+}
+
+/* ---- handshakes in progress ------------------------------------------- */
+
+/* The same peer: address family and address, whatever the port. */
+static int same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return 0;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
+	return 1;	/* AF_IB and kin: one bucket */
+}
+
+static uint32_t pending_from(const struct ez_listener *l, const struct sockaddr_storage *peer)
+{
+	const struct listener_hs *h;
+	uint32_t n = 0;
+
+	for (h = l->hs; h; h = h->next)
+		n += (uint32_t)same_host(&h->peer, peer);
+	return n;
+}
+
+static void on_hs_timer(struct loop_timer *t)
+{
+	struct listener_hs *h = container_of(t, struct listener_hs, timer);
+
+	h->expired(h);
+}
+
+static void hs_join(struct ez_listener *l, struct listener_hs *h, uint32_t ms,
+		    void (*expired)(struct listener_hs *h))
+{
+	h->l = l;
+	h->prev = NULL;
+	h->next = l->hs;
+	if (l->hs)
+		l->hs->prev = h;
+	l->hs = h;
+	l->npending++;
+	h->timeout_ms = l->handshake_timeout_ms;
+	h->expired = expired;
+	h->timer.fn = on_hs_timer;
+	ctx_timer_start(l->ctx, &h->timer, ms);
+}
+
+void listener_hs_leave(struct listener_hs *h)
+{
+	struct ez_listener *l = h->l;
+
+	if (!l)
+		return;
+	ctx_timer_stop(l->ctx, &h->timer);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		l->hs = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	h->next = h->prev = NULL;
+	h->l = NULL;
+	l->npending--;
+}
+
+void listener_hs_move(struct listener_hs *from, struct listener_hs *to,
+		      void (*expired)(struct listener_hs *h))
+{
+	struct ez_listener *l = from->l;
+	uint64_t now = loop_now_ns(), due = from->timer.due_ns;
+	uint32_t left;
+
+	to->peer = from->peer;
+	if (!l)
+		return;
+	left = due > now ? (uint32_t)((due - now + 999999) / 1000000) : 0;
+	listener_hs_leave(from);
+	hs_join(l, to, left, expired);
+	to->timeout_ms = from->timeout_ms;
+}
+
+/* The application has not answered within the deadline: the peer hears
+ * why; the request stays the application's (ez_accept then refuses it). */
+static void req_expired(struct listener_hs *h)
+{
+	struct ez_conn_req *req = container_of(h, struct ez_conn_req, pend);
+	char why[96];
+	int n = snprintf(why, sizeof(why), "handshake not completed within %u ms (handshake_timeout_ms)",
+			 h->timeout_ms);
+
+	h->l->expired++;
+	ezi_log_info("listener: rejecting an unanswered request: %s", why);
+	listener_hs_leave(h);
+	listener_reject_id(req->id, 0, why, (size_t)n);
+	destroy_id(req->id);
+	req->id = NULL;
+	req->expired = 1;
+}
+
+/* The limits, before the request costs anything: NULL when it may go on,
+ * else the reason the peer reads (in why). */
+static const char *limit_gate(struct ez_listener *l, const struct sockaddr_storage *peer,
+			      char *why, size_t len)
+{
+	uint32_t n;
+
+	if (l->npending >= l->max_pending) {
+		l->refused_pending++;
+		snprintf(why, len, "listener busy: %u handshakes in progress (max_pending %u)",
+			 l->npending, l->max_pending);
+		return why;
+	}
+	n = pending_from(l, peer);
+	if (n >= l->max_pending_per_peer) {
+		l->refused_per_peer++;
+		snprintf(why, len, "listener busy: %u handshakes in progress from this address (max_pending_per_peer %u)",
+			 n, l->max_pending_per_peer);
+		return why;
+	}
+	return NULL;
 }
 
 void listener_req_unlink(struct ez_conn_req *req)
@@ -39,13 +180,6 @@ void listener_req_unlink(struct ez_conn_req *req)
 	req->listener = NULL;
 }
 
-/* The CM id goes whatever the outcome; a failure (an event not acked, a
- * kernel error) is logged, as the id and its kernel state may be leaked. */
-static void destroy_id(struct rdma_cm_id *id)
-{
-	if (rdma_destroy_id(id))
-		ezi_log_warn("listener: rdma_destroy_id: %s", ez_strerror(errno));
-}
 
 void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason, size_t len)
 {
@@ -130,6 +264,14 @@ static void listener_on_request(struct ez_listener *l, const struct cm_event *ev
 		free(req);
 		return;
 	}
+	denied = limit_gate(l, &req->peer, why, sizeof(why));
+	if (denied) {
+		ezi_log_info("listener: rejecting a request: %s", denied);
+		reject_id(ev->id, denied, strlen(denied));
+		destroy_id(ev->id);
+		free(req);
+		return;
+	}
 	denied = auth_gate(l, &req->hs);
 	/* The MAC is genuine, so the nonce is the client's; seen before, the
 	 * request is a recording played again. */
@@ -148,6 +290,8 @@ static void listener_on_request(struct ez_listener *l, const struct cm_event *ev
 	if (l->reqs)
 		l->reqs->prev = req;
 	l->reqs = req;
+	req->pend.peer = req->peer;
+	hs_join(l, &req->pend, l->handshake_timeout_ms, req_expired);
 	l->on_request(l, req, l->arg);
 }
 
@@ -161,6 +305,9 @@ static void listener_on_cm(struct cm_handler *h, const struct cm_event *ev)
 
 static void listener_free(struct ez_listener *l)
 {
+	/* Accepted connections still in their handshake go on uncounted. */
+	while (l->hs)
+		listener_hs_leave(l->hs);
 	if (l->auth) {
 		auth_key_wipe(l->auth);
 		free(l->auth);
@@ -219,6 +366,11 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 		}
 		auth_key_set(l->auth, opts->auth_key, opts->auth_key_len);
 	}
+	l->max_pending = opts->max_pending ? opts->max_pending : LISTENER_DEF_MAX_PENDING;
+	l->max_pending_per_peer = opts->max_pending_per_peer ? opts->max_pending_per_peer :
+		LISTENER_DEF_MAX_PENDING_PER_PEER;
+	l->handshake_timeout_ms = opts->handshake_timeout_ms ? opts->handshake_timeout_ms :
+		LISTENER_DEF_HANDSHAKE_TIMEOUT_MS;
 	l->cm.on_event = listener_on_cm;
 	l->ctx = ctx;
 	peer_penalty_opts(&l->pen, opts);
@@ -275,8 +427,10 @@ void ez_listener_close(struct ez_listener *l)
 	while (l->reqs) {
 		struct ez_conn_req *req = l->reqs;
 
-		reject_id(req->id, why, sizeof(why) - 1);
-		destroy_id(req->id);
+		if (req->id) {
+			reject_id(req->id, why, sizeof(why) - 1);
+			destroy_id(req->id);
+		}
 		req_free(req);
 	}
 	destroy_id(l->id);
@@ -309,6 +463,10 @@ int ez_reject(struct ez_conn_req *req, const void *reason, size_t len)
 		return -EPERM;
 	if (!req)
 		return ezi_fail(-EINVAL, "ez_reject: req is NULL");
+	if (req->expired) {	/* rejected at the deadline already */
+		req_free(req);
+		return 0;
+	}
 	if (len > EZ_REJECT_DATA_MAX || (len && !reason)) {
 		int ret = ezi_fail(-EINVAL, "ez_reject: reason of %zu bytes (max %d)", len,
 				   EZ_REJECT_DATA_MAX);

@@ -7,9 +7,12 @@
 #include "ctx.h"
 #include "wire/handshake.h"
 #include "peer_penalty.h"
+#include "listener_hs.h"
 
 struct auth_key;
 struct replay_window;
+struct ez_listener;
+
 
 struct ez_conn_req {
 	struct cm_handler cm;	/* first: the id's context */
@@ -20,6 +23,8 @@ struct ez_conn_req {
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 	struct ez_conn_req *next, *prev;
+	struct listener_hs pend;	/* counted until answered; at the deadline the id is rejected */
+	int expired;		/* the deadline passed: id rejected and destroyed (NULL) */
 };
 
 struct ez_listener {
@@ -32,6 +37,10 @@ struct ez_listener {
 	struct auth_key *auth;		/* shared secret requests must prove; NULL: none */
 	struct replay_window *replay;	/* with auth: the request nonces let through lately */
 	struct peer_penalty_opts pen;	/* ez_listen_opts.access_*: refusing peers that keep failing */
+	struct listener_hs *hs;		/* handshakes in progress (listener_hs) */
+	uint32_t npending;		/* on that list */
+	uint32_t max_pending, max_pending_per_peer, handshake_timeout_ms;	/* resolved */
+	uint64_t refused_pending, refused_per_peer, expired;	/* counts, for tests and logs */
 };
 
 /* Takes req off its listener's list (ez_accept and ez_reject). */
@@ -39,6 +48,25 @@ void listener_req_unlink(struct ez_conn_req *req);
 /* Rejects id with a reason (and HS_CAP_AUTH for a shared-secret refusal)
  * that the peer's easyrdma shows in its error message. */
 void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason, size_t len);
+
+/* More than this many handshakes in progress on a listener, and the
+ * connections it accepts are made small until they come up (conn.c). */
+#define LISTENER_CROWDED 8
+
+/* The listener of handshake h is crowded (a flood, or a burst). */
+static inline int listener_hs_crowded(const struct listener_hs *h)
+{
+	return h->l && h->l->npending > LISTENER_CROWDED;
+}
+
+/* ez_accept: the request's handshake goes on as the connection's: to
+ * counts in from's place, with the time left of from's deadline, and calls
+ * expired(to) when it passes. */
+void listener_hs_move(struct listener_hs *from, struct listener_hs *to,
+		      void (*expired)(struct listener_hs *h));
+/* The handshake is over (established, proved, failed or freed): no longer
+ * counted, its deadline stopped. Safe to call again. */
+void listener_hs_leave(struct listener_hs *h);
 
 
 #endif

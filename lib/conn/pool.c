@@ -177,6 +177,32 @@ void pool_reap(struct ez_ctx *ctx)
 	}
 }
 
+int pool_grow_to(struct ez_srqpool *pool, uint32_t total)
+{
+	struct pool_rec **pp, *rec;
+	int extra, ret;
+
+	pthread_mutex_lock(&pools_lock);
+	pp = find(pool);
+	rec = pp ? *pp : NULL;
+	pthread_mutex_unlock(&pools_lock);
+	if (!rec)
+		return ezi_fail(-EINVAL, "srqpool %p was not made by ez_srqpool_new()", (void *)pool);
+	extra = (int)total - rec->cq_share;
+	if (extra <= 0)
+		return 0;
+	ret = device_cq_reserve(rec->dev, extra);
+	if (ret)
+		return ret;
+	ret = srqpool_grow_to(pool, total);
+	if (ret) {
+		device_cq_release(rec->dev, extra);
+		return ezi_fail(ret, "%s", srqpool_errmsg(pool));
+	}
+	rec->cq_share += extra;
+	return 0;
+}
+
 int ez_srqpool_free(struct ez_srqpool *pool)
 {
 	if (pool && srqpool_check_thread(pool, "ez_srqpool_free"))

@@ -25,6 +25,9 @@ void pool_orphan(struct ez_srqpool *pool);
 uint64_t pool_held(const struct ez_ctx *ctx);
 /* Destroys ctx's orphaned pools whose buffers are all back. */
 void pool_reap(struct ez_ctx *ctx);
+/* Takes a pool made by pool_create to total buffers (its cap raised), the
+ * CQ room for them reserved first; 0 when it has them already. */
+int pool_grow_to(struct ez_srqpool *pool, uint32_t total);
 /* The device and buffer size of a pool made by pool_create (-ENOENT otherwise). */
 int pool_lookup(const struct ez_srqpool *pool, struct device **dev, uint32_t *buf_size);
 

@@ -287,13 +287,23 @@ int device_set_by_name(struct device_set *set, const char *name, struct device *
 	return ret;
 }
 
-int device_cq_reserve(struct device *dev, int n)
+int device_cq_check(const struct device *dev, int n)
 {
-	int want = dev->cq_reserved + n, size;
+	int want = dev->cq_reserved + n;
 
 	if (want > dev->attr.max_cqe)
 		return ezi_fail(-ENOSPC, "CQ of %s: %d completions outstanding would exceed max_cqe %d",
 				dev->name, want, dev->attr.max_cqe);
+	return 0;
+}
+
+int device_cq_reserve(struct device *dev, int n)
+{
+	int want = dev->cq_reserved + n, size;
+	int ret = device_cq_check(dev, n);
+
+	if (ret)
+		return ret;
 	if (want > dev->cq_size) {
 		size = dev->cq_size * 2 > want ? dev->cq_size * 2 : want;
 		if (size > dev->attr.max_cqe)

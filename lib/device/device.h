@@ -109,6 +109,9 @@ int device_slot_get(struct device *dev, size_t len, struct slab_slot **out);
 
 /* Keeps the CQ large enough for n more completions, resizing it if needed. */
 int device_cq_reserve(struct device *dev, int n);
+/* What device_cq_reserve(dev, n) would say, with nothing reserved (0 or
+ * -ENOSPC with the message): room promised now, taken later. */
+int device_cq_check(const struct device *dev, int n);
 void device_cq_release(struct device *dev, int n);
 
 /* Registers qp (in ibv_qp *, by its number) with its owner's ops. */

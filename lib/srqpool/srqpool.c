@@ -192,6 +192,33 @@ int srqpool_grow(struct ez_srqpool *pool, uint32_t nbufs)
 	return rc;
 }
 
+int srqpool_grow_to(struct ez_srqpool *pool, uint32_t total)
+{
+	uint32_t cap = pool->p.max_bufs, before = pool->total, wm;
+	int rc;
+
+	if (total <= pool->total)
+		return 0;
+	pool->p.max_bufs = total;
+	rc = srqpool_grow(pool, total - pool->total);
+	if (rc) {
+		pool->p.max_bufs = cap > pool->total ? cap : pool->total;
+		return rc;
+	}
+	if (pool->p.max_bufs < cap)
+		pool->p.max_bufs = cap;
+	/* The limit event keeps its share of the pool. */
+	wm = (uint32_t)((uint64_t)pool->p.watermark * pool->total / before);
+	if (wm > pool->p.watermark && wm < pool->total) {
+		struct ibv_srq_attr a = { .srq_limit = wm };
+
+		if (srqpool_modify(pool, &a, IBV_SRQ_LIMIT))
+			ezi_log_warn("srqpool: watermark %u after growing to %u: %s", wm, pool->total,
+				     pool->errmsg);
+	}
+	return 0;
+}
+
 /* Posts every free buffer, then grows if that left the SRQ at or below the watermark. */
 static int pool_replenish(struct ez_srqpool *pool)
 {

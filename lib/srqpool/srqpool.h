@@ -115,6 +115,11 @@ int srqpool_flush(struct ez_srqpool *pool);
  * -EOPNOTSUPP when the SRQ must grow and the device lacks
  * IBV_DEVICE_SRQ_RESIZE. On failure the pool is unchanged. */
 int srqpool_grow(struct ez_srqpool *pool, uint32_t nbufs);
+/* Raises the cap to total and grows the pool to it (a pool made small for a
+ * connection not yet established, taken to its full size); the watermark
+ * scales with it. 0 when the pool has total already; on failure the pool
+ * and its cap are unchanged. */
+int srqpool_grow_to(struct ez_srqpool *pool, uint32_t total);
 
 /* ibv_modify_srq() after checking its rules: only IBV_SRQ_MAX_WR and
  * IBV_SRQ_LIMIT, max_wr within the device and not below the buffers

@@ -220,6 +220,14 @@ static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void 
 
 	(void)l;
 	s->requests++;
+	if (s->hold && s->nheld < (int)(sizeof(s->held) / sizeof(s->held[0]))) {
+		s->held[s->nheld++] = req;
+		return;
+	}
+	if (s->reject_all) {
+		ck_assert_int_eq(ez_reject(req, "no", 2), 0);
+		return;
+	}
 	if (s->neps == s->cap) {
 		ck_assert_int_eq(ez_reject(req, "full", 4), 0);
 		return;
@@ -239,16 +247,21 @@ static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void 
 
 void srv_start(struct fb *b, struct srv *s, int cap)
 {
-	struct ez_listen_opts lo = { .backlog = 1024, .auth_key = s->auth_key,
-				     .auth_key_len = s->auth_key_len,
-				     .access_fail_limit = s->access_fail_limit,
-				     .access_ban_ms = s->access_ban_ms };
+	struct ez_listen_opts lo = s->lopts;
+
+	if (!lo.backlog)
+		lo.backlog = 1024;
+	lo.auth_key = s->auth_key;
+	lo.auth_key_len = s->auth_key_len;
+	lo.access_fail_limit = s->access_fail_limit;
+	lo.access_ban_ms = s->access_ban_ms;
 
 	s->b = b;
 	s->cap = cap;
 	s->eps = calloc((size_t)cap, sizeof(*s->eps));
 	ck_assert_ptr_nonnull(s->eps);
-	ck_assert_msg(ez_listen(b->ctx, test_addr(), "0", &lo, srv_on_request, s, &s->l) == 0,
+	ck_assert_msg(ez_listen(b->ctx, s->any_addr ? NULL : test_addr(), "0", &lo, srv_on_request, s,
+			       &s->l) == 0,
 		      "ez_listen: %s", ez_errmsg());
 	snprintf(s->port, sizeof(s->port), "%u", ez_listener_port(s->l));
 }

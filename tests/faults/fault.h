@@ -59,6 +59,12 @@ struct srv {
 	const void *auth_key;	/* ez_listen_opts.auth_key, set before srv_start */
 	uint32_t auth_key_len;
 	int no_echo;		/* accepted eps only count what they receive */
+	int reject_all;		/* every request is counted and rejected ("no") */
+	int hold;		/* requests are kept in held[] unanswered */
+	struct ez_conn_req *held[64];
+	int nheld;
+	int any_addr;		/* listen on every address (NULL), IPv4 and IPv6 */
+	struct ez_listen_opts lopts;	/* more listener options (the key comes from the fields above) */
 	struct ep *eps;
 	int neps, cap;
 	int accept_errors;

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,4 +390,151 @@ const char *raw_reject_reason(const struct raw *r, char *text, size_t size)
 		n = r->pdata_len - 16;
 	snprintf(text, size, "%.*s", n, (const char *)r->pdata + 16);
 	return text;
+}
+
+int raw_rdma_try(struct fb *b, struct raw *r, enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey,
+	     uint32_t len, double secs)
+{
+	struct ibv_sge sge = { (uintptr_t)r->buf, len, r->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	double end = now_s() + secs;
+
+	ck_assert_uint_le(len, 128);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	ck_assert_int_eq(ibv_post_send(r->conn_id ? r->conn_id->qp : r->id->qp, &wr, &bad), 0);
+	while (now_s() < end) {
+		int n = ibv_poll_cq(r->cq, 1, &wc);
+
+		ck_assert_int_ge(n, 0);
+		if (n && wc.wr_id == 7)
+			return wc.status;
+		if (!n)
+			fb_spin(b, 0.002);
+	}
+	return -ETIMEDOUT;
+}
+
+void rflood_init(struct rflood *f, const void *pdata, int len)
+{
+	memset(f, 0, sizeof(*f));
+	f->ch = rdma_create_event_channel();
+	ck_assert_ptr_nonnull(f->ch);
+	ck_assert_int_eq(fcntl(f->ch->fd, F_SETFL, fcntl(f->ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	memcpy(f->pdata, pdata, (size_t)len);
+	f->pdata_len = len;
+}
+
+/* Names resolve once (rdma_getaddrinfo is slow under TCG); later sends
+ * to the same names reuse the addresses. */
+static void rflood_resolve(struct rflood *f, const char *src, const char *dst, const char *port)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
+
+	if (!strcmp(f->dst_name, dst) && !strcmp(f->port, port) &&
+	    !strcmp(f->src_name, src ? src : ""))
+		return;
+	ck_assert_int_eq(rdma_getaddrinfo(dst, port, &hints, &ai), 0);
+	memcpy(&f->dst, ai->ai_dst_addr, ai->ai_dst_len);
+	rdma_freeaddrinfo(ai);
+	memset(&f->src, 0, sizeof(f->src));
+	if (src) {
+		struct rdma_addrinfo sh = { .ai_port_space = RDMA_PS_TCP, .ai_flags = RAI_PASSIVE };
+
+		ck_assert_int_eq(rdma_getaddrinfo(src, NULL, &sh, &ai), 0);
+		memcpy(&f->src, ai->ai_src_addr, ai->ai_src_len);
+		rdma_freeaddrinfo(ai);
+	}
+	snprintf(f->dst_name, sizeof(f->dst_name), "%s", dst);
+	snprintf(f->src_name, sizeof(f->src_name), "%s", src ? src : "");
+	snprintf(f->port, sizeof(f->port), "%s", port);
+}
+
+void rflood_send(struct rflood *f, const char *src, const char *dst, const char *port)
+{
+	struct rdma_cm_id *id;
+
+	ck_assert_int_lt(f->n, RFLOOD_MAX);
+	rflood_resolve(f, src, dst, port);
+	ck_assert_int_eq(rdma_create_id(f->ch, &id, &f->replied_to[f->n], RDMA_PS_TCP), 0);
+	ck_assert_msg(rdma_resolve_addr(id, src ? (struct sockaddr *)&f->src : NULL,
+					(struct sockaddr *)&f->dst, 2000) == 0,
+		      "rdma_resolve_addr(%s -> %s): %s", src ? src : "any", dst, strerror(errno));
+	f->ids[f->n++] = id;
+}
+
+static void rflood_rejected(struct rflood *f, const struct rdma_cm_event *ev)
+{
+	const uint8_t *p = ev->param.conn.private_data;
+	size_t len = p ? ev->param.conn.private_data_len : 0;
+	char text[160] = "", why[160];
+	struct hs_msg m;
+
+	if (len && hs_decode(p, len, HS_REJ, &m, why, sizeof(why)) == 0 &&
+	    m.user_len < sizeof(text))
+		memcpy(text, m.user, m.user_len);
+	if (strcmp(text, f->last_reason)) {
+		snprintf(f->last_reason, sizeof(f->last_reason), "%s", text);
+		f->reason_count = 0;
+	}
+	f->reason_count++;
+	if (f->want_reason[0] && strcmp(text, f->want_reason))
+		f->other_reasons++;
+	f->rejected++;
+}
+
+void rflood_poll(struct rflood *f)
+{
+	struct rdma_cm_event *ev;
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1,
+				     .retry_count = 7, .rnr_retry_count = 7, .srq = 0 };
+
+	while (rdma_get_cm_event(f->ch, &ev) == 0) {
+		switch (ev->event) {
+		case RDMA_CM_EVENT_ADDR_RESOLVED:
+			if (rdma_resolve_route(ev->id, 2000))
+				f->other++;
+			break;
+		case RDMA_CM_EVENT_ROUTE_RESOLVED:
+			p.private_data = f->pdata;
+			p.private_data_len = (uint8_t)f->pdata_len;
+			/* No QP: the request names one that does not exist. */
+			p.qp_num = 0x100000u - 1u - (uint32_t)f->sent;
+			if (rdma_connect(ev->id, &p))
+				f->other++;
+			else
+				f->sent++;
+			break;
+		case RDMA_CM_EVENT_CONNECT_RESPONSE:
+			f->replied++;	/* and never an RTU */
+			*(uint8_t *)ev->id->context = 1;
+			break;
+		case RDMA_CM_EVENT_REJECTED:
+		case RDMA_CM_EVENT_DISCONNECTED:
+			if (*(uint8_t *)ev->id->context)
+				f->ended++;
+			else if (ev->event == RDMA_CM_EVENT_REJECTED)
+				rflood_rejected(f, ev);
+			else
+				f->other++;
+			break;
+		default:
+			f->other++;
+			break;
+		}
+		rdma_ack_cm_event(ev);
+	}
+}
+
+void rflood_free(struct rflood *f)
+{
+	int i;
+
+	rflood_poll(f);
+	for (i = 0; i < f->n; i++)
+		rdma_destroy_id(f->ids[i]);
+	rdma_destroy_event_channel(f->ch);
+	f->ch = NULL;
 }

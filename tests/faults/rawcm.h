@@ -3,6 +3,7 @@
 #define EZ_RAWCM_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 #include <rdma/rdma_cma.h>
 
 #include "fault.h"
@@ -90,5 +91,44 @@ enum ibv_wc_status raw_rdma(struct fb *b, struct raw *r, enum ibv_wr_opcode opco
 			    uint32_t len, uint64_t raddr, uint32_t rkey, double secs);
 /* The reason of an easyrdma REJECT kept in r->pdata ("" if none). */
 const char *raw_reject_reason(const struct raw *r, char *text, size_t size);
+/* An RDMA READ or WRITE of len bytes (<= 128) between r->buf and
+ * raddr/rkey: the work completion's status, or -ETIMEDOUT. */
+int raw_rdma_try(struct fb *b, struct raw *r, enum ibv_wr_opcode op, uint64_t raddr,
+		 uint32_t rkey, uint32_t len, double secs);
+
+/*
+ * Requests with nothing behind them: each an rdma_cm id with no QP (the
+ * request names a made-up QP number) that never answers the reply, as a
+ * flood of half-open handshakes costs its sender. All on one channel,
+ * driven by rflood_poll() while the easyrdma loop turns.
+ */
+#define RFLOOD_MAX 4096
+
+struct rflood {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *ids[RFLOOD_MAX];
+	uint8_t replied_to[RFLOOD_MAX];	/* per id: a reply came */
+	int n;			/* ids made */
+	int sent;		/* requests sent (rdma_connect) */
+	int replied;		/* CONNECT_RESPONSE: accepted, left half-open */
+	int rejected;		/* REJECTED instead of a reply */
+	int ended;		/* REJECTED or DISCONNECTED after a reply (the server gave up) */
+	int other;		/* any other end (unreachable, errors) */
+	uint8_t pdata[256];	/* the request to send */
+	int pdata_len;
+	char last_reason[160];	/* the last REJECT's reason (an easyrdma reject's text) */
+	int reason_count;	/* REJECTs carrying exactly last_reason */
+	char want_reason[160];	/* if set: rejects with another reason go to other_reasons */
+	int other_reasons;
+	struct sockaddr_storage src, dst;	/* resolved on the first send */
+	char src_name[64], dst_name[64], port[8];
+};
+
+void rflood_init(struct rflood *f, const void *pdata, int len);
+/* Starts one more request from src (NULL: the kernel's choice) to dst:port. */
+void rflood_send(struct rflood *f, const char *src, const char *dst, const char *port);
+/* Handles the events that are there (never waits). */
+void rflood_poll(struct rflood *f);
+void rflood_free(struct rflood *f);
 
 #endif

@@ -83,6 +83,9 @@ START_TEST(storm_of_clients)
 
 	fb_init(&b);
 	s.opts = small;
+	/* All of them from one address at once: the listener is told to
+	 * admit that many handshakes in progress (default 64 per peer). */
+	s.lopts.max_pending = s.lopts.max_pending_per_peer = (uint32_t)n + 32;
 	srv_start(&b, &s, n + 32);
 	t0 = now_s();
 	for (i = 0; i < n; i++)
@@ -138,6 +141,7 @@ START_TEST(aborted_connects)
 	memset(g, 0, sizeof(g));
 	fb_init(&b);
 	s.opts = small;
+	s.lopts.max_pending = s.lopts.max_pending_per_peer = NABORT + NGOOD + 8;
 	srv_start(&b, &s, NABORT + NGOOD + 8);
 	for (i = 0; i < NABORT; i++) {
 		ck_assert_int_eq(ep_connect(&b, &a[i], s.port, &small), 0);

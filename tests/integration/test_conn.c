@@ -1445,7 +1445,8 @@ static void many_on_disconnect(struct ez_conn *conn, int status, void *arg)
 START_TEST(hundred_connections)
 {
 	struct bench b;
-	struct ez_listen_opts lo = { .backlog = 256 };
+	/* NCONN handshakes from one address at once (default: 64 per peer). */
+	struct ez_listen_opts lo = { .backlog = 256, .max_pending = NCONN, .max_pending_per_peer = NCONN };
 	static struct server s;
 	struct many m = { 0 };
 	struct ez_conn_opts o = { .send_depth = 4, .recv_depth = 4, .max_msg_size = 256 };

@@ -1,0 +1,302 @@
+/* test_hostile_halfopen.c: floods of half-open requests (no QP behind them, never an RTU) against a listener: capped per peer and per listener, each ended at the handshake deadline, and a good client from another address connects throughout. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rdma/rdma_cma.h>
+
+#include "easyrdma.h"
+#include "fault.h"
+#include "rawcm.h"
+#include "wire/handshake.h"
+#include "../checkmain.h"
+
+/* The attacker's address: the test bed's IPv6 one, on the same device as
+ * the good client's IPv4 address, so that the listener sees two peers. */
+static const char *attacker_addr(void)
+{
+	const char *a = getenv("EZ_TEST_ADDR6");
+
+	return a && *a ? a : "2001:db8::1";
+}
+
+/* A plain easyrdma request, as any client would send (credits 64, 4 KiB). */
+static int plain_request(uint8_t *buf, size_t len)
+{
+	struct hs_msg m = { .kind = HS_REQ, .caps = HS_CAP_CREDITS, .credits = 64, .max_msg = 4096 };
+
+	return hs_encode(&m, buf, len);
+}
+
+/* A good client: connects (the time it took in *ms), then as many echo
+ * round trips as fit in secs (their rate returned), then closes. */
+static double good_client(struct fb *b, const char *port, double secs, double *ms)
+{
+	struct ep c = { 0 };
+	double t0 = now_s(), t1;
+	int n = 0;
+
+	ck_assert_int_eq(ep_connect(b, &c, port, NULL), 0);
+	ck_assert(fb_run(b, &c.connected, 1, 10));
+	ck_assert_msg(c.connect_status == 0, "good client: on_connect(%d) \"%s\"", c.connect_status,
+		      c.connect_msg);
+	*ms = (now_s() - t0) * 1e3;
+	t1 = now_s();
+	while (now_s() < t1 + secs) {
+		ck_assert_int_eq(ep_send_seq(&c, (uint64_t)n), 0);
+		ck_assert(fb_run(b, &c.received, n + 1, 5));
+		n++;
+	}
+	ck_assert_int_eq(c.bad_seq, 0);
+	ep_close(&c);
+	ck_assert(fb_run(b, &c.disconnected, 1, 5));
+	return secs > 0 ? n / (now_s() - t1) : 0;
+}
+
+/* Runs the flood: rate requests a second for secs from src, the good
+ * client connecting every `every` s meanwhile (its worst connect time and
+ * mean round-trip rate returned); the process's QPs sampled. */
+struct flood_result {
+	double worst_ms, rtt_rate, secs;
+	int clients, max_qps;
+};
+
+static void flood(struct fb *b, struct srv *s, struct rflood *f, const char *src, double rate,
+		  double secs, double every, struct flood_result *res)
+{
+	double t0 = now_s(), next_client = t0 + 0.3, sum_rate = 0, ms;
+	int qps;
+
+	memset(res, 0, sizeof(*res));
+	/* Until the time is up and every request of it has gone out (a
+	 * loaded guest can fall behind the schedule; it then catches up). */
+	while ((now_s() < t0 + secs || f->sent < (int)(rate * secs)) && now_s() < t0 + secs + 10) {
+		while (f->n < (int)((now_s() - t0) * rate) + 1 && f->n < (int)(rate * secs))
+			rflood_send(f, src, src, s->port);
+		rflood_poll(f);
+		fb_spin(b, 0.002);
+		if (now_s() >= next_client) {
+			sum_rate += good_client(b, s->port, 0.2, &ms);
+			if (ms > res->worst_ms)
+				res->worst_ms = ms;
+			res->clients++;
+			next_client = now_s() + every;
+		}
+	}
+	/* One sample, at the flood's steady state (a popen() under TCG
+	 * stalls the loop for a while). */
+	qps = rdma_res_count("qp");
+	res->max_qps = qps;
+	res->rtt_rate = res->clients ? sum_rate / res->clients : 0;
+	res->secs = now_s() - t0;
+}
+
+/* Waits until every flooded request has its end (rejected, or accepted and
+ * then ended by the server's deadline). */
+static void settle(struct fb *b, struct srv *s, struct rflood *f, int accepted, double secs)
+{
+	double end = now_s() + secs;
+
+	while (now_s() < end && (s->connect_failed < accepted)) {
+		rflood_poll(f);
+		fb_spin(b, 0.01);
+	}
+}
+
+/* Every accepted request of the flood ended at the deadline, with the reason. */
+static void assert_deadline_ends(const struct srv *s, int from, uint32_t ms)
+{
+	char want[200];
+	int i, n = 0;
+
+	snprintf(want, sizeof(want), "ez_accept(%s): handshake not completed within %u ms (the listener's handshake_timeout_ms)",
+		 attacker_addr(), ms);
+	for (i = from; i < s->neps; i++) {
+		const struct ep *e = &s->eps[i];
+
+		if (strncmp(e->connect_msg, "ez_accept(", 10) || e->connect_status == 0)
+			continue;
+		ck_assert_int_eq(e->connect_status, -ETIMEDOUT);
+		ck_assert_str_eq(e->connect_msg, want);
+		n++;
+	}
+	printf("  %d accepted flood requests ended: on_connect(-ETIMEDOUT) \"%s\"\n", n, want);
+}
+
+/* 60 half-open requests a second for 5 s from one address against a
+ * listener with 24 per peer (and the defaults: 256 in all, 2000 ms): the
+ * attacker holds at most 24, the rest is refused at once with the reason;
+ * a good client from another address connects every 0.8 s. */
+START_TEST(flood_from_one_peer)
+{
+	struct fb b;
+	/* 24 per peer: a cap the flood reaches even where the server accepts
+	 * slowly (ASan under TCG: ~30 a second); the rest is the default. */
+	struct srv s = { .any_addr = 1, .lopts = { .max_pending_per_peer = 24 } };
+	struct rflood f;
+	struct flood_result quiet, loud;
+	uint8_t req[HS_REQ_MAX];
+	double ms, base_rate;
+	int n, qps0;
+
+	fb_init(&b);
+	srv_start(&b, &s, 1024);
+	/* Without a flood: the good client's connect time and round trips
+	 * (after one connection that warms the device up). */
+	good_client(&b, s.port, 0, &ms);
+	base_rate = good_client(&b, s.port, 1.0, &ms);
+	quiet.worst_ms = ms;
+	quiet.rtt_rate = base_rate;
+	qps0 = rdma_res_count("qp");
+	n = plain_request(req, sizeof(req));
+	rflood_init(&f, req, n);
+	snprintf(f.want_reason, sizeof(f.want_reason),
+		 "listener busy: 24 handshakes in progress from this address (max_pending_per_peer 24)");
+	flood(&b, &s, &f, attacker_addr(), 60, 5.0, 0.8, &loud);
+	printf("flood from one peer: %d requests in %.1f s (%.0f/s), %d accepted (left half-open), %d refused (\"%s\"), %d other\n",
+	       f.sent, loud.secs, f.sent / loud.secs, f.replied, f.rejected, f.last_reason, f.other);
+	printf("  good client: connect %.1f ms quiet, worst %.1f ms in the flood (%d connects); %.0f round trips/s quiet, %.0f in the flood\n",
+	       quiet.worst_ms, loud.worst_ms, loud.clients, quiet.rtt_rate, loud.rtt_rate);
+	printf("  QPs of the process: %d before, %d at the end of the flood\n", qps0, loud.max_qps);
+	ck_assert_int_eq(f.sent, 300);
+	ck_assert_int_ge(loud.clients, 3);
+	ck_assert_msg(loud.worst_ms < 2000, "a good client took %.0f ms to connect", loud.worst_ms);
+	/* The attacker never held more than its 24 (+ the good client's two
+	 * QPs and a few QPs of ended handshakes being destroyed). */
+	ck_assert_int_le(loud.max_qps, qps0 + 24 + 2 + 16);
+	ck_assert_int_gt(f.rejected, 0);
+	ck_assert_int_eq(f.other_reasons, 0);
+	/* Within the deadline every accepted request has ended. */
+	settle(&b, &s, &f, f.replied, 4);
+	rflood_poll(&f);
+	printf("  after the flood: %d sent, %d accepted, %d refused, %d other, %d accepted then ended by the server; server: %d failed handshakes\n",
+	       f.sent, f.replied, f.rejected, f.other, f.ended, s.connect_failed);
+	assert_deadline_ends(&s, 0, 2000);
+	ck_assert_int_eq(s.connect_failed, f.replied);
+	ck_assert_int_eq(f.replied + f.rejected, f.sent);
+	ck_assert_int_eq(f.other, 0);
+	rflood_free(&f);
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
+/* The listener's own cap: with max_pending 16 (and the per-peer cap out of
+ * the way) a flood from one address fills it, every further request is
+ * refused naming the limit, the QPs stay at 16, and a good client gets in
+ * again as soon as the deadline (500 ms here) has cleared the flood. */
+START_TEST(flood_to_the_listener_cap)
+{
+	struct fb b;
+	struct srv s = { .any_addr = 1,
+			 .lopts = { .max_pending = 16, .max_pending_per_peer = 1000,
+				    .handshake_timeout_ms = 500 } };
+	struct rflood f;
+	struct ep c = { 0 };
+	uint8_t req[HS_REQ_MAX];
+	double t0, ms;
+	int n, qps0, qps;
+
+	fb_init(&b);
+	srv_start(&b, &s, 1024);
+	qps0 = rdma_res_count("qp");
+	n = plain_request(req, sizeof(req));
+	rflood_init(&f, req, n);
+	snprintf(f.want_reason, sizeof(f.want_reason),
+		 "listener busy: 16 handshakes in progress (max_pending 16)");
+	for (n = 0; n < 40; n++)
+		rflood_send(&f, attacker_addr(), attacker_addr(), s.port);
+	t0 = now_s();
+	while (f.replied + f.rejected + f.other < 40 && now_s() < t0 + 10) {
+		rflood_poll(&f);
+		fb_spin(&b, 0.002);
+	}
+	qps = rdma_res_count("qp");
+	printf("40 half-open requests, max_pending 16: %d accepted, %d refused (\"%s\"), QPs %d -> %d\n",
+	       f.replied, f.rejected, f.last_reason, qps0, qps);
+	ck_assert_int_eq(f.other, 0);
+	ck_assert_int_eq(f.other_reasons, 0);
+	ck_assert_int_le(f.replied, 16);
+	ck_assert_int_eq(f.rejected, 40 - f.replied);
+	ck_assert_int_le(qps, qps0 + 16);
+	/* While the listener is full a good client is refused too, told why. */
+	if (f.replied == 16 && now_s() < t0 + 0.4) {
+		ck_assert_int_eq(ep_connect(&b, &c, s.port, NULL), 0);
+		ck_assert(fb_run(&b, &c.connected, 1, 10));
+		printf("  a good client meanwhile: on_connect(%d) \"%s\"\n", c.connect_status,
+		       c.connect_msg);
+		if (c.connect_status) {
+			ck_assert_int_eq(c.connect_status, -ECONNREFUSED);
+			ck_assert_msg(strstr(c.connect_msg, "listener busy: 16 handshakes in progress (max_pending 16)"),
+				      "%s", c.connect_msg);
+		}
+		ez_conn_close(c.conn);
+	}
+	settle(&b, &s, &f, f.replied, 3);
+	assert_deadline_ends(&s, 0, 500);
+	good_client(&b, s.port, 0, &ms);
+	printf("  after the deadline a good client connects in %.1f ms\n", ms);
+	rflood_free(&f);
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
+/* Requests the application does not answer count too: at the deadline
+ * each is rejected with the reason, and ez_accept() of it then fails. */
+START_TEST(unanswered_requests_expire)
+{
+	struct fb b;
+	struct srv s = { .any_addr = 1, .hold = 1,
+			 .lopts = { .max_pending_per_peer = 4, .handshake_timeout_ms = 300 } };
+	struct rflood f;
+	struct ez_conn *conn;
+	uint8_t req[HS_REQ_MAX];
+	double t0;
+	int n, i;
+	static const char why[] = "handshake not completed within 300 ms (handshake_timeout_ms)";
+
+	fb_init(&b);
+	srv_start(&b, &s, 16);
+	n = plain_request(req, sizeof(req));
+	rflood_init(&f, req, n);
+	for (i = 0; i < 6; i++)
+		rflood_send(&f, attacker_addr(), attacker_addr(), s.port);
+	t0 = now_s();
+	while (f.rejected < 6 && now_s() < t0 + 5) {
+		rflood_poll(&f);
+		fb_spin(&b, 0.005);
+	}
+	printf("6 requests held unanswered (4 per peer): %d on_request, %d rejected, last \"%s\" (%d times) after %.0f ms\n",
+	       s.requests, f.rejected, f.last_reason, f.reason_count, (now_s() - t0) * 1e3);
+	ck_assert_int_eq(s.requests, 4);
+	ck_assert_int_eq(s.nheld, 4);
+	ck_assert_int_eq(f.rejected, 6);
+	ck_assert_str_eq(f.last_reason, why);
+	ck_assert_int_eq(f.reason_count, 4);	/* 2 at once for the cap, then these 4 */
+	ck_assert_int_eq(ez_accept(s.held[0], NULL, &ep_cbs, NULL, &conn), -ETIMEDOUT);
+	ck_assert_str_eq(ez_errmsg(), "ez_accept: the request waited beyond the listener's handshake_timeout_ms of 300 ms and was rejected");
+	for (i = 1; i < 4; i++)
+		ck_assert_int_eq(ez_reject(s.held[i], "late", 4), 0);
+	s.hold = 0;
+	rflood_free(&f);
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *su = suite_create("faults_hostile_halfopen");
+	TCase *tc = tcase_create("halfopen");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, flood_from_one_peer);
+	tcase_add_test(tc, flood_to_the_listener_cap);
+	tcase_add_test(tc, unanswered_requests_expire);
+	suite_add_tcase(su, tc);
+	return check_run_suite(su, CK_NORMAL);
+}
