@@ -178,12 +178,18 @@ static int export_post(struct ez_conn *conn, struct conn_path *p, struct conn_ex
 	op->pin = 0;
 	op->wr.next = NULL;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
+	/* The op last carried a send: a bind takes no immediate (rxe
+	 * refuses one) and no data. */
+	op->wr.imm_data = 0;
 	op->sge.length = 0;
 	mw_bind_wr(&e->w, addr, len, ibv_remote(access), &op->wr);
 	op->mr = e->w.mr;
 	op->mr->inflight++;
-	if (ibv_post_send(p->qp, &op->wr, &bad)) {
-		err = errno ? errno : EIO;
+	/* ibv_post_send() returns the error; errno is not always set. */
+	err = ibv_post_send(p->qp, &op->wr, &bad);
+	if (err) {
+		if (err < 0)
+			err = errno ? errno : EIO;
 		conn_op_put(conn, op);
 		return ezi_fail(-err, "ibv_post_send(IBV_WR_BIND_MW, QP %u): %s", p->qpn,
 				ez_strerror(err));

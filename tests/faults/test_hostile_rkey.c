@@ -117,6 +117,18 @@ static struct ep *honest_up(struct bench *t, struct honest *h, const struct ez_c
 	ck_assert(fb_run(&t->b, &h->e.connected, 1, 10));
 	ck_assert_msg(h->e.connect_status == 0, "A: %s", h->e.connect_msg);
 	sc = srv_last(t, before + 1);
+	/* Messages each way first: the server's free send op then last
+	 * carried a send with credits in its immediate, which a bind must
+	 * not inherit (rxe refuses a bind WR with immediate data). */
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(ep_send_seq(&h->e, (uint64_t)i), 0);
+	ck_assert(fb_run(&t->b, &sc->received, 2, 5));
+	{
+		uint64_t seq = 0;
+
+		ck_assert_int_eq(ez_send(sc->conn, &seq, sizeof(seq), NULL, NULL), 0);
+		ck_assert(fb_run(&t->b, &h->e.received, 1, 5));
+	}
 	export_to(t, sc, 0, XLEN, RW, &h->key, &h->e.received, h->e.received + 1);
 	memset(h->mem, 'A', XLEN);
 	ck_assert_int_eq(ez_write(h->e.conn, h->lmr, 0, HALF, &h->key, HALF, hon_op_done, h), 0);
