@@ -718,7 +718,9 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
  * taken out), which whoever moved it there reports. */
 static void recv_failed(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
 {
-	uint32_t size = buf->size;
+	/* buf is the application's handle (a generation in its top bits),
+	 * not a descriptor to read. */
+	uint32_t size = srqpool_buf_size(conn->pool);
 
 	ez_buf_release(buf);
 	if (wc->status == IBV_WC_WR_FLUSH_ERR || conn_is_ended(conn))

@@ -505,3 +505,8 @@ int ez_srqpool_stats_sz(const struct ez_srqpool *pool, struct ez_srqpool_stats *
 	ezi_struct_out(stats, stats_size, st, sizeof(*st));
 	return 0;
 }
+
+uint32_t srqpool_buf_size(const struct ez_srqpool *pool)
+{
+	return pool->p.buf_size;
+}

@@ -136,6 +136,8 @@ void srqpool_set_owner(struct ez_srqpool *pool, const struct ezi_owner *owner);
 int srqpool_check_thread(const struct ez_srqpool *pool, const char *fn);
 /* Received buffers the application holds now. */
 uint32_t srqpool_in_use(const struct ez_srqpool *pool);
+/* Bytes of each receive buffer (for messages about a receive that failed). */
+uint32_t srqpool_buf_size(const struct ez_srqpool *pool);
 
 /* The pool's last error message (same as ez_srqpool_errmsg()). */
 const char *srqpool_errmsg(const struct ez_srqpool *pool);

@@ -48,8 +48,10 @@ static void bench_init(struct bench *t)
 	t->x = malloc(XLEN);
 	ck_assert_ptr_nonnull(t->x);
 	memset(t->x, XBYTE, XLEN);
+	/* EZ_MR_SHARED, the widest exposure (every peer of the context may use
+	 * its key): even so, nothing reaches it before the proof. */
 	ck_assert_msg(ez_mr_reg(t->b.ctx, getenv("EZ_DEVICE"), t->x, XLEN,
-				EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE, &t->mr) == 0,
+				EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_SHARED, &t->mr) == 0,
 		      "ez_mr_reg: %s", ez_errmsg());
 	ck_assert_int_eq(ez_mr_export(t->mr, &t->rk), 0);
 }

@@ -200,7 +200,9 @@ static void cli_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 
 static void bench_init(struct bench *b, int n, const struct ez_srqpool_opts *po)
 {
-	struct ez_listen_opts lo = { .backlog = 1024 };
+	/* Up to 1000 connects at once, all from one address. */
+	struct ez_listen_opts lo = { .backlog = 1024, .max_pending = 2048,
+				     .max_pending_per_peer = 2048 };
 
 	memset(b, 0, sizeof(*b));
 	b->loop = ev_loop_new(EVFLAG_AUTO);
