@@ -180,9 +180,10 @@ static void server_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t im
 		conn_fail(conn, ret, "%s", msg);
 		return;
 	}
-	if (post_auth(conn, IMM_AUTH_OK, NULL, 0)) {
-		conn_fail(conn, -EIO, "ez_accept(%s): ibv_post_send(shared-secret verdict): %s",
-			  conn->host, ez_strerror(errno));
+	ret = post_auth(conn, IMM_AUTH_OK, NULL, 0);
+	if (ret) {
+		conn_fail(conn, ret, "ez_accept(%s): ibv_post_send(shared-secret verdict): %s",
+			  conn->host, ez_strerror(ret));
 		return;
 	}
 	conn_fire(conn, CE_PROOF_OK, 0);

@@ -93,8 +93,10 @@ int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
 			goto refused;
 		memcpy(op->slot->addr, data, len);
 	}
-	if (ibv_post_send(path->qp, &op->wr, &bad)) {
-		err = errno ? -errno : -EIO;
+	/* ibv_post_send() returns the error; errno may be stale. */
+	err = ibv_post_send(path->qp, &op->wr, &bad);
+	if (err) {
+		err = err > 0 ? -err : -EIO;
 		conn_op_release_copy(conn, op);
 		goto refused;
 	}
