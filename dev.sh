@@ -13,13 +13,15 @@
 #         test_leak alone, whose RSS bound ASan compiles out), the threaded
 #         tests under ThreadSanitizer (tests/tiers/tsan.sh), the two-VM
 #         tests (RoCEv2 capture, source ports per connection and path, link
-#         down), make distcheck and
+#         down), make distcheck, the Debian packages (built, checked with
+#         lintian, installed, hello.c built against them with pkg-config and
+#         CMake and run on the device, removed; tests/tiers/packages.sh) and
 #         the libFuzzer targets for a bounded time,
 #         prints every Check summary line, and ends with
 #         "tests: N passed, N failed". It exits non-zero when anything failed or
 #         when the integration tier could not run.
 # Environment: EZ_VM_ACCEL=kvm|tcg and the rest of tests/testbed/testbed's;
-# EZ_SKIP_DISTCHECK=1 leaves make distcheck out; EZ_FUZZ_SECONDS (30) bounds
+# EZ_SKIP_DISTCHECK=1 leaves make distcheck out; EZ_SKIP_PACKAGES=1 the packages; EZ_FUZZ_SECONDS (30) bounds
 # each fuzz target.
 #
 # Each step is a script under tests/tiers/ (runnable on its own, with its
@@ -63,6 +65,7 @@ test_all() {
 	"$tiers/two-hosts.sh"
 	"$tiers/linkdown.sh"
 	"$tiers/distcheck.sh"
+	"$tiers/packages.sh"
 	"$tiers/fuzz.sh"
 	report "$t0"
 }

@@ -492,19 +492,32 @@ static uint32_t iters(unsigned t, uint32_t n)
 
 static void perf_next(void);
 
+/* Progress of a run longer than a second, on a terminal only: one line on
+ * stderr rewritten in place (a pipe or a file gets the results alone, and
+ * --json output stays one object). */
+static int progress_shown;
+
+static void progress_clear(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = 0;
+}
+
 static void perf_progress(struct ev_loop *l, ev_timer *w, int revents)
 {
 	double s = (now_ns() - X.t0) / 1e9;
 
+	progress_clear();
+	progress_shown = 1;
 	if (!X.phase) {		/* still connecting */
-		fprintf(stderr, "perf: connecting to %s port %s\n", C.host, C.port);
+		fprintf(stderr, "perf: connecting to %s port %s", C.host, C.port);
 		return;
 	}
 	fprintf(stderr, "perf: %s %u/%u done, %.1f s", tname[__builtin_ctz(X.phase)], X.done,
 		X.n, s);
 	if (X.phase == T_BW)
 		fprintf(stderr, ", %.1f MB/s", X.done * (double)X.bsize / s / 1e6);
-	fprintf(stderr, "\n");
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -581,6 +594,7 @@ static void bw_done(struct ez_conn *conn, int status, void *arg)
 	}
 	X.t1 = now_ns();
 	X.mbps = (double)X.n * X.bsize / ((X.t1 - X.t0) / 1e9) / 1e6;
+	progress_clear();
 	if (!json)
 		printf("bw:   %u RDMA WRITEs of %u B, window %u: %.1f MB/s\n", X.n, X.bsize,
 		       X.window, X.mbps);
@@ -601,6 +615,7 @@ static void perf_msg(const struct msg *m, size_t len)
 			X.lat_avg += X.lat[i] / X.n;
 		X.lat_med = X.lat[X.n / 2];
 		X.lat_p99 = X.lat[(size_t)((X.n - 1) * 0.99)];
+		progress_clear();
 		if (!json)
 			printf("lat:  %u ping-pongs of %u B: avg %.1f us, median %.1f us, p99 %.1f us\n",
 			       X.n, C.size, X.lat_avg, X.lat_med, X.lat_p99);
@@ -613,6 +628,7 @@ static void perf_msg(const struct msg *m, size_t len)
 			return;
 		}
 		X.rate = X.n / ((now_ns() - X.t0) / 1e9);
+		progress_clear();
 		if (!json)
 			printf("rate: %u messages of %u B: %.0f msgs/s\n", X.n, C.size, X.rate);
 		perf_next();
@@ -666,6 +682,7 @@ static void cr_next(void)
 
 		X.conn_rate = X.n / s;
 		X.conn_ms = s * 1e3 / X.n;
+		progress_clear();
 		if (!json)
 			printf("conn: %u connections: %.1f conn/s, %.2f ms each "
 			       "(connect %.2f ms + close)\n", X.n, X.conn_rate, X.conn_ms,
@@ -820,11 +837,12 @@ int main(int argc, char **argv)
 		X.user_n = n;
 		C.on_up = perf_next, C.on_msg = perf_msg, C.on_down = perf_down;
 		ev_timer_init(&X.progress, perf_progress, 1., 1.);
-		if (!quiet)
+		if (!quiet && isatty(STDERR_FILENO))
 			ev_timer_start(loop, &X.progress);
 	}
 	c_start(C.size);
 	ev_run(loop, 0);
+	progress_clear();
 	if (ez_ctx_free(ctx))
 		fprintf(stderr, "ezrdma: ez_ctx_free: %s\n", ez_errmsg());
 	if (!ping && json && !C.failed)

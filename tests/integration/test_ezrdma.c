@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spawn.h"
@@ -136,6 +137,60 @@ START_TEST(perf_json_summary)
 }
 END_TEST
 
+/* A latency run of n ping-pongs with stderr on a terminal (script(1) gives
+ * it a pty) or on a pipe; returns the seconds it took. */
+static double perf_lat_run(struct child *c, int on_terminal, const char *port, unsigned n)
+{
+	char cmd[256], ns[16], want[64];
+	char *pargv[] = { (char *)EZRDMA, "perf", (char *)test_addr(), "-p", (char *)port, "-t",
+			  "lat", "-n", ns, NULL };
+	char *targv[] = { "/usr/bin/script", "-qec", cmd, "/dev/null", NULL };
+	struct timespec a, b;
+	int st;
+
+	snprintf(ns, sizeof(ns), "%u", n);
+	snprintf(cmd, sizeof(cmd), "%s perf %s -p %s -t lat -n %u", EZRDMA, test_addr(), port, n);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	ck_assert_int_eq(child_start(c, on_terminal ? targv : pargv), 0);
+	st = child_finish(c, 180000);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ck_assert_msg(st == 0, "perf exited %d: %s", st, c->buf);
+	snprintf(want, sizeof(want), "lat:  %u ping-pongs of ", n);
+	ck_assert_msg(strstr(c->buf, want), "no result line in: %s", c->buf);
+	return (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+/* Progress on a terminal only: one line rewritten in place ("\r" and erase to
+ * the end) and erased before the result; none at all when stderr is a pipe.
+ * The run must last over a second: the count doubles until it does (a real
+ * NIC is a hundred times faster than Soft-RoCE under TCG). */
+START_TEST(perf_progress_on_terminal_only)
+{
+	struct child srv, c;
+	char port[16];
+	unsigned n = 2000;
+	double s;
+	const char *res;
+
+	snprintf(port, sizeof(port), "%d", start_server(&srv));
+	while ((s = perf_lat_run(&c, 1, port, n)) < 1.5 && n < 2000u << 8)
+		n *= 2;
+	printf("perf -t lat -n %u on a terminal: %.1f s\n", n, s);
+	ck_assert_msg(s >= 1.5, "%u ping-pongs took %.2f s: too short to show progress", n, s);
+	ck_assert_msg(strstr(c.buf, "\r\033[Kperf: lat "), "no progress line on the terminal (%.1f s): %s",
+		      s, c.buf);
+	res = strstr(c.buf, "lat:  ");
+	ck_assert_msg(res - c.buf >= 4 && !memcmp(res - 4, "\r\033[K", 4),
+		      "the progress line was not erased before the result: %s", c.buf);
+	s = perf_lat_run(&c, 0, port, n);
+	printf("perf -t lat -n %u on a pipe: %.1f s\n", n, s);
+	ck_assert_msg(s >= 1.2, "%u ping-pongs took %.2f s: too short to show progress", n, s);
+	ck_assert_msg(!strstr(c.buf, "perf: ") && !strchr(c.buf, '\r'),
+		      "progress written to a pipe (%.1f s): %s", s, c.buf);
+	stop_server(&srv);
+}
+END_TEST
+
 /* Nobody listening: ping says so and exits 1. */
 START_TEST(ping_without_server_fails)
 {
@@ -162,6 +217,7 @@ int main(void)
 	tcase_add_test(tc, ping_five_replies);
 	tcase_add_test(tc, stat_prints_server_counters);
 	tcase_add_test(tc, perf_json_summary);
+	tcase_add_test(tc, perf_progress_on_terminal_only);
 	tcase_add_test(tc, ping_without_server_fails);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_VERBOSE);
