@@ -623,6 +623,27 @@ static void one_conn(uint32_t flags, uint32_t depth, uint32_t send_depth)
 	}
 }
 
+/* EZ_BENCH_SAMPLES=FILE: every half round trip, sorted, one per line (the
+ * latency CDF of tests/bench/plot.py). */
+static void write_samples(const double *s, uint32_t n)
+{
+	const char *path = getenv("EZ_BENCH_SAMPLES");
+	FILE *f;
+	uint32_t i;
+
+	if (!path || !*path)
+		return;
+	f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "ezbench: %s: %s\n", path, strerror(errno));
+		return;
+	}
+	for (i = 0; i < n; i++)
+		fprintf(f, "%.3f\n", s[i]);
+	if (fclose(f))
+		fprintf(stderr, "ezbench: %s: %s\n", path, strerror(errno));
+}
+
 static void print_lat(void)
 {
 	uint32_t n = cfg.iters;
@@ -635,6 +656,7 @@ static void print_lat(void)
 	printf("ezbench: test=lat op=send poll=%s size=%u iters=%u unit=us typical=%.2f avg=%.2f"
 	       " min=%.2f p99=%.2f max=%.2f\n", poll_name(), cfg.size, n, s[n / 2], sum / n, s[0],
 	       s[(size_t)(n * 0.99)], s[n - 1]);
+	write_samples(s, n);
 }
 
 static int client_data(void)

@@ -194,7 +194,10 @@ lat_round() {
 	local r=$1 s
 	for s in $lat_sizes; do
 		# 1a. spin (busy-poll context, ez_ctx_process() in a loop) vs ib_send_lat (polls the CQ)
-		if ez_pair "--poll spin" --lat --poll spin --size "$s" --iters "$lat_iters"; then
+		# The first round's 64 B samples, every one, for the latency CDF (plot.py).
+		samples=
+		[ "$r" = 1 ] && [ "$s" = 64 ] && samples=$out/cdf-easyrdma.txt
+		if EZ_BENCH_SAMPLES=$samples ez_pair "--poll spin" --lat --poll spin --size "$s" --iters "$lat_iters"; then
 			record "lat_${s}_poll" ez "$r" "$(field typical "$tmp/cli")"
 			record "lat_${s}_ucx" ez "$r" "$(field typical "$tmp/cli")"
 			record "lat_${s}_fi" ez "$r" "$(field typical "$tmp/cli")"
@@ -207,6 +210,15 @@ lat_round() {
 			record "lat_${s}_poll" anchor "$r" "$(pt_col "$s" 5)"
 		else
 			fail "lat_${s}_poll" anchor "$r" "$(tail -3 "$tmp/cli")"
+		fi
+		# ib_send_lat's samples of the same size for the CDF: -H prints every one.
+		if [ "$r" = 1 ] && [ "$s" = 64 ]; then
+			next_port
+			if tool_pair "ib_send_lat -H" "ib_send_lat $pt -H -p $port -s $s -n $lat_iters" \
+				"ib_send_lat $pt -H -p $port -s $s -n $lat_iters $addr"; then
+				awk -F', *' 'NF == 2 && $1 ~ /^ *[0-9]+$/ && $2 ~ /^[0-9.]+ *$/ { print $2 + 0 }' \
+					"$tmp/cli" | sort -g >"$out/cdf-ib_send_lat.txt"
+			fi
 		fi
 		# 1a'. easyrdma always receives through an SRQ (its pool): the same
 		# spin figure against ib_send_lat receiving through one too.

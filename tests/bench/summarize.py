@@ -5,6 +5,7 @@ Usage: summarize.py RAW.TSV ENV.TXT JSON_OUT [VM_LINE]
 """
 import json
 import math
+import os
 import statistics
 import sys
 
@@ -103,6 +104,22 @@ for _n in ("100", "1000"):
         "bytes", "lower", ("<=", 0.10))
 
 
+def read_cdf(raw):
+    """The first round's 64 B latency samples beside RAW.TSV (inside-vm.sh's
+    cdf-*.txt: sorted half round trips in us), for plot.py's CDF."""
+    cdf = {}
+    d = os.path.dirname(os.path.abspath(raw))
+    for side in ("easyrdma", "ib_send_lat"):
+        try:
+            with open(os.path.join(d, f"cdf-{side}.txt")) as f:
+                xs = [float(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        if xs:
+            cdf[side] = {"size": 64, "unit": "us", "samples": xs}
+    return cdf
+
+
 def main():
     raw, env, out = sys.argv[1], sys.argv[2], sys.argv[3]
     vm = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -164,7 +181,7 @@ def main():
         rows.append(row)
 
     with open(out, "w") as f:
-        json.dump({"env": envd, "rows": rows}, f, indent=1)
+        json.dump({"env": envd, "rows": rows, "cdf": read_cdf(raw)}, f, indent=1)
 
     def fmt(x):
         if x is None:
