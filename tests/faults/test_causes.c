@@ -160,10 +160,11 @@ START_TEST(wrong_rkey_write)
 }
 END_TEST
 
-/* Clean closes, from inside callbacks and outside, many times over: the
+/* Clean closes, from inside callbacks (an op's, on_recv, on_connect) and
+ * outside, many times over: the
  * closing side says "closed by the application", the peer on_disconnect(0)
  * "peer ... closed the connection", never "without closing". */
-enum close_from { FROM_OP, FROM_RECV, FROM_OUTSIDE };
+enum close_from { FROM_OP, FROM_RECV, FROM_OUTSIDE, FROM_CONNECT, FROM_COUNT };
 
 struct closer {
 	struct ep e;
@@ -198,9 +199,12 @@ static void closer_connect(struct ez_conn *conn, int status, void *arg)
 {
 	struct closer *k = arg;
 
-	(void)conn;
 	k->e.connected++;
 	k->e.connect_status = status;
+	if (status == 0 && k->from == FROM_CONNECT) {
+		k->e.closed = 1;
+		ez_conn_close(conn);
+	}
 }
 
 static void closer_disconnect(struct ez_conn *conn, int status, void *arg)
@@ -225,10 +229,10 @@ START_TEST(clean_close_is_clean)
 	int i, j;
 
 	fb_init(&b);
-	srv_start(&b, &s, 3 * CLEAN_ROUNDS + 2);
+	srv_start(&b, &s, FROM_COUNT * CLEAN_ROUNDS + 2);
 	snprintf(want, sizeof(want), "peer %s closed the connection", test_addr());
-	for (i = 0; i < 3 * CLEAN_ROUNDS; i++) {
-		struct closer k = { .from = (enum close_from)(i % 3) };
+	for (i = 0; i < FROM_COUNT * CLEAN_ROUNDS; i++) {
+		struct closer k = { .from = (enum close_from)(i % FROM_COUNT) };
 		struct ep *se;
 		int disc = s.disconnected;
 
@@ -239,7 +243,7 @@ START_TEST(clean_close_is_clean)
 		ck_assert(fb_run(&b, &s.connected, i + 1, 5));
 		se = &s.eps[s.neps - 1];
 		/* Traffic in flight when the close comes: 8 sends, echoed. */
-		for (j = 0; j < 8; j++)
+		for (j = 0; k.from != FROM_CONNECT && j < 8; j++)
 			ck_assert_int_eq(ez_send(k.e.conn, &j, sizeof(j), closer_op, &k), 0);
 		if (k.from == FROM_OUTSIDE) {
 			ck_assert(fb_run(&b, &k.ops, 8, 5));
@@ -252,11 +256,12 @@ START_TEST(clean_close_is_clean)
 		ck_assert_str_eq(k.e.disconnect_msg, "closed by the application");
 		ck_assert_msg(se->disconnect_status == 0 && strcmp(se->disconnect_msg, want) == 0,
 			      "round %d (close from %s): the peer saw on_disconnect(%d) \"%s\"", i,
-			      k.from == FROM_OP ? "an op callback" : k.from == FROM_RECV ? "on_recv" : "outside",
+			      k.from == FROM_OP ? "an op callback" : k.from == FROM_RECV ? "on_recv" :
+			      k.from == FROM_CONNECT ? "on_connect" : "outside",
 			      se->disconnect_status, se->disconnect_msg);
 	}
-	printf("clean close: %d rounds (from an op callback, on_recv, outside): the peer saw on_disconnect(0) \"%s\" each time\n",
-	       3 * CLEAN_ROUNDS, want);
+	printf("clean close: %d rounds (from an op callback, on_recv, outside, on_connect): the peer saw on_disconnect(0) \"%s\" each time\n",
+	       FROM_COUNT * CLEAN_ROUNDS, want);
 	srv_stop(&s);
 	fb_fini(&b);
 }
