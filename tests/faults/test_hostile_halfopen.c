@@ -97,13 +97,20 @@ static void flood(struct fb *b, struct srv *s, struct rflood *f, const char *src
 	res->secs = now_s() - t0;
 }
 
-/* Waits until every flooded request has its end (rejected, or accepted and
- * then ended by the server's deadline). */
-static void settle(struct fb *b, struct srv *s, struct rflood *f, int accepted, double secs)
+/* Waits until every flooded request has its outcome at the raw side (a
+ * reply or a refusal) and every accepted one its end at the server. A slow
+ * guest's server falls behind the flood: it takes queued requests late (as
+ * the per-peer count frees up), each accepted then and ended 2 s later,
+ * well after the flood. Comparing the counts at a fixed time (and the QP
+ * count against one taken while the quiet run's QPs were still going)
+ * made the request accepted last look unreported (issue 19's "one missing
+ * report in six runs"): the reply count moves while this waits. */
+static void settle(struct fb *b, struct srv *s, struct rflood *f, double secs)
 {
 	double end = now_s() + secs;
 
-	while (now_s() < end && (s->connect_failed < accepted)) {
+	while (now_s() < end && (f->replied + f->rejected + f->other < f->sent ||
+				 s->connect_failed < f->replied)) {
 		rflood_poll(f);
 		fb_spin(b, 0.01);
 	}
@@ -171,6 +178,9 @@ START_TEST(flood_from_one_peer)
 	base_rate = good_client(&b, s.port, 1.0, &ms);
 	quiet.worst_ms = ms;
 	quiet.rtt_rate = base_rate;
+	/* The QP count once both quiet connections are gone on both sides
+	 * (the server's QP goes before its on_disconnect). */
+	ck_assert(fb_run(&b, &s.disconnected, 2, 5));
 	qps0 = rdma_res_count("qp");
 	n = plain_request(req, sizeof(req));
 	rflood_init(&f, req, n);
@@ -190,9 +200,10 @@ START_TEST(flood_from_one_peer)
 	ck_assert_int_le(loud.max_qps, qps0 + 24 + 2 + 16);
 	ck_assert_int_gt(f.rejected, 0);
 	ck_assert_int_eq(f.other_reasons, 0);
-	/* Every accepted request ends at its deadline (2 s); the last ones'
-	 * reports may lag behind on a slow guest (ASan under TCG). */
-	settle(&b, &s, &f, f.replied, 12);
+	/* Every accepted request ends at its deadline (2 s) after it was
+	 * accepted, which on a slow guest (ASan under TCG) can be well after
+	 * the flood. */
+	settle(&b, &s, &f, 20);
 	rflood_poll(&f);
 	printf("  after the flood: %d sent, %d accepted, %d refused, %d other, %d accepted then ended by the server; server: %d failed handshakes\n",
 	       f.sent, f.replied, f.rejected, f.other, f.ended, s.connect_failed);
@@ -273,7 +284,7 @@ START_TEST(flood_to_the_listener_cap)
 		}
 		ez_conn_close(c.conn);
 	}
-	settle(&b, &s, &f, f.replied, 3);
+	settle(&b, &s, &f, 10);
 	assert_deadline_ends(&s, 0, 500);
 	good_client(&b, s.port, 0, &ms);
 	printf("  after the deadline a good client connects in %.1f ms\n", ms);
