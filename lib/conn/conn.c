@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,8 +336,9 @@ static void on_connect_timeout(struct loop_timer *t)
 			  conn->host, conn->o.connect_timeout_ms);
 		return;
 	}
-	conn_fail(conn, -ETIMEDOUT, "%s(%s): connection not established after %u ms",
-		  conn->step, conn->host, conn->o.connect_timeout_ms);
+	conn_fail(conn, -ETIMEDOUT, "%s(%s): connection not established after %u ms: waiting for %s",
+		  conn->step, conn->host, conn->o.connect_timeout_ms,
+		  conn_state_awaits(conn->state));
 }
 
 /* The listener's handshake deadline passed before this accepted
@@ -351,8 +353,8 @@ static void on_handshake_deadline(struct listener_hs *h)
 				 conn->host, h->timeout_ms);
 		return;
 	}
-	conn_fail(conn, -ETIMEDOUT, "ez_accept(%s): handshake not completed within %u ms (the listener's handshake_timeout_ms)",
-		  conn->host, h->timeout_ms);
+	conn_fail(conn, -ETIMEDOUT, "ez_accept(%s): handshake not completed within %u ms (the listener's handshake_timeout_ms): waiting for %s",
+		  conn->host, h->timeout_ms, conn_state_awaits(conn->state));
 }
 
 static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts *opts, int accept,
@@ -743,6 +745,16 @@ static int addr_errno(int status)
 	return status < 0 ? status : -EHOSTUNREACH;
 }
 
+/* The kernel's own deadline for address and route resolution: a second
+ * beyond the connect timeout, so that the connect timer ends a stuck
+ * resolution first and names the step it waited for. */
+static int cm_timeout_ms(const struct ez_conn *conn)
+{
+	uint32_t ms = conn->o.connect_timeout_ms;
+
+	return ms > INT32_MAX - 1000 ? INT32_MAX : (int)ms + 1000;
+}
+
 static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 {
 	struct ez_conn *conn = container_of(h, struct ez_conn, cm);
@@ -762,7 +774,7 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 			ezi_log_warn("rdma_set_option(TOS %u): %s", conn->o.tos, ez_strerror(errno));
 		conn->step = "rdma_resolve_route";
 		conn_fire(conn, CE_RESOLVE_ROUTE, 0);
-		if (rdma_resolve_route(conn->id, (int)conn->o.connect_timeout_ms)) {
+		if (rdma_resolve_route(conn->id, cm_timeout_ms(conn))) {
 			conn_fail(conn, addr_errno(-errno), "rdma_resolve_route(%s): %s", conn->host,
 				  ez_strerror(errno));
 			break;
@@ -860,7 +872,7 @@ static void connect_to(struct ez_conn *conn, const struct sockaddr_storage *ss)
 	}
 	conn->step = "rdma_resolve_addr";
 	conn_fire(conn, CE_RESOLVE_ADDR, 0);
-	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)ss, (int)conn->o.connect_timeout_ms))
+	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)ss, cm_timeout_ms(conn)))
 		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
 			  ez_strerror(errno));
 }

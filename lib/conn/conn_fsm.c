@@ -76,6 +76,24 @@ const char *conn_state_name(enum conn_state s)
 	return (unsigned int)s < CS_COUNT ? names[s] : "?";
 }
 
+const char *conn_state_awaits(enum conn_state s)
+{
+	/* What the connection waits for in each setup state: a connect
+	 * timeout names it. */
+	static const char *const awaits[CS_CONNECTED] = {
+		[CS_NEW] = "the connect to start",
+		[CS_RESOLVING_NAME] = "the host name lookup",
+		[CS_RESOLVING_ADDR] = "address resolution (no ARP/ND reply, or no RDMA device on the route)",
+		[CS_RESOLVING_ROUTE] = "route resolution",
+		[CS_CONNECTING] = "the peer's CM reply (no listener answered the request)",
+		[CS_AUTHENTICATING] = "the listener's verdict on our shared-secret proof",
+		[CS_ACCEPTING] = "the peer's RTU (the CM's ready-to-use)",
+		[CS_AWAITING_PROOF] = "the peer's shared-secret proof",
+	};
+
+	return (unsigned int)s < CS_CONNECTED ? awaits[s] : "nothing (established or ended)";
+}
+
 const char *conn_event_name(enum conn_event e)
 {
 	static const char *const names[CE_COUNT] = {

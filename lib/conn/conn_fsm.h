@@ -91,6 +91,8 @@ static inline int conn_state_cm_connected(enum conn_state s)
 
 const char *conn_state_name(enum conn_state s);
 const char *conn_event_name(enum conn_event e);
+/* What a setup state waits for, in words ("the peer's CM reply ..."). */
+const char *conn_state_awaits(enum conn_state s);
 
 /*
  * The connection's side (conn_fsm.c, on struct ez_conn): every file of

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -675,6 +676,63 @@ static void op_done(struct ez_conn *conn, struct op *op, int status)
 	}
 }
 
+/* What a failed op was and what it touched, for the connection's message:
+ * "RDMA READ of rkey 0x223 [0x7f0000001000, +4096)", "SEND of 64 bytes". */
+static void op_describe(const struct op *op, char *out, size_t len)
+{
+	uint32_t bytes = op->wr.num_sge ? op->sge.length : 0;
+
+	switch (op->kind) {
+	case OP_READ:
+	case OP_WRITE:
+	case OP_WRITE_IMM:
+		snprintf(out, len, "%s of rkey 0x%x [0x%llx, +%u)", op_name(op),
+			 op->wr.wr.rdma.rkey, (unsigned long long)op->wr.wr.rdma.remote_addr, bytes);
+		break;
+	case OP_SEND:
+	case OP_SEND_MR:
+		snprintf(out, len, "SEND of %u bytes", bytes);
+		break;
+	case OP_CREDIT:
+		snprintf(out, len, "credit message");
+		break;
+	case OP_BYE:
+		snprintf(out, len, "goodbye message");
+		break;
+	case OP_PATH_DOWN:
+		snprintf(out, len, "path-down notice");
+		break;
+	case OP_AUTH:
+		snprintf(out, len, "shared-secret message of %u bytes", bytes);
+		break;
+	default:
+		snprintf(out, len, "memory window bind");
+		break;
+	}
+}
+
+/* A send-queue completion in error, before the op's callback runs: a
+ * fatal one ends the connection now, naming the op, so that the callback
+ * (and ez_conn_errmsg() in it) sees the cause, and the end keeps it even
+ * when the callback closes the connection in response. A flush we did not
+ * cause may be the peer's refused RDMA request (the QP went to ERR without
+ * a word): conn_access_check() names it. */
+static void op_failed(struct ez_conn *conn, const struct op *op, const struct ibv_wc *wc,
+		      int status, int fatal)
+{
+	char what[96];
+
+	if (conn_is_ended(conn))
+		return;
+	if (status == -ECANCELED && conn_access_check(conn))
+		return;
+	if (!fatal)
+		return;
+	op_describe(op, what, sizeof(what));
+	conn_fail(conn, status, "%s: %s (QP %u, vendor error 0x%x)", what,
+		  ibv_wc_status_str(wc->status), wc->qp_num, wc->vendor_err);
+}
+
 void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 {
 	struct ez_conn *conn = op->conn;
@@ -697,14 +755,9 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	/* A path of several that fails is taken out and the others carry on. */
 	if (status && conn->npaths > 1)
 		status = path_on_error(conn, op, status, &last_path);
+	if (status)
+		op_failed(conn, op, wc, status, conn->npaths > 1 ? last_path : status != -ECANCELED);
 	op_done(conn, op, status);
-	/* A flush we did not cause: the peer may have made our responder
-	 * refuse an RDMA request (the QP went to ERR without a word). */
-	if (status == -ECANCELED && !conn_is_ended(conn))
-		conn_access_check(conn);
-	if (status && (conn->npaths > 1 ? last_path : status != -ECANCELED) && !conn_is_ended(conn))
-		conn_fail(conn, status, "work completion: %s (vendor error 0x%x)",
-			  ibv_wc_status_str(wc->status), wc->vendor_err);
 	if (conn_is_ended(conn))
 		conn_drain_check(conn);
 	else if (conn->state == CS_CONNECTED)

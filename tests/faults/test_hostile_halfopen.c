@@ -97,25 +97,50 @@ static void flood(struct fb *b, struct srv *s, struct rflood *f, const char *src
 	res->secs = now_s() - t0;
 }
 
-/* Waits until every flooded request has its end (rejected, or accepted and
- * then ended by the server's deadline). */
-static void settle(struct fb *b, struct srv *s, struct rflood *f, int accepted, double secs)
+/* Waits until every flooded request has its outcome at the raw side (a
+ * reply or a refusal) and every accepted one its end at the server. A slow
+ * guest's server falls behind the flood: it takes queued requests late (as
+ * the per-peer count frees up), each accepted then and ended 2 s later,
+ * well after the flood. Comparing the counts at a fixed time (and the QP
+ * count against one taken while the quiet run's QPs were still going)
+ * made the request accepted last look unreported (issue 19's "one missing
+ * report in six runs"): the reply count moves while this waits. */
+static void settle(struct fb *b, struct srv *s, struct rflood *f, double secs)
 {
 	double end = now_s() + secs;
 
-	while (now_s() < end && (s->connect_failed < accepted)) {
+	while (now_s() < end && (f->replied + f->rejected + f->other < f->sent ||
+				 s->connect_failed < f->replied)) {
 		rflood_poll(f);
 		fb_spin(b, 0.01);
+	}
+}
+
+/* The server's connections with no final callback yet, for a failure's
+ * message: what each handle says. */
+static void dump_unreported(const struct srv *s)
+{
+	int i;
+
+	for (i = 0; i < s->neps; i++) {
+		const struct ep *e = &s->eps[i];
+
+		if (!e->connected && !e->disconnected)
+			fprintf(stderr, "  server connection %d of %d: no final callback; ez_conn_errmsg \"%s\"\n",
+				i, s->neps, ez_conn_errmsg(e->conn));
+		else if (e->connect_status == 0)
+			fprintf(stderr, "  server connection %d of %d: established, then on_disconnect(%d) \"%s\"\n",
+				i, s->neps, e->disconnect_status, e->disconnect_msg);
 	}
 }
 
 /* Every accepted request of the flood ended at the deadline, with the reason. */
 static void assert_deadline_ends(const struct srv *s, int from, uint32_t ms)
 {
-	char want[200];
+	char want[300];
 	int i, n = 0;
 
-	snprintf(want, sizeof(want), "ez_accept(%s): handshake not completed within %u ms (the listener's handshake_timeout_ms)",
+	snprintf(want, sizeof(want), "ez_accept(%s): handshake not completed within %u ms (the listener's handshake_timeout_ms): waiting for the peer's RTU (the CM's ready-to-use)",
 		 attacker_addr(), ms);
 	for (i = from; i < s->neps; i++) {
 		const struct ep *e = &s->eps[i];
@@ -153,6 +178,9 @@ START_TEST(flood_from_one_peer)
 	base_rate = good_client(&b, s.port, 1.0, &ms);
 	quiet.worst_ms = ms;
 	quiet.rtt_rate = base_rate;
+	/* The QP count once both quiet connections are gone on both sides
+	 * (the server's QP goes before its on_disconnect). */
+	ck_assert(fb_run(&b, &s.disconnected, 2, 5));
 	qps0 = rdma_res_count("qp");
 	n = plain_request(req, sizeof(req));
 	rflood_init(&f, req, n);
@@ -172,9 +200,10 @@ START_TEST(flood_from_one_peer)
 	ck_assert_int_le(loud.max_qps, qps0 + 24 + 2 + 16);
 	ck_assert_int_gt(f.rejected, 0);
 	ck_assert_int_eq(f.other_reasons, 0);
-	/* Every accepted request ends at its deadline (2 s); the last ones'
-	 * reports may lag behind on a slow guest (ASan under TCG). */
-	settle(&b, &s, &f, f.replied, 12);
+	/* Every accepted request ends at its deadline (2 s) after it was
+	 * accepted, which on a slow guest (ASan under TCG) can be well after
+	 * the flood. */
+	settle(&b, &s, &f, 20);
 	rflood_poll(&f);
 	printf("  after the flood: %d sent, %d accepted, %d refused, %d other, %d accepted then ended by the server; server: %d failed handshakes\n",
 	       f.sent, f.replied, f.rejected, f.other, f.ended, s.connect_failed);
@@ -189,13 +218,10 @@ START_TEST(flood_from_one_peer)
 			fb_spin(&b, 0.05);
 		ck_assert_msg(qps <= qps0, "QPs: %d before the flood, %d 10 s after it", qps0, qps);
 	}
-	/* Every accepted request is reported ended by the server. In about one
-	 * run in six under TCG one report is missing although its QP is gone
-	 * (an open defect, issue 19's note): tolerated once, said loudly. */
+	/* Every accepted request is reported ended by the server, exactly once. */
 	if (s.connect_failed != f.replied)
-		fprintf(stderr, "WARNING: %d accepted flood requests, %d failed handshakes reported\n",
-			f.replied, s.connect_failed);
-	ck_assert_msg(s.connect_failed + 1 >= f.replied && s.connect_failed <= f.replied,
+		dump_unreported(&s);
+	ck_assert_msg(s.connect_failed == f.replied,
 		      "server: %d failed handshakes, %d connected, %d requests, %d accepted, %d accept errors (%s); raw: %d accepted, %d ended, %d refused, %d other",
 		      s.connect_failed, s.connected, s.requests, s.neps, s.accept_errors, s.accept_msg,
 		      f.replied, f.ended, f.rejected, f.other);
@@ -258,7 +284,7 @@ START_TEST(flood_to_the_listener_cap)
 		}
 		ez_conn_close(c.conn);
 	}
-	settle(&b, &s, &f, f.replied, 3);
+	settle(&b, &s, &f, 10);
 	assert_deadline_ends(&s, 0, 500);
 	good_client(&b, s.port, 0, &ms);
 	printf("  after the deadline a good client connects in %.1f ms\n", ms);

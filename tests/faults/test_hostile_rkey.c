@@ -470,7 +470,9 @@ START_TEST(revoked)
 	ck_assert_int_eq(h.last_status, -EACCES);
 	ck_assert(fb_run(&t.b, &h.e.disconnected, 1, 5));
 	ck_assert_int_eq(h.e.disconnect_status, -EACCES);
-	ck_assert_ptr_nonnull(strstr(h.e.disconnect_msg, "work completion: remote access error"));
+	snprintf(want, sizeof(want), "RDMA READ of rkey 0x%x [0x%llx, +64): remote access error (QP ",
+		 h.key.rkey, (unsigned long long)h.key.addr);
+	ck_assert_msg(strncmp(h.e.disconnect_msg, want, strlen(want)) == 0, "%s", h.e.disconnect_msg);
 	ck_assert_uint_eq(h.mem[0], 0);
 	ck_assert(fb_run(&t.b, &t.s.disconnected, 1, 5));
 	want_refused(sc, qpn, "");
