@@ -306,7 +306,7 @@ struct ez_conn_opts {
 	const void *auth_key;	   /* shared secret proved with HMAC in the handshake [none] */
 	uint32_t auth_key_len;	   /* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
 	uint32_t comp_mask;	   /* EZ_CONN_OPTS_* bits: fields set on purpose, 0 included */
-	/* Dead-peer detection, ez_conn_opts(3) LIVENESS. */
+	/* Dead-peer detection, ez_conn_opts(3), "Liveness". */
 	uint32_t keepalive_interval_ms; /* nothing received this long: a probe the peer answers [0: off] */
 	uint32_t keepalive_probes; /* unanswered probes, an interval apart, that end it [3] */
 	uint32_t op_timeout_ms;	   /* an op outstanding this long ends the connection [0: never] */

@@ -466,8 +466,9 @@ static int conn_setup(struct ez_conn *conn)
 	if (ret)
 		return ret;
 	/* send_depth ops, a credit message, a goodbye per path and, with
-	 * several paths, a notice per path that fails but the last. */
-	n = (int)conn->o.send_depth + 2 * (int)conn->npaths;
+	 * several paths, a notice per path that fails but the last; a
+	 * keepalive probe and answer (keepalive.h). */
+	n = (int)conn->o.send_depth + 2 * (int)conn->npaths + CONN_LIVE_WRS;
 	/* Not yet established, the passive side sends only its verdict or
 	 * refusal and its goodbyes; the data path's room comes with it (a
 	 * request the CQ could not take at all is still refused here). */
@@ -492,7 +493,7 @@ static int conn_setup(struct ez_conn *conn)
 	ia.sq_sig_all = 0;
 	/* send_depth ops, a credit message and a goodbye; with several paths
 	 * one QP may also carry the notices of the others' failures. */
-	ia.cap.max_send_wr = conn->o.send_depth + 1 + conn->npaths;
+	ia.cap.max_send_wr = conn->o.send_depth + 1 + conn->npaths + CONN_LIVE_WRS;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;

@@ -10,6 +10,9 @@
  * -ETIMEDOUT instead of -ECANCELED. */
 #define OP_EXPIRED 0xffu
 
+/* Send-queue and CQ room of the keepalive's own ops: a probe, an answer. */
+#define CONN_LIVE_WRS 2
+
 /* The peer's handshake capabilities (HS_CAP_KEEPALIVE: it answers probes). */
 void conn_live_peer_caps(struct ez_conn *conn, uint16_t caps);
 /* CONNECTED: the keepalive and deadline timers start (those the options ask for). */

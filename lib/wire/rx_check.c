@@ -127,9 +127,12 @@ static enum rx_fault check_auth(const struct rx_in *in, const struct rx_view *v,
 
 /* A probe or its answer: empty, no credits, after the connect, between
  * peers that both announced HS_CAP_KEEPALIVE. They take a receive buffer
- * without a credit, so both are bounded: an answer by the probes we sent,
- * a probe by our answers' completions (one may overtake the completion of
- * the previous answer: an ACK retransmitted late; a second is a flood). */
+ * without a credit, so both are bounded: an answer by the probes we sent;
+ * probes by our answers: while one is outstanding, the probes that come
+ * are not answered (it answers them all), and an honest prober sends at
+ * most 255 of those (keepalive_probes), one per interval. A loop of ours
+ * that stalled finds them all at once, so the bound is a count, not a
+ * rate. */
 static enum rx_fault check_keepalive(const struct rx_in *in, const struct rx_view *v,
 				     struct rx_msg *out)
 {
@@ -151,7 +154,7 @@ static enum rx_fault check_keepalive(const struct rx_in *in, const struct rx_vie
 		out->kind = RX_KA_REPLY;
 		return RX_OK;
 	}
-	if (v->ka_answer_busy && v->t->ka_early)
+	if (v->ka_answer_busy && v->t->ka_early >= RX_KA_MAX_UNANSWERED)
 		return RX_F_KA_FLOOD;
 	out->kind = RX_KA_PROBE;
 	out->answer = !v->ka_answer_busy;
@@ -228,7 +231,7 @@ void rx_commit(struct rx_track *t, const struct rx_view *v, const struct rx_msg 
 		t->ka_answers++;
 		break;
 	case RX_KA_PROBE:
-		t->ka_early = !m->answer;
+		t->ka_early = m->answer ? 0 : t->ka_early + 1;
 		break;
 	case RX_DATA:
 	case RX_WRITE_IMM:
@@ -379,7 +382,8 @@ char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_v
 			 (unsigned long long)t->ka_probes, (unsigned long long)t->ka_answers);
 		break;
 	case RX_F_KA_FLOOD:
-		snprintf(buf, len, "peer sent a third keepalive probe before this side's answer to the first completed");
+		snprintf(buf, len, "peer sent %u keepalive probes while this side's answer to an earlier one was outstanding (at most %u)",
+			 t->ka_early + 1, RX_KA_MAX_UNANSWERED);
 		break;
 	default:
 		snprintf(buf, len, "%s", rx_fault_name(f));

@@ -83,7 +83,7 @@ struct rx_track {
 	uint32_t recv_slack;	/* messages the peer may send beyond what we count it holds */
 	uint8_t peer_down;	/* paths the peer said it took out (bit per path) */
 	uint8_t byes;		/* goodbyes received */
-	uint8_t ka_early;	/* a probe came while our answer was outstanding */
+	uint32_t ka_early;	/* probes that came while our answer was outstanding */
 	uint64_t rx_msgs;	/* messages accepted: the keepalive's sign of life */
 	uint64_t ka_probes;	/* keepalive probes we sent */
 	uint64_t ka_answers;	/* answers to them received */
@@ -110,6 +110,11 @@ struct rx_view {
 /* A peer's receive window can never exceed what the handshake and the
  * immediate carry (16 bits), which is also the largest share a pool gives. */
 #define RX_MAX_CREDITS 0xffffu
+
+/* An honest prober sends at most keepalive_probes (<= 255) probes before
+ * an answer or its end; they may all be in our receive queue when our loop
+ * was stalled, and get one answer. */
+#define RX_KA_MAX_UNANSWERED 255u
 
 struct rx_msg {
 	uint8_t kind;		/* enum rx_kind */

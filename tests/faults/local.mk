@@ -62,8 +62,11 @@ endif
 check_PROGRAMS += tests/faults/linkdown
 tests_faults_linkdown_SOURCES = tests/faults/linkdown.c
 tests_faults_linkdown_LDADD = lib/libezcore.la
+check_PROGRAMS += tests/faults/deadpeer
+tests_faults_deadpeer_SOURCES = tests/faults/deadpeer.c
+tests_faults_deadpeer_LDADD = lib/libezcore.la
 
-dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
+dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/deadpeer.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
 EXTRA_DIST += tests/lsan.supp
 
 # Every allocation of ez_connect() failing in turn: calloc and free wrapped

@@ -110,8 +110,8 @@ START_TEST(hung_peer_found_by_probes)
 	ck_assert(fb_run(&b, &e.disconnected, 1, 10));
 	dt = now_s() - t_stop;
 	snprintf(want, sizeof(want),
-		 "peer %s: no reply to 3 keepalive probes in 600 ms (keepalive_interval_ms 200, keepalive_probes 3)",
-		 test_addr());
+		 "peer %s:%s: no reply to 3 keepalive probes in 600 ms (keepalive_interval_ms 200, keepalive_probes 3)",
+		 test_addr(), port);
 	ck_assert_int_eq(e.disconnect_status, -ETIMEDOUT);
 	ck_assert_str_eq(e.disconnect_msg, want);
 	printf("hung peer (SIGSTOP): on_disconnect(%d, \"%s\") %.3f s after the stop (bound: 200 ms x (3 + 2) = 1.0 s)\n",
@@ -176,8 +176,8 @@ START_TEST(stuck_send_ends_at_op_timeout)
 	ck_assert(fb_run(&b, &e.disconnected, 1, 10));
 	dt = now_s() - t0;
 	snprintf(want, sizeof(want),
-		 "peer %s: SEND of 8 bytes waiting for the peer's credits not complete within op_timeout_ms 400",
-		 test_addr());
+		 "peer %s:%s: SEND of 8 bytes waiting for the peer's credits not complete within op_timeout_ms 400",
+		 test_addr(), port);
 	ck_assert_int_eq(e.disconnect_status, -ETIMEDOUT);
 	ck_assert_str_eq(e.disconnect_msg, want);
 	fb_spin(&b, 0.3);

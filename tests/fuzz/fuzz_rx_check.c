@@ -69,7 +69,8 @@ static void check_accepted(const struct rx_in *in, const struct rx_view *v, cons
 	case RX_KA_PROBE:
 		/* empty, no credits, from a peer that announced it, not a flood */
 		if (in->byte_len || (in->imm & IMM_CREDITS_MASK) || !v->ka ||
-		    (v->ka_answer_busy && v->t->ka_early) || m->answer == v->ka_answer_busy)
+		    (v->ka_answer_busy && v->t->ka_early >= RX_KA_MAX_UNANSWERED) ||
+		    m->answer == v->ka_answer_busy)
 			abort();
 		break;
 	case RX_KA_REPLY:
