@@ -57,6 +57,7 @@ static void conn_free(struct ez_conn *conn)
 	ctx_timer_stop(ctx, &conn->drain_timer);
 	loop_defer_cancel(&ctx->loop, &conn->finish_defer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
+	conn_live_stop(conn);
 	conn_auth_free(conn);
 	listener_hs_leave(&conn->pend);
 	if (conn->dev)

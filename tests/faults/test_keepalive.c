@@ -99,7 +99,9 @@ START_TEST(hung_peer_found_by_probes)
 	/* Idle and alive: probed and answered, nothing ends. */
 	fb_spin(&b, 1.2);
 	st = stats_of(e.conn);
-	ck_assert_msg(st.keepalives_sent >= 3, "%llu probes in 1.2 s of idleness",
+	/* An answered probe makes the next interval busy: about one probe
+	 * per two intervals (2 to 3 in a loaded guest). */
+	ck_assert_msg(st.keepalives_sent >= 2, "%llu probes in 1.2 s of idleness",
 		      (unsigned long long)st.keepalives_sent);
 	ck_assert_int_eq(e.disconnected, 0);
 	printf("alive peer: %llu probes answered in 1.2 s idle\n",
