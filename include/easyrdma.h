@@ -289,7 +289,7 @@ struct ez_conn_opts {
 	uint32_t inline_threshold; /* sends up to this size go inline, capped by the device [64] */
 	uint32_t connect_timeout_ms; /* whole connect: resolve, route, CM exchange [5000] */
 	uint8_t qp_timeout;	   /* local ACK timeout, 4.096 us * 2^n (0: none) [14] */
-	uint8_t retry_count;	   /* transport retries, 0..7 [7] */
+	uint8_t retry_count;	   /* transport retries, 0..7 (7: for ever on Soft-RoCE) [6] */
 	uint8_t rnr_retry;	   /* RNR retries, 0..7 (7: forever) [7] */
 	uint8_t min_rnr_timer;	   /* IB encoding 0..31 (0: 655.36 ms) [12] */
 	enum ibv_mtu path_mtu;	   /* upper bound; the path's MTU if lower [path's] */
@@ -306,6 +306,11 @@ struct ez_conn_opts {
 	const void *auth_key;	   /* shared secret proved with HMAC in the handshake [none] */
 	uint32_t auth_key_len;	   /* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
 	uint32_t comp_mask;	   /* EZ_CONN_OPTS_* bits: fields set on purpose, 0 included */
+	/* Dead-peer detection, ez_conn_opts(3), "Liveness". */
+	uint32_t keepalive_interval_ms; /* nothing received this long: a probe the peer answers [0: off] */
+	uint32_t keepalive_probes; /* unanswered probes, an interval apart, that end it [3] */
+	uint32_t op_timeout_ms;	   /* an op outstanding this long ends the connection [0: never] */
+	uint32_t reserved;	   /* must be 0 */
 };
 
 /* ez_conn_opts.comp_mask: the field is taken as given even when it is 0. */
@@ -495,6 +500,8 @@ struct ez_conn_stats {
 	uint64_t path_bytes[EZ_MAX_PATHS];
 	uint64_t path_msgs_recv[EZ_MAX_PATHS];
 	uint64_t paths_down;
+	/* Keepalive probes this side sent, and probes the peer sent here. */
+	uint64_t keepalives_sent, keepalives_recv;
 };
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats,
 		     size_t stats_size);

@@ -14,6 +14,7 @@
 #include "msg.h"
 #include "conn_auth.h"
 #include "conn_export.h"
+#include "keepalive.h"
 #include "peer_penalty.h"
 #include "device/cq.h"
 #include "device/device.h"
@@ -57,6 +58,7 @@ static void conn_free(struct ez_conn *conn)
 	ctx_timer_stop(ctx, &conn->drain_timer);
 	loop_defer_cancel(&ctx->loop, &conn->finish_defer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
+	conn_live_stop(conn);
 	conn_auth_free(conn);
 	listener_hs_leave(&conn->pend);
 	if (conn->dev)
@@ -95,6 +97,7 @@ static void report_up(struct ez_conn *conn)
 	/* Shared MRs registered while it was being set up. */
 	if (conn_access_apply(conn))
 		ezi_log_err("connection %s: %s", conn->host, ez_errmsg());
+	conn_live_start(conn);
 	if (conn->cbs.on_connect)
 		conn->cbs.on_connect(conn, 0, conn->arg);
 	if (conn->state == CS_CONNECTED)
@@ -110,6 +113,7 @@ static void mark_end(struct ez_conn *conn, enum conn_state from, int status)
 	conn->lookup = NULL;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
 	listener_hs_leave(&conn->pend);
+	conn_live_stop(conn);
 }
 
 static int was_connected(const struct ez_conn *conn)
@@ -465,8 +469,9 @@ static int conn_setup(struct ez_conn *conn)
 	if (ret)
 		return ret;
 	/* send_depth ops, a credit message, a goodbye per path and, with
-	 * several paths, a notice per path that fails but the last. */
-	n = (int)conn->o.send_depth + 2 * (int)conn->npaths;
+	 * several paths, a notice per path that fails but the last; a
+	 * keepalive probe and answer (keepalive.h). */
+	n = (int)conn->o.send_depth + 2 * (int)conn->npaths + CONN_LIVE_WRS;
 	/* Not yet established, the passive side sends only its verdict or
 	 * refusal and its goodbyes; the data path's room comes with it (a
 	 * request the CQ could not take at all is still refused here). */
@@ -491,7 +496,7 @@ static int conn_setup(struct ez_conn *conn)
 	ia.sq_sig_all = 0;
 	/* send_depth ops, a credit message and a goodbye; with several paths
 	 * one QP may also carry the notices of the others' failures. */
-	ia.cap.max_send_wr = conn->o.send_depth + 1 + conn->npaths;
+	ia.cap.max_send_wr = conn->o.send_depth + 1 + conn->npaths + CONN_LIVE_WRS;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;
@@ -614,7 +619,7 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 {
 	struct hs_msg m = {
 		.kind = kind,
-		.caps = HS_CAP_CREDITS,
+		.caps = HS_CAP_CREDITS | HS_CAP_KEEPALIVE,	/* we answer probes, always */
 		.credits = (uint16_t)conn->my_credits,
 		.max_msg = conn->my_max_msg,
 		.user_len = (uint8_t)conn->o.private_data_len,
@@ -690,6 +695,7 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	conn->peer_credits = m.credits;
 	conn->send_credits = m.credits;
 	conn->peer_max_msg = m.max_msg;
+	conn_live_peer_caps(conn, m.caps);
 	/* Nothing in an unproven reply is acted on, its path block included. */
 	if (conn->auth && conn_auth_check_rep(conn, &m))
 		return;
@@ -1002,6 +1008,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_resp = req->responder_resources;
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
+	conn_live_peer_caps(conn, req->hs.caps);
 	conn->pen = req->listener->pen;
 	listener_hs_move(&req->pend, &conn->pend, on_handshake_deadline);
 	listener_req_unlink(req);

@@ -19,7 +19,7 @@
 #include "srqpool/srqpool.h"
 
 enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
-	       OP_PATH_DOWN, OP_AUTH, OP_BIND };
+	       OP_PATH_DOWN, OP_AUTH, OP_BIND, OP_KA_PROBE, OP_KA_ANSWER };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus the dedicated ones of the control messages), so the data path never
@@ -37,6 +37,7 @@ struct op {
 	struct slab_slot *slot;	/* a copied send's bytes, until its completion */
 	struct ez_mr *mr;	/* the MR it uses, counted in mr->inflight until conn_op_put */
 	uint8_t pin;		/* 1 + the path it must take (a window bound there), 0: any */
+	uint8_t aged;		/* deadline ticks seen outstanding (keepalive.c; OP_EXPIRED) */
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 };
@@ -166,6 +167,18 @@ struct ez_conn {
 	uint32_t nexports;
 	unsigned int export_access;
 	struct peer_penalty_opts pen;
+
+	/* Liveness (keepalive.c): probes when nothing came for an interval,
+	 * the deadline of outstanding ops. */
+	struct loop_timer ka_timer;	/* every keepalive_interval_ms while connected */
+	struct loop_timer deadline_timer; /* every op_timeout_ms / 2 while connected */
+	uint64_t ka_seen;	/* rxt.rx_msgs at the last tick */
+	uint32_t ka_missed;	/* ticks in a row that saw nothing */
+	uint32_t ka_sent;	/* probes posted since something came */
+	uint8_t peer_ka;	/* the peer answers probes (HS_CAP_KEEPALIVE) */
+	uint8_t ka_probe_busy;	/* our probe is posted, not complete */
+	uint8_t ka_answer_busy;	/* our answer is posted, not complete */
+	struct op ka_probe_op, ka_answer_op;
 };
 
 /* Ended: saying goodbye, draining, finishing or dead. */

@@ -13,6 +13,7 @@
 #include "sendq.h"
 #include "conn_auth.h"
 #include "conn_export.h"
+#include "keepalive.h"
 #include "device/cq.h"
 #include "device/device.h"
 #include "base/log.h"
@@ -53,6 +54,8 @@ int conn_ops_init(struct ez_conn *conn)
 	 * the rest at each use. */
 	conn_op_bind(&conn->credit_op);
 	conn_op_bind(&conn->bye_op);
+	conn_op_bind(&conn->ka_probe_op);
+	conn_op_bind(&conn->ka_answer_op);
 	for (i = 0; i < (conn->o.paths ? conn->o.paths : 1); i++) {
 		conn_op_bind(&conn->paths[i].bye_op);
 		conn_op_bind(&conn->paths[i].down_op);
@@ -77,6 +80,9 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
 	ez_op_cb cb = op->cb;
 	void *arg = op->arg;
 
+	/* Flushed because its deadline passed (keepalive.c): it says so. */
+	if (op->aged == OP_EXPIRED && status == -ECANCELED)
+		status = -ETIMEDOUT;
 	conn_op_put(conn, op);
 	if (status)
 		conn->stats.op_errors++;
@@ -671,6 +677,8 @@ static void op_done(struct ez_conn *conn, struct op *op, int status)
 			conn_fire(conn, CE_BYE_DONE, 0);
 	} else if (op->kind == OP_CREDIT) {
 		conn->credit_inflight = 0;
+	} else if (op->kind == OP_KA_PROBE || op->kind == OP_KA_ANSWER) {
+		conn_live_sent(conn, op, status);
 	} else if (op->kind != OP_PATH_DOWN) {
 		op_complete(conn, op, status);
 	}
@@ -810,6 +818,7 @@ static void rx_view_of(const struct ez_conn *conn, struct rx_view *v)
 		if (conn->paths[i].live)
 			v->live |= (uint8_t)(1u << i);
 	v->auth = (uint8_t)auth_view(conn);
+	conn_live_view(conn, v);
 }
 
 /* The peer broke a rule: this connection ends (-EPROTO), naming what it
@@ -915,6 +924,8 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		ez_buf_release(buf);
 		if (m.kind == RX_BYE)
 			conn->peer_bye = 1;
+		else if (m.kind == RX_KA_PROBE)
+			conn_live_on_probe(conn, m.answer);
 		else if (m.kind == RX_PATH_DOWN)
 			path_on_peer_down(conn, m.path);
 		break;

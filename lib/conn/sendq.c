@@ -36,6 +36,7 @@ void conn_op_put(struct ez_conn *conn, struct op *op)
 		op->mr->inflight--;
 		op->mr = NULL;
 	}
+	op->aged = 0;	/* a new op's deadline starts afresh (keepalive.c) */
 	op->next = conn->free_ops;
 	conn->free_ops = op;
 }
@@ -76,6 +77,7 @@ int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
 		op->arg = NULL;
 	}
 	op->pin = 0;
+	op->aged = 0;
 	op->mr = NULL;
 	op->conn = conn;
 	op->kind = kind;

@@ -22,6 +22,8 @@
  * user_len, so it sees a single-path request; without the bit a message means
  * one path. The extra paths' PSNs are not carried: both sides derive them
  * from QP 0's, which rdma_cm exchanges (hs_path_psn()).
+ *
+ * HS_CAP_KEEPALIVE (REQ and REP) adds no bytes: the sender answers probes.
  */
 #define HS_MAGIC 0x455a5244u
 #define HS_VERSION 1
@@ -44,7 +46,17 @@ enum {
 	HS_CAP_CREDITS = 1u << 0, /* credits returned in immediate data */
 	HS_CAP_AUTH = 1u << 1,	/* shared-secret check (auth block; reject: its reason) */
 	HS_CAP_PATHS = 1u << 2,	/* a path block follows the user bytes */
+	/* The sender answers keepalive probes (imm.h IMM_KA_PROBE), whether
+	 * or not it sends any itself: a side probes only a peer that set it,
+	 * as an older peer refuses the probe's immediate bits. No bytes. */
+	HS_CAP_KEEPALIVE = 1u << 3,
 };
+
+/* Whether a peer's handshake (its caps) says it answers keepalive probes. */
+static inline int hs_peer_keepalive(uint16_t caps)
+{
+	return !!(caps & HS_CAP_KEEPALIVE);
+}
 
 struct hs_msg {
 	uint8_t version;

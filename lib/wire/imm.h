@@ -8,18 +8,23 @@
  * A SEND's immediate (network order on the wire) carries:
  *   bits  0..15  credits handed back to the receiver of this message
  *   bits 16..18  a path index (with IMM_PATH_DOWN)
+ *   bit  26      IMM_KA_REPLY: with IMM_KEEPALIVE, the answer to a probe
+ *   bit  27      IMM_KEEPALIVE: a keepalive probe (HS_CAP_KEEPALIVE peers only)
  *   bit  28      IMM_AUTH: a shared-secret message (proof, verdict)
  *   bit  29      IMM_PATH_DOWN: the sender took path (bits 16..18) out
  *   bit  30      IMM_BYE: the sender is closing on purpose (ez_conn_close)
  *   bit  31      IMM_CREDIT_ONLY: consumed by the library, never delivered
- * IMM_AUTH, IMM_PATH_DOWN and IMM_BYE are meaningful only with
- * IMM_CREDIT_ONLY. An RDMA WRITE with immediate is told apart by its
+ * IMM_AUTH, IMM_PATH_DOWN, IMM_BYE and IMM_KEEPALIVE are meaningful only
+ * with IMM_CREDIT_ONLY. A peer older than HS_CAP_KEEPALIVE refuses bits
+ * 26..27 (unknown bits), so nothing with them is sent to it. An RDMA WRITE with immediate is told apart by its
  * completion's opcode: its 32 bits are the application's.
  */
 #define IMM_CREDITS_MASK 0x0000ffffu
 #define IMM_PATH_SHIFT 16
 #define IMM_PATH_MASK 0x7u
 #define IMM_PATH_FIELD (IMM_PATH_MASK << IMM_PATH_SHIFT)
+#define IMM_KA_REPLY 0x04000000u
+#define IMM_KEEPALIVE 0x08000000u
 #define IMM_AUTH 0x10000000u
 #define IMM_PATH_DOWN 0x20000000u
 #define IMM_BYE 0x40000000u
@@ -31,11 +36,20 @@
 #define IMM_AUTH_OK (IMM_CREDIT_ONLY | IMM_AUTH)
 #define IMM_AUTH_REFUSED (IMM_CREDIT_ONLY | IMM_AUTH | IMM_BYE)
 
+/* Keepalive (lib/conn/keepalive.c): a probe, 0 bytes and no credits, that
+ * the peer's library answers with the reply, likewise empty. */
+#define IMM_KA_PROBE (IMM_CREDIT_ONLY | IMM_KEEPALIVE)
+#define IMM_KA_ANSWER (IMM_CREDIT_ONLY | IMM_KEEPALIVE | IMM_KA_REPLY)
+
 /* Each field its own bits: a flag that shares a bit with another is read
  * as that other (IMM_AUTH and IMM_PATH_DOWN once were both 0x20000000). */
 _Static_assert((IMM_CREDITS_MASK & IMM_PATH_FIELD) == 0, "credits and path index overlap");
-_Static_assert(((IMM_CREDITS_MASK | IMM_PATH_FIELD) & (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0,
+_Static_assert(((IMM_CREDITS_MASK | IMM_PATH_FIELD) & (IMM_KA_REPLY | IMM_KEEPALIVE | IMM_AUTH |
+							IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0,
 	       "a flag overlaps the credits or the path index");
+_Static_assert(((IMM_KA_REPLY | IMM_KEEPALIVE) & (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0 &&
+	       (IMM_KA_REPLY & IMM_KEEPALIVE) == 0,
+	       "a keepalive flag shares a bit with another flag");
 _Static_assert((IMM_AUTH & IMM_PATH_DOWN) == 0 && (IMM_AUTH & IMM_BYE) == 0 &&
 	       (IMM_AUTH & IMM_CREDIT_ONLY) == 0 && (IMM_PATH_DOWN & IMM_BYE) == 0 &&
 	       (IMM_PATH_DOWN & IMM_CREDIT_ONLY) == 0 && (IMM_BYE & IMM_CREDIT_ONLY) == 0,

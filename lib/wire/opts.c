@@ -48,6 +48,8 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 	def_u8(&out->initiator_depth, m, EZ_CONN_OPTS_INITIATOR_DEPTH, CONN_DEF_RD_ATOMIC);
 	if (!out->paths)
 		out->paths = 1;
+	if (!out->keepalive_probes)
+		out->keepalive_probes = CONN_DEF_KA_PROBES;
 
 	if (out->send_depth > CONN_MAX_DEPTH)
 		return ezi_fail(-EINVAL, "ez_conn_opts.send_depth %u exceeds %u",
@@ -75,6 +77,20 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 	if (out->udp_sport && out->udp_sport < 0xC000)
 		return ezi_fail(-EINVAL, "ez_conn_opts.udp_sport %u below the RoCEv2 range 0xC000..0xFFFF",
 				out->udp_sport);
+	if (out->keepalive_interval_ms && out->keepalive_interval_ms < CONN_MIN_KA_INTERVAL_MS)
+		return ezi_fail(-EINVAL, "ez_conn_opts.keepalive_interval_ms %u below %d (0: no keepalive)",
+				out->keepalive_interval_ms, CONN_MIN_KA_INTERVAL_MS);
+	if (out->keepalive_probes > 255)
+		return ezi_fail(-EINVAL, "ez_conn_opts.keepalive_probes %u not in 1..255",
+				out->keepalive_probes);
+	if ((uint64_t)out->keepalive_interval_ms * (out->keepalive_probes + 2) > UINT32_MAX)
+		return ezi_fail(-EINVAL, "ez_conn_opts.keepalive_interval_ms %u x keepalive_probes %u exceeds 2^32 ms",
+				out->keepalive_interval_ms, out->keepalive_probes);
+	if (out->op_timeout_ms && out->op_timeout_ms < CONN_MIN_OP_TIMEOUT_MS)
+		return ezi_fail(-EINVAL, "ez_conn_opts.op_timeout_ms %u below %d (0: no deadline)",
+				out->op_timeout_ms, CONN_MIN_OP_TIMEOUT_MS);
+	if (out->reserved)
+		return ezi_fail(-EINVAL, "ez_conn_opts.reserved is %u, must be 0", out->reserved);
 	if (out->paths > EZ_MAX_PATHS)
 		return ezi_fail(-EINVAL, "ez_conn_opts.paths %u not in 1..%d", out->paths,
 				EZ_MAX_PATHS);

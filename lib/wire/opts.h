@@ -12,10 +12,15 @@
 #define CONN_DEF_INLINE 64
 #define CONN_DEF_CONNECT_TIMEOUT_MS 5000
 #define CONN_DEF_QP_TIMEOUT 14
-#define CONN_DEF_RETRY 7
+/* Not 7: Soft-RoCE retries for ever at 7 (rxe_comp.c never counts it down),
+ * where the IB spec and mlx5 give 7 retries; 6 ends on both. */
+#define CONN_DEF_RETRY 6
 #define CONN_DEF_RNR_RETRY 7
 #define CONN_DEF_MIN_RNR_TIMER 12
 #define CONN_DEF_RD_ATOMIC 16
+#define CONN_DEF_KA_PROBES 3
+#define CONN_MIN_KA_INTERVAL_MS 100
+#define CONN_MIN_OP_TIMEOUT_MS 10
 #define CONN_MAX_DEPTH 16384
 #define CONN_MAX_MSG (1u << 30)
 /* Every EZ_CONN_OPTS_* bit this library knows. */

@@ -8,11 +8,13 @@
 #include "imm.h"
 #include "rx_check.h"
 
-_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_AUTH | IMM_PATH_DOWN |
-				IMM_BYE | IMM_CREDIT_ONLY), "RX_IMM_KNOWN is every bit of imm.h");
+_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_KA_REPLY | IMM_KEEPALIVE |
+				IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY),
+	       "RX_IMM_KNOWN is every bit of imm.h");
 _Static_assert(RX_MAX_CREDITS == IMM_CREDITS_MASK, "credits travel in 16 bits");
 
-#define CONTROL_FLAGS (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE)
+#define KA_FLAGS (IMM_KEEPALIVE | IMM_KA_REPLY)
+#define CONTROL_FLAGS (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | KA_FLAGS)
 
 uint64_t rx_return_room(const struct rx_track *t)
 {
@@ -123,6 +125,42 @@ static enum rx_fault check_auth(const struct rx_in *in, const struct rx_view *v,
 	return RX_OK;
 }
 
+/* A probe or its answer: empty, no credits, after the connect, between
+ * peers that both announced HS_CAP_KEEPALIVE. They take a receive buffer
+ * without a credit, so both are bounded: an answer by the probes we sent;
+ * probes by our answers: while one is outstanding, the probes that come
+ * are not answered (it answers them all), and an honest prober sends at
+ * most 255 of those (keepalive_probes), one per interval. A loop of ours
+ * that stalled finds them all at once, so the bound is a count, not a
+ * rate. */
+static enum rx_fault check_keepalive(const struct rx_in *in, const struct rx_view *v,
+				     struct rx_msg *out)
+{
+	uint32_t flags = in->imm & CONTROL_FLAGS;
+
+	if (flags != IMM_KEEPALIVE && flags != KA_FLAGS)
+		return RX_F_FLAG_MIX;
+	if (!v->ka)
+		return RX_F_KA_OFF;
+	if (awaiting_auth(v))
+		return RX_F_AUTH_WRONG;
+	if (in->imm & IMM_CREDITS_MASK)
+		return RX_F_CONTROL_CREDITS;
+	if (in->byte_len)
+		return RX_F_CONTROL_PAYLOAD;
+	if (flags == KA_FLAGS) {
+		if (v->t->ka_answers >= v->t->ka_probes)
+			return RX_F_KA_UNASKED;
+		out->kind = RX_KA_REPLY;
+		return RX_OK;
+	}
+	if (v->ka_answer_busy && v->t->ka_early >= RX_KA_MAX_UNANSWERED)
+		return RX_F_KA_FLOOD;
+	out->kind = RX_KA_PROBE;
+	out->answer = !v->ka_answer_busy;
+	return RX_OK;
+}
+
 static enum rx_fault check_control(const struct rx_in *in, const struct rx_view *v,
 				   struct rx_msg *out)
 {
@@ -131,6 +169,8 @@ static enum rx_fault check_control(const struct rx_in *in, const struct rx_view 
 
 	if ((in->imm & IMM_PATH_FIELD) && !(flags & IMM_PATH_DOWN))
 		return RX_F_PATH_BITS;
+	if (flags & KA_FLAGS)
+		return check_keepalive(in, v, out);
 	if (flags == IMM_AUTH || flags == (IMM_AUTH | IMM_BYE))
 		return check_auth(in, v, out);
 	if (flags != 0 && flags != IMM_BYE && flags != IMM_PATH_DOWN)
@@ -185,7 +225,14 @@ enum rx_fault rx_check(const struct rx_in *in, const struct rx_view *v, struct r
 
 void rx_commit(struct rx_track *t, const struct rx_view *v, const struct rx_msg *m)
 {
+	t->rx_msgs++;
 	switch (m->kind) {
+	case RX_KA_REPLY:
+		t->ka_answers++;
+		break;
+	case RX_KA_PROBE:
+		t->ka_early = m->answer ? 0 : t->ka_early + 1;
+		break;
 	case RX_DATA:
 	case RX_WRITE_IMM:
 		t->used++;
@@ -231,6 +278,9 @@ static const char *const names[RX_NFAULTS] = {
 	[RX_F_PATH_AGAIN] = "path-down for a path already down",
 	[RX_F_PATH_LAST] = "path-down for the last live path",
 	[RX_F_BYE_AGAIN] = "more goodbyes than paths",
+	[RX_F_KA_OFF] = "keepalive message without HS_CAP_KEEPALIVE",
+	[RX_F_KA_UNASKED] = "keepalive answer without a probe",
+	[RX_F_KA_FLOOD] = "keepalive probes faster than answered",
 };
 
 const char *rx_fault_name(enum rx_fault f)
@@ -322,6 +372,18 @@ char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_v
 	case RX_F_BYE_AGAIN:
 		snprintf(buf, len, "peer sent goodbye %u on a connection of %u paths", t->byes + 1,
 			 v->npaths);
+		break;
+	case RX_F_KA_OFF:
+		snprintf(buf, len, "peer sent a keepalive message (immediate 0x%08x) but did not announce keepalive in its handshake",
+			 imm);
+		break;
+	case RX_F_KA_UNASKED:
+		snprintf(buf, len, "peer answered a keepalive probe this side did not send (%llu sent, %llu answered)",
+			 (unsigned long long)t->ka_probes, (unsigned long long)t->ka_answers);
+		break;
+	case RX_F_KA_FLOOD:
+		snprintf(buf, len, "peer sent %u keepalive probes while this side's answer to an earlier one was outstanding (at most %u)",
+			 t->ka_early + 1, RX_KA_MAX_UNANSWERED);
 		break;
 	default:
 		snprintf(buf, len, "%s", rx_fault_name(f));

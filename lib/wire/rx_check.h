@@ -23,6 +23,8 @@ enum rx_kind {
 	RX_AUTH_PROOF,	/* the client's shared-secret proof (AUTH_PROOF_LEN bytes) */
 	RX_AUTH_OK,	/* the listener's verdict: accepted */
 	RX_AUTH_REFUSED, /* the listener's verdict: refused, closing */
+	RX_KA_PROBE,	/* a keepalive probe: out->answer says whether to answer it */
+	RX_KA_REPLY,	/* the answer to one of our probes */
 };
 
 /* Which rule the peer broke (RX_OK: none). */
@@ -48,6 +50,9 @@ enum rx_fault {
 	RX_F_PATH_AGAIN,	/* a path-down the peer sent for that path before */
 	RX_F_PATH_LAST,		/* a path-down naming the last live path */
 	RX_F_BYE_AGAIN,		/* more goodbyes than paths */
+	RX_F_KA_OFF,		/* a keepalive message from a peer without HS_CAP_KEEPALIVE */
+	RX_F_KA_UNASKED,	/* a keepalive answer with no probe of ours unanswered */
+	RX_F_KA_FLOOD,		/* probes faster than this side's answers complete */
 	RX_NFAULTS
 };
 
@@ -78,6 +83,10 @@ struct rx_track {
 	uint32_t recv_slack;	/* messages the peer may send beyond what we count it holds */
 	uint8_t peer_down;	/* paths the peer said it took out (bit per path) */
 	uint8_t byes;		/* goodbyes received */
+	uint32_t ka_early;	/* probes that came while our answer was outstanding */
+	uint64_t rx_msgs;	/* messages accepted: the keepalive's sign of life */
+	uint64_t ka_probes;	/* keepalive probes we sent */
+	uint64_t ka_answers;	/* answers to them received */
 };
 
 /* The connection's view for one message; built by the caller each time. */
@@ -91,19 +100,27 @@ struct rx_view {
 	uint8_t npaths;		/* 1..8 */
 	uint8_t live;		/* live paths, bit per path */
 	uint8_t auth;		/* enum rx_auth */
+	uint8_t ka;		/* the peer announced HS_CAP_KEEPALIVE */
+	uint8_t ka_answer_busy;	/* our answer to its last probe is not complete yet */
 };
 
 /* Every bit an easyrdma SEND's immediate may have. */
-#define RX_IMM_KNOWN 0xf007ffffu
+#define RX_IMM_KNOWN 0xfc07ffffu
 
 /* A peer's receive window can never exceed what the handshake and the
  * immediate carry (16 bits), which is also the largest share a pool gives. */
 #define RX_MAX_CREDITS 0xffffu
 
+/* An honest prober sends at most keepalive_probes (<= 255) probes before
+ * an answer or its end; they may all be in our receive queue when our loop
+ * was stalled, and get one answer. */
+#define RX_KA_MAX_UNANSWERED 255u
+
 struct rx_msg {
 	uint8_t kind;		/* enum rx_kind */
 	uint8_t path;		/* RX_PATH_DOWN: the path */
 	uint8_t slack;		/* a credited message taken from recv_slack */
+	uint8_t answer;		/* RX_KA_PROBE: answer it (0: our outstanding answer covers it) */
 	uint32_t credits;	/* credits handed back to us */
 };
 
@@ -142,6 +159,12 @@ static inline void rx_note_ungranted(struct rx_track *t, uint32_t n, int maybe_d
 	t->granted -= n <= t->granted ? n : t->granted;
 	if (maybe_delivered)
 		t->recv_slack += n;
+}
+
+/* Sender's side: a keepalive probe is posted (its answer may come). */
+static inline void rx_note_ka_probe(struct rx_track *t)
+{
+	t->ka_probes++;
 }
 
 /* The fault's name, a static string ("no receive credit"). */

@@ -44,6 +44,10 @@ INTEGRATION_TESTS += tests/faults/test_kill
 tests_faults_test_kill_SOURCES = tests/faults/test_kill.c $(FAULT_SRC)
 tests_faults_test_kill_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_kill_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/faults/test_keepalive
+tests_faults_test_keepalive_SOURCES = tests/faults/test_keepalive.c $(FAULT_SRC) $(RAWCM_SRC)
+tests_faults_test_keepalive_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_keepalive_LDADD = $(TEST_LDADD)
 INTEGRATION_TESTS += tests/faults/test_storm
 tests_faults_test_storm_SOURCES = tests/faults/test_storm.c $(FAULT_SRC)
 tests_faults_test_storm_CFLAGS = $(TEST_CFLAGS)
@@ -62,8 +66,11 @@ endif
 check_PROGRAMS += tests/faults/linkdown
 tests_faults_linkdown_SOURCES = tests/faults/linkdown.c
 tests_faults_linkdown_LDADD = lib/libezcore.la
+check_PROGRAMS += tests/faults/deadpeer
+tests_faults_deadpeer_SOURCES = tests/faults/deadpeer.c
+tests_faults_deadpeer_LDADD = lib/libezcore.la
 
-dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
+dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/deadpeer.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
 EXTRA_DIST += tests/lsan.supp
 
 # Every allocation of ez_connect() failing in turn: calloc and free wrapped

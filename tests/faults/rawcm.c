@@ -224,13 +224,15 @@ static void raw_ez_qp(struct raw *r, int depth, uint32_t len)
 	r->depth = depth;
 }
 
+uint16_t raw_ez_caps = HS_CAP_CREDITS;
+
 void raw_ez_connect(struct fb *b, struct raw *r, const char *port, uint16_t credits,
 		    uint32_t max_msg, int depth, uint32_t len)
 {
 	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
 	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1,
 				     .retry_count = 7, .rnr_retry_count = 7 };
-	struct hs_msg req = { .version = HS_VERSION, .kind = HS_REQ, .caps = HS_CAP_CREDITS,
+	struct hs_msg req = { .version = HS_VERSION, .kind = HS_REQ, .caps = raw_ez_caps,
 			      .credits = credits, .max_msg = max_msg }, rep;
 	uint8_t wire[HS_REQ_MAX];
 	char why[160];
@@ -257,6 +259,7 @@ void raw_ez_connect(struct fb *b, struct raw *r, const char *port, uint16_t cred
 		      "raw peer: the listener's reply: %s", why);
 	r->rep_credits = rep.credits;
 	r->rep_max_msg = rep.max_msg;
+	r->rep_caps = rep.caps;
 }
 
 int raw_ez_send(struct raw *r, uint32_t imm, uint32_t len)

@@ -29,6 +29,7 @@ struct raw {
 	uint32_t xlen;
 	int depth;
 	uint32_t rep_credits, rep_max_msg;
+	uint16_t rep_caps;		/* the reply's capabilities */
 	uint64_t sent, sends_ok, recvs, credits_in;
 	int sends_out;
 	enum ibv_wc_status send_err;	/* the first failed send's status (0: none yet) */
@@ -70,6 +71,9 @@ void raw_ez_connect(struct fb *b, struct raw *r, const char *port, uint16_t cred
 /* One signalled SEND with immediate imm of len bytes (the byte at offset i
  * is (uint8_t)i); ibv_post_send's result. */
 int raw_ez_send(struct raw *r, uint32_t imm, uint32_t len);
+/* The capabilities raw_ez_connect() announces [HS_CAP_CREDITS: a peer
+ * older than keepalive]. */
+extern uint16_t raw_ez_caps;
 /* Polls the raw CQ: counts sends done and failed, receives and the credits
  * their immediates carry (each receive is posted again); also notes a
  * DISCONNECTED event and then moves the QP to ERR (rdma_disconnect), as

@@ -67,6 +67,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (unsigned int i = 1; i < m.paths; i++)
 				if (m.path_qpn[i] > 0xffffff || again.path_qpn[i] != m.path_qpn[i])
 					abort();
+			/* The keepalive capability takes no byte: without it
+			 * the same message is as long and decodes alike. */
+			if (hs_peer_keepalive(m.caps) != !!(m.caps & HS_CAP_KEEPALIVE))
+				abort();
+			m.caps ^= HS_CAP_KEEPALIVE;
+			if (hs_encode(&m, wire, sizeof(wire)) != n ||
+			    hs_decode(wire, (size_t)n, kinds[k], &again, why, sizeof(why)) ||
+			    again.user_len != m.user_len || again.paths != m.paths ||
+			    hs_peer_keepalive(again.caps) != hs_peer_keepalive(m.caps))
+				abort();
+			m.caps ^= HS_CAP_KEEPALIVE;
 			check_auth(&m);
 		}
 	}

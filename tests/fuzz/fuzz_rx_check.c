@@ -66,9 +66,24 @@ static void check_accepted(const struct rx_in *in, const struct rx_view *v, cons
 		if (v->auth != RX_AUTH_AWAIT_PROOF || in->byte_len != AUTH_PROOF_LEN)
 			abort();
 		break;
+	case RX_KA_PROBE:
+		/* empty, no credits, from a peer that announced it, not a flood */
+		if (in->byte_len || (in->imm & IMM_CREDITS_MASK) || !v->ka ||
+		    (v->ka_answer_busy && v->t->ka_early >= RX_KA_MAX_UNANSWERED) ||
+		    m->answer == v->ka_answer_busy)
+			abort();
+		break;
+	case RX_KA_REPLY:
+		/* never more answers than probes */
+		if (in->byte_len || (in->imm & IMM_CREDITS_MASK) || !v->ka ||
+		    v->t->ka_answers >= v->t->ka_probes)
+			abort();
+		break;
 	default:
 		abort();
 	}
+	if ((m->kind == RX_KA_PROBE || m->kind == RX_KA_REPLY) && m->credits)
+		abort();
 	if ((m->kind == RX_AUTH_OK || m->kind == RX_AUTH_REFUSED) && v->auth != RX_AUTH_AWAIT_VERDICT)
 		abort();
 	if (m->kind != RX_WRITE_IMM && (in->imm & ~RX_IMM_KNOWN))
@@ -93,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	v.npaths = (uint8_t)(1 + hdr[0] % 8);
 	v.live = (uint8_t)((1u << v.npaths) - 1);
 	v.auth = hdr[1] % 4;
+	v.ka = hdr[1] >> 7;
 	v.max_msg = 32u << (hdr[2] % 16);
 	v.recv_granted = v.recv_max_granted = hdr[3];
 	v.max_send_credits = RX_MAX_CREDITS;
@@ -108,6 +124,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (op >= 0xf0) {
 			if (op & 1) {
 				rx_note_sent(&t);
+			} else if (op & 2) {
+				rx_note_ka_probe(&t);	/* a probe of ours goes out */
+			} else if (op & 4) {
+				v.ka_answer_busy = 0;	/* our answer completed */
 			} else if (v.live) {
 				v.live &= (uint8_t)(v.live - 1);	/* our lowest live path fails */
 				rx_note_ungranted(&t, 1, 1);
@@ -144,6 +164,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		v.send_credits += m.credits;
 		if (m.kind == RX_PATH_DOWN)
 			v.live &= (uint8_t)~(1u << m.path);
+		if (m.kind == RX_KA_PROBE && m.answer)
+			v.ka_answer_busy = 1;	/* answered */
 		if (m.kind == RX_AUTH_PROOF || m.kind == RX_AUTH_OK)
 			v.auth = RX_AUTH_DONE;
 	}

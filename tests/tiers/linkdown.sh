@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/tiers/linkdown.sh: two hosts, the link goes down on one of them (tests/faults/linkdown.sh).
+# tests/tiers/linkdown.sh: two hosts, the link goes down on one of them (tests/faults/linkdown.sh), or for good (tests/faults/deadpeer.sh).
 # usage: tests/tiers/linkdown.sh
 set -uo pipefail
 # shellcheck source=tests/tiers/lib.sh
@@ -13,7 +13,16 @@ linkdown() {
 	echo "(link down: $((SECONDS - t)) s)"
 }
 
+deadpeer() {
+	local t=$SECONDS
+	say "two hosts: the peer's link goes down for good (tests/faults/deadpeer.sh)"
+	pass_fail "dead peer: keepalive, transport, op_timeout_ms (two hosts)" \
+		env EZ_TESTBED_TIMEOUT=300 "$top/tests/faults/deadpeer.sh" "$build"
+	echo "(dead peer: $((SECONDS - t)) s)"
+}
+
 [ $# -eq 0 ] || { echo "usage: $0" >&2; exit 2; }
 tier_begin
 linkdown
+deadpeer
 tier_status

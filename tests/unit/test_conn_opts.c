@@ -20,9 +20,12 @@ START_TEST(null_gives_all_defaults)
 	ck_assert_uint_eq(o.inline_threshold, 64);
 	ck_assert_uint_eq(o.connect_timeout_ms, 5000);
 	ck_assert_uint_eq(o.qp_timeout, 14);
-	ck_assert_uint_eq(o.retry_count, 7);
+	ck_assert_uint_eq(o.retry_count, 6);	/* 7 is for ever on Soft-RoCE */
 	ck_assert_uint_eq(o.rnr_retry, 7);
 	ck_assert_uint_eq(o.min_rnr_timer, 12);
+	ck_assert_uint_eq(o.keepalive_interval_ms, 0);	/* off */
+	ck_assert_uint_eq(o.keepalive_probes, 3);
+	ck_assert_uint_eq(o.op_timeout_ms, 0);	/* no deadline */
 	ck_assert_uint_eq(o.responder_resources, 16);
 	ck_assert_uint_eq(o.initiator_depth, 16);
 	ck_assert_int_eq(o.path_mtu, 0);	/* the path's own */
@@ -67,6 +70,14 @@ START_TEST(out_of_range_named)
 	static const char data[200];
 
 	BAD(.retry_count = 8, 0, "ez_conn_opts.retry_count 8 exceeds 7");
+	BAD(.keepalive_interval_ms = 99, 0,
+	    "ez_conn_opts.keepalive_interval_ms 99 below 100 (0: no keepalive)");
+	BAD(.keepalive_interval_ms = 1000 BAD_COMMA .keepalive_probes = 256, 0,
+	    "ez_conn_opts.keepalive_probes 256 not in 1..255");
+	BAD(.keepalive_interval_ms = 30000000 BAD_COMMA .keepalive_probes = 200, 0,
+	    "ez_conn_opts.keepalive_interval_ms 30000000 x keepalive_probes 200 exceeds 2^32 ms");
+	BAD(.op_timeout_ms = 9, 0, "ez_conn_opts.op_timeout_ms 9 below 10 (0: no deadline)");
+	BAD(.reserved = 1, 1, "ez_conn_opts.reserved is 1, must be 0");
 	BAD(.rnr_retry = 9, 0, "ez_conn_opts.rnr_retry 9 exceeds 7");
 	BAD(.qp_timeout = 32, 0, "ez_conn_opts.qp_timeout 32 exceeds 31");
 	BAD(.recv_depth = 1, 0, "ez_conn_opts.recv_depth 1 not in 2..16384");
@@ -153,7 +164,7 @@ START_TEST(comp_mask_keeps_zero)
 	in.comp_mask = EZ_CONN_OPTS_RNR_RETRY;
 	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
 	ck_assert_uint_eq(o.rnr_retry, 0);
-	ck_assert_uint_eq(o.retry_count, 7);
+	ck_assert_uint_eq(o.retry_count, 6);
 	ck_assert_uint_eq(o.qp_timeout, 14);
 	ck_assert_uint_eq(o.min_rnr_timer, 12);
 	ck_assert_uint_eq(o.inline_threshold, 64);
@@ -207,6 +218,26 @@ START_TEST(struct_in_shorter_zero_filled)
 }
 END_TEST
 
+/* A program built before the liveness fields passes the struct up to
+ * reserved's predecessor's end: keepalive and deadlines stay off. */
+START_TEST(struct_in_before_liveness_fields)
+{
+	struct ez_conn_opts src, dst, o;
+
+	memset(&src, 0, sizeof(src));
+	src.send_depth = 7;
+	src.keepalive_interval_ms = 1000;	/* beyond the old size: not read */
+	ck_assert_uint_eq(offsetof(struct ez_conn_opts, keepalive_interval_ms), 96);
+	memset(&dst, 0xff, sizeof(dst));
+	ck_assert_int_eq(ezi_struct_in(&dst, sizeof(dst), &src, 96, "ez_connect", "ez_conn_opts"), 0);
+	ck_assert_int_eq(conn_opts_resolve(&dst, 0, &o), 0);
+	ck_assert_uint_eq(o.send_depth, 7);
+	ck_assert_uint_eq(o.keepalive_interval_ms, 0);
+	ck_assert_uint_eq(o.keepalive_probes, 3);
+	ck_assert_uint_eq(o.op_timeout_ms, 0);
+}
+END_TEST
+
 START_TEST(struct_in_longer_zero_tail_taken)
 {
 	struct opts_next src = { .o = { .send_depth = 5, .comp_mask = EZ_CONN_OPTS_QP_TIMEOUT } };
@@ -233,7 +264,7 @@ START_TEST(struct_in_longer_set_tail_refused)
 	ck_assert_uint_eq(dst.send_depth, 0);	/* nothing taken */
 	/* On x86_64: the exact text a program sees. */
 	if (sizeof(void *) == 8)
-		ck_assert_str_eq(ez_errmsg(), "ez_accept: struct ez_conn_opts of 104 bytes has byte 96 set, beyond the 96 this library knows (a field of a newer easyrdma.h)");
+		ck_assert_str_eq(ez_errmsg(), "ez_accept: struct ez_conn_opts of 120 bytes has byte 112 set, beyond the 112 this library knows (a field of a newer easyrdma.h)");
 }
 END_TEST
 
@@ -275,6 +306,7 @@ int main(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("struct sizes");
 	tcase_add_test(tc, struct_in_shorter_zero_filled);
+	tcase_add_test(tc, struct_in_before_liveness_fields);
 	tcase_add_test(tc, struct_in_longer_zero_tail_taken);
 	tcase_add_test(tc, struct_in_longer_set_tail_refused);
 	tcase_add_test(tc, struct_out_never_past_size);

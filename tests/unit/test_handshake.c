@@ -262,6 +262,52 @@ START_TEST(paths_version_compatible)
 }
 END_TEST
 
+/* HS_CAP_KEEPALIVE costs no byte and survives the codec with the other
+ * capabilities; an older peer's request or reply (no bit) says the peer
+ * answers no probe; a bit this version does not know changes nothing. */
+START_TEST(keepalive_capability)
+{
+	static const enum hs_kind kinds[] = { HS_REQ, HS_REP };
+	uint8_t buf[HS_REP_MAX] = { 0 };
+	char why[160];
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		struct hs_msg m = sample(kinds[k], 5), out;
+
+		m.caps = HS_CAP_CREDITS | HS_CAP_KEEPALIVE;
+		ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), HS_HDR_LEN + 5);
+		ck_assert_uint_eq(buf[9], HS_CAP_CREDITS | HS_CAP_KEEPALIVE);
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_int_eq(hs_peer_keepalive(out.caps), 1);
+		ck_assert_uint_eq(out.user_len, 5);
+		ck_assert_mem_eq(out.user, m.user, 5);
+		/* With a path block after the user bytes, still no byte of its own. */
+		m.caps |= HS_CAP_PATHS;
+		m.paths = 2;
+		m.path_qpn[1] = 0x123456;
+		ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), HS_HDR_LEN + 5 + 4);
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_int_eq(hs_peer_keepalive(out.caps), 1);
+		ck_assert_uint_eq(out.paths, 2);
+		ck_assert_uint_eq(out.path_qpn[1], 0x123456);
+		/* An older peer: only HS_CAP_CREDITS. */
+		m = sample(kinds[k], 5);
+		m.caps = HS_CAP_CREDITS;
+		hs_encode(&m, buf, sizeof(buf));
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_int_eq(hs_peer_keepalive(out.caps), 0);
+		/* A newer one with bits unknown here. */
+		m.caps = HS_CAP_CREDITS | HS_CAP_KEEPALIVE | 0xff00;
+		hs_encode(&m, buf, sizeof(buf));
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_int_eq(hs_peer_keepalive(out.caps), 1);
+		ck_assert_uint_eq(out.user_len, 5);
+	}
+	ck_assert_int_eq(HS_CAP_KEEPALIVE & (HS_CAP_CREDITS | HS_CAP_AUTH | HS_CAP_PATHS), 0);
+}
+END_TEST
+
 START_TEST(paths_bad_block_refused)
 {
 	struct hs_msg m = with_paths(HS_REQ, 4, 4), out;
@@ -330,6 +376,7 @@ int main(void)
 	tcase_add_test(tc, paths_block_layout);
 	tcase_add_test(tc, paths_version_compatible);
 	tcase_add_test(tc, paths_bad_block_refused);
+	tcase_add_test(tc, keepalive_capability);
 	tcase_add_test(tc, paths_psns_distinct_24_bit);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);

@@ -10,6 +10,7 @@ static const struct { const char *name; uint32_t bits; } fields[] = {
 	{ "credits", IMM_CREDITS_MASK }, { "path index", IMM_PATH_FIELD },
 	{ "IMM_AUTH", IMM_AUTH }, { "IMM_PATH_DOWN", IMM_PATH_DOWN },
 	{ "IMM_BYE", IMM_BYE }, { "IMM_CREDIT_ONLY", IMM_CREDIT_ONLY },
+	{ "IMM_KEEPALIVE", IMM_KEEPALIVE }, { "IMM_KA_REPLY", IMM_KA_REPLY },
 };
 
 START_TEST(fields_are_disjoint)
@@ -51,6 +52,20 @@ START_TEST(auth_message_is_not_a_path_notice)
 }
 END_TEST
 
+/* A probe and its answer are control messages of their own: neither a
+ * path notice, a goodbye nor an auth message, and not each other. */
+START_TEST(keepalive_messages_are_their_own)
+{
+	ck_assert_int_eq(imm_is_path_down(IMM_KA_PROBE), 0);
+	ck_assert_int_eq(imm_is_path_down(IMM_KA_ANSWER), 0);
+	ck_assert_uint_ne(IMM_KA_PROBE, IMM_KA_ANSWER);
+	ck_assert_uint_eq(IMM_KA_PROBE & (IMM_AUTH | IMM_BYE | IMM_PATH_DOWN | IMM_CREDITS_MASK), 0);
+	ck_assert_uint_eq(IMM_KA_ANSWER & (IMM_AUTH | IMM_BYE | IMM_PATH_DOWN | IMM_CREDITS_MASK), 0);
+	ck_assert_uint_eq(IMM_KA_PROBE & IMM_CREDIT_ONLY, IMM_CREDIT_ONLY);
+	ck_assert_uint_eq(IMM_KA_ANSWER & IMM_CREDIT_ONLY, IMM_CREDIT_ONLY);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("imm");
@@ -59,6 +74,7 @@ int main(void)
 	tcase_add_test(tc, fields_are_disjoint);
 	tcase_add_test(tc, path_field_names_every_path);
 	tcase_add_test(tc, auth_message_is_not_a_path_notice);
+	tcase_add_test(tc, keepalive_messages_are_their_own);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }

@@ -20,7 +20,7 @@ static struct rx_view view(void)
 	return (struct rx_view){ .t = &t, .max_msg = 1024, .recv_granted = 4,
 				 .recv_max_granted = 4, .send_credits = 3,
 				 .max_send_credits = RX_MAX_CREDITS, .npaths = 1, .live = 1,
-				 .auth = RX_AUTH_NOKEY };
+				 .auth = RX_AUTH_NOKEY, .ka = 1 };
 }
 
 static struct rx_in send_in(uint32_t imm, uint32_t len)
@@ -288,11 +288,80 @@ START_TEST(auth_states)
 }
 END_TEST
 
+/* A probe is answered; those that come while the answer is outstanding
+ * are not, up to 255 (an honest prober's most); one more is a flood.
+ * Answers only to probes we sent; neither carries credits or bytes, nor
+ * comes from a peer that did not announce it. */
+START_TEST(keepalive)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+	unsigned int i;
+
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE, 0, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_KA_PROBE);
+	ck_assert_int_eq(m.answer, 1);
+	ck_assert_uint_eq(m.credits, 0);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.rx_msgs, 1);
+	v.ka_answer_busy = 1;
+	for (i = 0; i < RX_KA_MAX_UNANSWERED; i++) {
+		ck_assert_int_eq(check(&v, IMM_KA_PROBE, 0, &m), RX_OK);
+		ck_assert_int_eq(m.answer, 0);
+		rx_commit(&t, &v, &m);
+	}
+	ck_assert_uint_eq(t.ka_early, 255);
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE, 0, &m), RX_F_KA_FLOOD);
+	want_msg(RX_F_KA_FLOOD, &v, IMM_KA_PROBE, 0,
+		 "peer sent 256 keepalive probes while this side's answer to an earlier one was outstanding (at most 255)");
+	/* Our answer completed: the next probe is answered again. */
+	v.ka_answer_busy = 0;
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE, 0, &m), RX_OK);
+	ck_assert_int_eq(m.answer, 1);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.ka_early, 0);
+
+	/* Answers: as many as probes sent. */
+	ck_assert_int_eq(check(&v, IMM_KA_ANSWER, 0, &m), RX_F_KA_UNASKED);
+	want_msg(RX_F_KA_UNASKED, &v, IMM_KA_ANSWER, 0,
+		 "peer answered a keepalive probe this side did not send (0 sent, 0 answered)");
+	rx_note_ka_probe(&t);
+	rx_note_ka_probe(&t);
+	ck_assert_int_eq(check(&v, IMM_KA_ANSWER, 0, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_KA_REPLY);
+	rx_commit(&t, &v, &m);
+	ck_assert_int_eq(check(&v, IMM_KA_ANSWER, 0, &m), RX_OK);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.ka_answers, 2);
+	ck_assert_int_eq(check(&v, IMM_KA_ANSWER, 0, &m), RX_F_KA_UNASKED);
+
+	/* No credits (it would grant the peer's sends), no bytes. */
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE | 5, 0, &m), RX_F_CONTROL_CREDITS);
+	ck_assert_int_eq(check(&v, IMM_KA_ANSWER | 1, 0, &m), RX_F_CONTROL_CREDITS);
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE, 8, &m), RX_F_CONTROL_PAYLOAD);
+	/* Only with IMM_CREDIT_ONLY, not with the other flags. */
+	ck_assert_int_eq(check(&v, IMM_KEEPALIVE, 0, &m), RX_F_FLAG_NOT_CONTROL);
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE | IMM_BYE, 0, &m), RX_F_FLAG_MIX);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_KA_REPLY, 0, &m), RX_F_FLAG_MIX);
+	/* Not before the shared secret is proved. */
+	v.auth = RX_AUTH_AWAIT_PROOF;
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE, 0, &m), RX_F_AUTH_WRONG);
+	v.auth = RX_AUTH_DONE;
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE, 0, &m), RX_OK);
+	/* A peer that did not announce keepalive sends none. */
+	v.ka = 0;
+	ck_assert_int_eq(check(&v, IMM_KA_PROBE, 0, &m), RX_F_KA_OFF);
+	want_msg(RX_F_KA_OFF, &v, IMM_KA_PROBE, 0,
+		 "peer sent a keepalive message (immediate 0x88000000) but did not announce keepalive in its handshake");
+}
+END_TEST
+
 /* Every combination of the four flags, with and without a path index,
  * credits and bytes, in every auth state: the verdict is the model's. */
 static enum rx_fault model(uint32_t imm, uint32_t len, enum rx_auth auth)
 {
-	uint32_t flags = imm & (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE);
+	uint32_t flags = imm & (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_KEEPALIVE | IMM_KA_REPLY);
+	uint32_t kaf = IMM_KEEPALIVE | IMM_KA_REPLY;
 	uint32_t cr = imm & IMM_CREDITS_MASK;
 	int path_bits = !!(imm & IMM_PATH_FIELD);
 	int awaiting = auth == RX_AUTH_AWAIT_PROOF || auth == RX_AUTH_AWAIT_VERDICT;
@@ -308,6 +377,18 @@ static enum rx_fault model(uint32_t imm, uint32_t len, enum rx_auth auth)
 	}
 	if (path_bits && !(flags & IMM_PATH_DOWN))
 		return RX_F_PATH_BITS;
+	if (flags & kaf) {
+		if (flags != IMM_KEEPALIVE && flags != kaf)
+			return RX_F_FLAG_MIX;
+		if (awaiting)
+			return RX_F_AUTH_WRONG;
+		if (cr)
+			return RX_F_CONTROL_CREDITS;
+		if (len)
+			return RX_F_CONTROL_PAYLOAD;
+		/* The view has sent no probe: an answer is unasked for. */
+		return flags == kaf ? RX_F_KA_UNASKED : RX_OK;
+	}
 	if (flags == IMM_AUTH || flags == (IMM_AUTH | IMM_BYE)) {
 		if (auth == RX_AUTH_NOKEY)
 			return RX_F_AUTH_NO_KEY;
@@ -337,12 +418,13 @@ static enum rx_fault model(uint32_t imm, uint32_t len, enum rx_auth auth)
 
 START_TEST(every_combination)
 {
-	static const uint32_t flagset[] = { IMM_AUTH, IMM_PATH_DOWN, IMM_BYE, IMM_CREDIT_ONLY };
+	static const uint32_t flagset[] = { IMM_AUTH, IMM_PATH_DOWN, IMM_BYE, IMM_CREDIT_ONLY,
+					    IMM_KEEPALIVE, IMM_KA_REPLY };
 	static const uint32_t credits[] = { 0, 1, 7 };
 	static const uint32_t lens[] = { 0, 1, AUTH_PROOF_LEN, 1024, 1025 };
 	unsigned int f, p, c, l, a, i, n = 0;
 
-	for (f = 0; f < 16; f++)
+	for (f = 0; f < 64; f++)
 		for (p = 0; p < 8; p += 3)
 			for (c = 0; c < 3; c++)
 				for (l = 0; l < 5; l++)
@@ -352,7 +434,7 @@ START_TEST(every_combination)
 						uint32_t imm = credits[c] | p << IMM_PATH_SHIFT;
 						enum rx_fault got, want;
 
-						for (i = 0; i < 4; i++)
+						for (i = 0; i < 6; i++)
 							if (f & (1u << i))
 								imm |= flagset[i];
 						v.auth = (uint8_t)a;
@@ -364,7 +446,7 @@ START_TEST(every_combination)
 							      rx_fault_name(want));
 						n++;
 					}
-	ck_assert_uint_eq(n, 16 * 3 * 3 * 5 * 4);
+	ck_assert_uint_eq(n, 64 * 3 * 3 * 5 * 4);
 }
 END_TEST
 
@@ -401,6 +483,7 @@ int main(void)
 	tcase_add_test(tc, path_down_multi_path);
 	tcase_add_test(tc, path_down_crossing);
 	tcase_add_test(tc, auth_states);
+	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, every_combination);
 	tcase_add_test(tc, every_fault_named);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,208 @@
+/* keepalive.c: a connection's liveness: a probe when nothing came for keepalive_interval_ms (the peer's library answers it), the end after keepalive_probes unanswered, and op_timeout_ms, the deadline of outstanding ops. */
+#include "config.h"
+
+#include <errno.h>
+
+#include "keepalive.h"
+#include "base/log.h"
+#include "path.h"
+#include "sendq.h"
+
+/*
+ * Why probes and answers, not the transport alone: an RC QP with nothing
+ * posted never notices a dead peer, and a peer whose process hangs (or is
+ * stopped) still has its HCA ACK everything, so only its library's answer
+ * shows it is serving. Both are 0-byte SENDs with an immediate
+ * (IMM_KA_PROBE, IMM_KA_ANSWER) that use a receive buffer of the pool's
+ * reserve and carry no credit, like a credit message; rx_check.c bounds
+ * them (answers by our probes, probes by our answers' completions).
+ *
+ * Cost while traffic flows: none per message (the receive path already
+ * counts accepted messages in rxt.rx_msgs); one timer per interval, which
+ * compares that count with the last tick's.
+ */
+
+/* Deadline ticks (op_timeout_ms / 2 apart) an op stays the oldest of its
+ * queue before it is expired: it has been outstanding for at least
+ * op_timeout_ms, and at most 1.5 times that. */
+#define DEADLINE_TICKS 3
+
+void conn_live_peer_caps(struct ez_conn *conn, uint16_t caps)
+{
+	conn->peer_ka = (uint8_t)hs_peer_keepalive(caps);
+}
+
+static void ka_probe(struct ez_conn *conn)
+{
+	struct conn_path *path;
+	int ret;
+
+	/* A probe still unacknowledged: the transport is retrying it, and
+	 * its failure will end the connection; this interval counts all the
+	 * same. */
+	if (conn->ka_probe_busy)
+		return;
+	path = path_pick(conn);
+	if (!path)
+		return;
+	ret = conn_post_ctrl(conn, &conn->ka_probe_op, OP_KA_PROBE, path, IMM_KA_PROBE, NULL, 0);
+	if (ret) {
+		ezi_log_warn("connection %s: ibv_post_send(keepalive probe): %s", conn->host,
+			     ez_strerror(ret));
+		return;
+	}
+	rx_note_ka_probe(&conn->rxt);
+	conn->ka_probe_busy = 1;
+	conn->ka_sent++;
+	conn->stats.keepalives_sent++;
+}
+
+static void ka_tick(struct loop_timer *t)
+{
+	struct ez_conn *conn = container_of(t, struct ez_conn, ka_timer);
+	uint32_t iv = conn->o.keepalive_interval_ms;
+
+	if (conn->state != CS_CONNECTED)
+		return;
+	if (conn->rxt.rx_msgs != conn->ka_seen) {
+		conn->ka_seen = conn->rxt.rx_msgs;
+		conn->ka_missed = 0;
+		conn->ka_sent = 0;
+	} else if (conn->ka_missed >= conn->o.keepalive_probes) {
+		conn_fail(conn, -ETIMEDOUT,
+			  "peer %s: no reply to %u keepalive probes in %llu ms (keepalive_interval_ms %u, keepalive_probes %u)",
+			  conn->host, conn->ka_sent, (unsigned long long)iv * conn->ka_missed, iv,
+			  conn->o.keepalive_probes);
+		return;
+	} else {
+		conn->ka_missed++;
+		ka_probe(conn);
+	}
+	ctx_timer_start(conn->ctx, t, iv);
+}
+
+static const char *op_kind_name(const struct op *op)
+{
+	switch (op->kind) {
+	case OP_SEND:
+	case OP_SEND_MR:
+		return "SEND";
+	case OP_WRITE:
+		return "RDMA WRITE";
+	case OP_WRITE_IMM:
+		return "RDMA WRITE with immediate";
+	case OP_READ:
+		return "RDMA READ";
+	case OP_CREDIT:
+		return "credit message";
+	case OP_BYE:
+		return "goodbye";
+	case OP_PATH_DOWN:
+		return "path-down notice";
+	case OP_AUTH:
+		return "shared-secret message";
+	case OP_BIND:
+		return "memory-window bind";
+	case OP_KA_PROBE:
+		return "keepalive probe";
+	case OP_KA_ANSWER:
+		return "keepalive answer";
+	}
+	return "operation";
+}
+
+/* The oldest op of a queue ages a tick; 1 when it has aged out. */
+static int age(struct ez_conn *conn, struct op *op, const char *where)
+{
+	if (!op || ++op->aged < DEADLINE_TICKS)
+		return 0;
+	op->aged = OP_EXPIRED;
+	conn_fail(conn, -ETIMEDOUT,
+		  "peer %s: %s of %u bytes %s not complete within op_timeout_ms %u", conn->host,
+		  op_kind_name(op), op->wr.num_sge ? op->sge.length : 0, where, conn->o.op_timeout_ms);
+	return 1;
+}
+
+static void deadline_tick(struct loop_timer *t)
+{
+	struct ez_conn *conn = container_of(t, struct ez_conn, deadline_timer);
+	uint32_t i;
+
+	if (conn->state != CS_CONNECTED)
+		return;
+	/* Each path's send queue completes in order, and the queue of ops
+	 * waiting for credits is a FIFO: only the heads can be the oldest. */
+	for (i = 0; i < conn->npaths; i++)
+		if (age(conn, conn->paths[i].sq_head, "posted"))
+			return;
+	if (age(conn, conn->pend_head, "waiting for the peer's credits"))
+		return;
+	ctx_timer_start(conn->ctx, t, conn->o.op_timeout_ms / 2);
+}
+
+void conn_live_start(struct ez_conn *conn)
+{
+	conn->ka_timer.fn = ka_tick;
+	conn->deadline_timer.fn = deadline_tick;
+	conn->ka_seen = conn->rxt.rx_msgs;
+	if (conn->o.keepalive_interval_ms && conn->peer_ka)
+		ctx_timer_start(conn->ctx, &conn->ka_timer, conn->o.keepalive_interval_ms);
+	else if (conn->o.keepalive_interval_ms)
+		ezi_log_info("connection %s: no keepalive: the peer does not answer probes (an easyrdma without HS_CAP_KEEPALIVE)",
+			     conn->host);
+	if (conn->o.op_timeout_ms)
+		ctx_timer_start(conn->ctx, &conn->deadline_timer, conn->o.op_timeout_ms / 2);
+}
+
+void conn_live_stop(struct ez_conn *conn)
+{
+	if (!conn->ctx)
+		return;
+	ctx_timer_stop(conn->ctx, &conn->ka_timer);
+	ctx_timer_stop(conn->ctx, &conn->deadline_timer);
+}
+
+void conn_live_on_probe(struct ez_conn *conn, int answer)
+{
+	struct conn_path *path;
+	int ret;
+
+	conn->stats.keepalives_recv++;
+	if (!answer || conn->ka_answer_busy || conn->state != CS_CONNECTED)
+		return;
+	path = path_pick(conn);
+	if (!path)
+		return;
+	ret = conn_post_ctrl(conn, &conn->ka_answer_op, OP_KA_ANSWER, path, IMM_KA_ANSWER, NULL, 0);
+	if (ret) {
+		ezi_log_warn("connection %s: ibv_post_send(keepalive answer): %s", conn->host,
+			     ez_strerror(ret));
+		return;
+	}
+	conn->ka_answer_busy = 1;
+}
+
+void conn_live_sent(struct ez_conn *conn, struct op *op, int status)
+{
+	int probe = op->kind == OP_KA_PROBE;
+	double ack_ms;
+
+	if (probe) {
+		conn->ka_probe_busy = 0;
+	} else {
+		conn->ka_answer_busy = 0;
+	}
+	/* A flush is whoever moved the QP to ERR; a path of several that
+	 * failed is path.c's. */
+	if (!status || status == -ECANCELED || conn->npaths > 1 || conn_is_ended(conn))
+		return;
+	ack_ms = 4.096e-3 * (double)(1ull << conn->o.qp_timeout) * (conn->o.retry_count + 1);
+	if (status == -ETIMEDOUT)
+		conn_fail(conn, status,
+			  "peer %s: keepalive %s not acknowledged: transport retry counter exceeded (%u retries, qp_timeout %u: about %.0f ms)",
+			  conn->host, probe ? "probe" : "answer", conn->o.retry_count,
+			  conn->o.qp_timeout, ack_ms);
+	else
+		conn_fail(conn, status, "peer %s: keepalive %s failed: %s", conn->host,
+			  probe ? "probe" : "answer", ez_strerror(status));
+}
