@@ -12,8 +12,9 @@ noinst_PROGRAMS += tests/bench/cmserial
 tests_bench_cmserial_SOURCES = tests/bench/cmserial.c
 tests_bench_cmserial_LDADD = $(RDMACM_LIBS) $(IBVERBS_LIBS)
 
-dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py
-EXTRA_DIST += tests/bench/README.md tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
+dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py \
+	tests/bench/insn tests/bench/insn-inside.sh tests/bench/insn-summarize.py
+EXTRA_DIST += tests/bench/README.md tests/bench/insn-budget.json tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
 	doc/performance-s4.json doc/performance-s4-conn.json doc/performance-s4-lat.json doc/performance-s5.json \
 	doc/performance-s6.json \
 	tests/bench/experiments/lat-variants.sh tests/bench/experiments/perftest-shared-cq.patch \

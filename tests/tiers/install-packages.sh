@@ -5,11 +5,12 @@ set -uo pipefail
 # shellcheck source=tests/tiers/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# python3: make check runs tests/check-layers.py.
+# python3: make check runs tests/check-layers.py. valgrind: the instruction
+# budget (tests/tiers/insn-budget.sh, callgrind); perftest is its anchor too.
 PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
 	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev libssl-dev ibverbs-utils
 	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 busybox-static kmod
-	iproute2 tcpdump clang xz-utils python3"
+	iproute2 tcpdump clang xz-utils python3 valgrind"
 
 install_packages() {
 	local p missing=""
