@@ -16,7 +16,7 @@ dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/
 	tests/bench/insn tests/bench/insn-inside.sh tests/bench/insn-summarize.py
 EXTRA_DIST += tests/bench/README.md tests/bench/insn-budget.json tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
 	doc/performance-s4.json doc/performance-s4-conn.json doc/performance-s4-lat.json doc/performance-s5.json \
-	doc/performance-s6.json \
+	doc/performance-s6.json doc/performance-insn.json \
 	tests/bench/experiments/lat-variants.sh tests/bench/experiments/perftest-shared-cq.patch \
 	tests/bench/experiments/kernel-calls.sh
 
