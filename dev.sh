@@ -13,9 +13,11 @@
 #         test_leak alone, whose RSS bound ASan compiles out), the threaded
 #         tests under ThreadSanitizer (tests/tiers/tsan.sh), the two-VM
 #         tests (RoCEv2 capture, source ports per connection and path, link
-#         down), make distcheck, the Debian packages (built, checked with
-#         lintian, installed, hello.c built against them with pkg-config and
-#         CMake and run on the device, removed; tests/tiers/packages.sh) and
+#         down), the instruction budget of the per-message path
+#         (tests/tiers/insn-budget.sh), make distcheck, the Debian packages
+#         (built, checked with lintian, installed, hello.c built against them
+#         with pkg-config and CMake and run on the device, removed;
+#         tests/tiers/packages.sh) and
 #         the libFuzzer targets for a bounded time,
 #         prints every Check summary line, and ends with
 #         "tests: N passed, N failed". It exits non-zero when anything failed or
@@ -64,6 +66,7 @@ test_all() {
 	fi
 	"$tiers/two-hosts.sh"
 	"$tiers/linkdown.sh"
+	"$tiers/insn-budget.sh"
 	"$tiers/distcheck.sh"
 	"$tiers/packages.sh"
 	"$tiers/fuzz.sh"

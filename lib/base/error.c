@@ -11,6 +11,15 @@
 
 static __thread char last_error[EZ_ERRMSG_MAX];
 
+/* A message formatted when it is read (ezi_fail_lazy()): a failure that a
+ * caller hits at message rate, such as a full send window, must not cost a
+ * vsnprintf each time. fmt takes one string and one unsigned. */
+static __thread struct {
+	const char *fmt;
+	const char *s;
+	unsigned int u;
+} pending;
+
 const char *ez_strerror(int err)
 {
 	static __thread char buf[64];
@@ -25,12 +34,25 @@ const char *ez_strerror(int err)
 
 const char *ez_errmsg(void)
 {
+	if (pending.fmt) {
+		snprintf(last_error, sizeof(last_error), pending.fmt, pending.s, pending.u);
+		pending.fmt = NULL;
+	}
 	return last_error;
 }
 
 void ezi_clear_error(void)
 {
+	pending.fmt = NULL;
 	last_error[0] = '\0';
+}
+
+int ezi_fail_lazy(int err, const char *fmt, const char *s, unsigned int u)
+{
+	pending.fmt = fmt;
+	pending.s = s;
+	pending.u = u;
+	return err;
 }
 
 static void format_into(char *buf, size_t len, const char *fmt, va_list ap)
@@ -42,6 +64,7 @@ int ezi_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	pending.fmt = NULL;
 	va_start(ap, fmt);
 	format_into(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
@@ -52,6 +75,7 @@ int ezi_fail_into(char *buf, size_t len, int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	pending.fmt = NULL;
 	va_start(ap, fmt);
 	format_into(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);

@@ -12,6 +12,12 @@ int ezi_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 int ezi_fail_into(char *buf, size_t len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* As ezi_fail() for a failure on the per-message path: only the arguments are
+ * kept, and the message ("fmt" with one %s and one %u) is formatted when
+ * ez_errmsg() reads it. s must outlive the next failure (a string literal). */
+int ezi_fail_lazy(int err, const char *fmt, const char *s, unsigned int u)
+	__attribute__((format(printf, 2, 0)));
+
 void ezi_clear_error(void);
 
 #define EZ_ERRMSG_MAX 256

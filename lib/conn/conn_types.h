@@ -26,6 +26,9 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
  * allocates. */
 struct conn_path;
 
+/* Bytes of a small send kept in its op (struct op's inl). */
+#define OP_INLINE_BYTES 64
+
 struct op {
 	struct device_wr dwr;	/* what its wr_id points at (conn_op_bind) */
 	struct op *next;
@@ -40,6 +43,10 @@ struct op {
 	uint8_t aged;		/* deadline ticks seen outstanding (keepalive.c; OP_EXPIRED) */
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
+	/* A send the device takes inline (IBV_SEND_INLINE copies the bytes
+	 * when it is posted) is copied here, not into a registered slot:
+	 * no slot to take and give back per small message. */
+	char inl[OP_INLINE_BYTES];
 };
 
 /* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are

@@ -374,6 +374,15 @@ void conn_kick(struct ez_conn *conn)
 		kick_now(conn);
 }
 
+/* After a completion: a kick only when it has something to do (ops
+ * waiting, or credits due that no credit message carries yet), so a
+ * ping-pong's send completion costs no deferred call that finds nothing. */
+static void kick_if_needed(struct ez_conn *conn)
+{
+	if (conn->pend_head || (!conn->credit_inflight && srqpool_credits_due(&conn->acct)))
+		conn_kick(conn);
+}
+
 void conn_flush_kick(struct ez_conn *conn)
 {
 	conn_unqueue_kick(conn);
@@ -437,8 +446,10 @@ static struct op *op_get(struct ez_conn *conn, const char *fn)
 	struct op *op = conn->free_ops;
 
 	if (!op) {
-		ezi_fail(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
-			 conn->o.send_depth);
+		/* A sender that keeps its window full gets here once per
+		 * completion: the message is formatted only if it is read. */
+		ezi_fail_lazy(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
+			      conn->o.send_depth);
 		return NULL;
 	}
 	conn->free_ops = op->next;
@@ -466,6 +477,7 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 {
 	size_t len = 0, off = 0;
 	struct op *op;
+	char *dst;
 	int i, ret;
 
 	ret = check_conn(conn, "ez_send");
@@ -482,13 +494,22 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 	op = op_get(conn, "ez_send");
 	if (!op)
 		return -ENOBUFS;
-	if (len && (ret = conn_op_copy_slot(conn, op, len))) {
-		conn_op_put(conn, op);
-		return ret;
+	if (len <= sizeof(op->inl) && len <= conn->max_inline) {
+		/* Posted inline (prep_send): the device copies the bytes at
+		 * the post, so the op's own buffer holds them until then. */
+		op->sge.addr = (uintptr_t)op->inl;
+		op->sge.lkey = 0;
+		dst = op->inl;
+	} else {
+		if ((ret = conn_op_copy_slot(conn, op, len))) {
+			conn_op_put(conn, op);
+			return ret;
+		}
+		dst = (char *)op->slot->addr;
 	}
 	for (i = 0; len && i < iovcnt; i++) {
 		if (iov[i].iov_len)
-			memcpy(op->slot->addr + off, iov[i].iov_base, iov[i].iov_len);
+			memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
 	prep_send(conn, op, OP_SEND, (uint32_t)len, cb, op_arg);
@@ -769,7 +790,7 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	if (conn_is_ended(conn))
 		conn_drain_check(conn);
 	else if (conn->state == CS_CONNECTED)
-		conn_kick(conn);
+		kick_if_needed(conn);
 }
 
 /* A receive that failed: the peer's message did not fit the buffer (or
@@ -931,5 +952,5 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		break;
 	}
 	if (conn->state == CS_CONNECTED)
-		conn_kick(conn);
+		kick_if_needed(conn);
 }

@@ -485,6 +485,10 @@ static int poll_some(struct device *dev, int max_batches)
 			ezi_log_err("ibv_poll_cq(%s): %d", dev->name, n);
 			return total;
 		}
+		/* An empty poll dispatches nothing: after_batch only fills
+		 * while a batch is dispatched, and runs at its end. */
+		if (n == 0)
+			return total;
 		dev->dispatching++;
 		for (i = 0; i < n; i++) {
 			if (wc[i].wr_id & CQ_OP_TAG) {
@@ -548,7 +552,10 @@ void cq_on_channel(struct loop_watch *w)
 	void *cq_ctx;
 	unsigned int events = 0;
 
-	while (ibv_get_cq_event(dev->cc, &cq, &cq_ctx) == 0)
+	/* One event per arm, and the CQ is armed once per wake-up (below):
+	 * a second read would only return EAGAIN, a system call per wake-up.
+	 * An event left over (none is) keeps the fd readable for the next. */
+	if (ibv_get_cq_event(dev->cc, &cq, &cq_ctx) == 0)
 		events++;
 	if (!events)
 		return;

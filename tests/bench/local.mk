@@ -13,12 +13,13 @@ tests_bench_cmserial_SOURCES = tests/bench/cmserial.c
 tests_bench_cmserial_LDADD = $(RDMACM_LIBS) $(IBVERBS_LIBS)
 
 dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py \
-	tests/bench/plot.py tests/bench/test-plot.sh
+	tests/bench/plot.py tests/bench/test-plot.sh \
+	tests/bench/insn tests/bench/insn-inside.sh tests/bench/insn-summarize.py
 # The pictures of doc/performance.md (plot.py) are drawn from fixed data.
 TESTS += tests/bench/test-plot.sh
-EXTRA_DIST += tests/bench/README.md tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
+EXTRA_DIST += tests/bench/README.md tests/bench/insn-budget.json tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
 	doc/performance-s4.json doc/performance-s4-conn.json doc/performance-s4-lat.json doc/performance-s5.json \
-	doc/performance-s6.json \
+	doc/performance-s6.json doc/performance-insn.json \
 	tests/bench/experiments/lat-variants.sh tests/bench/experiments/perftest-shared-cq.patch \
 	tests/bench/experiments/kernel-calls.sh
 

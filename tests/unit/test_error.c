@@ -42,6 +42,32 @@ static void *other_thread(void *arg)
 	return NULL;
 }
 
+/* The per-message path's failure (a full send window) is formatted only
+ * when read, with the same text ezi_fail() would have made. */
+START_TEST(lazy_message_reads_as_formatted)
+{
+	ck_assert_int_eq(ezi_fail_lazy(-ENOBUFS, "%s: %u operations already outstanding (send_depth)",
+				       "ez_send", 64u), -ENOBUFS);
+	ck_assert_str_eq(ez_errmsg(), "ez_send: 64 operations already outstanding (send_depth)");
+	/* read twice: the same text */
+	ck_assert_str_eq(ez_errmsg(), "ez_send: 64 operations already outstanding (send_depth)");
+	/* a later failure replaces a pending one ... */
+	ezi_fail_lazy(-ENOBUFS, "%s: %u", "ez_write", 8u);
+	ezi_fail(-EINVAL, "later: %d", 1);
+	ck_assert_str_eq(ez_errmsg(), "later: 1");
+	/* ... and so does a copy into an object's buffer, whose text is its own */
+	char buf[64];
+
+	ezi_fail_lazy(-ENOBUFS, "%s: %u", "ez_write", 8u);
+	ezi_fail_into(buf, sizeof(buf), -EIO, "object: %s", "x");
+	ck_assert_str_eq(ez_errmsg(), "object: x");
+	ck_assert_str_eq(buf, "object: x");
+	ezi_fail_lazy(-ENOBUFS, "%s: %u", "ez_read", 2u);
+	ezi_clear_error();
+	ck_assert_str_eq(ez_errmsg(), "");
+}
+END_TEST
+
 START_TEST(message_is_per_thread)
 {
 	pthread_t t;
@@ -62,6 +88,7 @@ int main(void)
 	tcase_add_test(tc, fail_sets_message_and_returns_code);
 	tcase_add_test(tc, fail_into_copies_to_object_buffer);
 	tcase_add_test(tc, message_is_per_thread);
+	tcase_add_test(tc, lazy_message_reads_as_formatted);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
