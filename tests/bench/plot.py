@@ -163,9 +163,36 @@ plot {", ".join(plots)}
 """, out)
 
 
+def insn_rows(ins):
+    """Rows of {"case", "side", "objects": {object: instructions per message}}
+    from tests/bench/insn's JSON (its "after" run, or the run itself): per case
+    easyrdma and its anchor, each the fit's per-message work where the case had
+    a fit, else the figure with empty polls excluded, else the plain per-message
+    count. A simple {"rows": [{"case", "side", "objects"}]} passes through."""
+    run = ins.get("after", ins)
+    out = []
+    for r in run.get("rows", []):
+        if "objects" in r:
+            out.append(r)
+            continue
+        for key, name in (("ez", "easyrdma"), ("anchor", r.get("anchor_name") or "raw verbs")):
+            side = r.get(key) or {}
+            if not side.get("ok"):
+                continue
+            if "fit" in side:
+                objs = {o: v["msg"] for o, v in side["fit"].items()}
+            else:
+                objs = side.get("excl_polls") or side.get("per_msg") or {}
+            objs = {o: round(v) for o, v in objs.items() if o != "total" and v >= 0.5}
+            if objs:
+                case = f"{r.get('case', '?')} {r.get('side', '')}".strip()
+                out.append({"case": case, "side": name, "objects": objs})
+    return out
+
+
 def insn(ins, outdir, tmp):
-    """insn JSON: {"rows": [{"case": ..., "side": "easyrdma"|"raw"|..., "objects": {obj: n}}]}."""
-    rows = ins.get("rows", [])
+    """instructions per message by object, stacked, per case and side."""
+    rows = insn_rows(ins)
     objs = []
     for r in rows:
         for o in r.get("objects", {}):
