@@ -15,16 +15,22 @@
 
 /* A pass reads at most CM_EVENTS_PER_PASS events. Events of existing ids
  * (disconnects, establishments, replies: teardown and connections already
- * made) are handled as they are read; new requests wait in a ring of
- * CM_REQUESTS_HELD and at most CM_REQUESTS_PER_PASS of them (within
- * CM_REQUEST_BUDGET_NS) are handed to their listener after the others. The
- * rest waits for the next pass: the channel's fd stays readable, and held
- * requests keep the loop awake as deferred work. A full ring stops the
- * reading, so the kernel's queue (and its backlog) holds the flood. */
+ * made) are handled as they are read, within CM_EVENT_BUDGET_NS; new
+ * requests wait in a ring (grown
+ * from CM_REQUESTS_HELD up to CM_REQUESTS_HELD_MAX) and at most
+ * CM_REQUESTS_PER_PASS of them, within CM_REQUEST_BUDGET_NS (an accept is
+ * ~12 ms in a TCG guest), are handed to their listener after the others.
+ * The rest waits for the next pass: the channel's fd stays readable, and
+ * held requests keep the loop awake as deferred work. The ring grows rather
+ * than stop the reading: the events of established connections and
+ * teardowns behind a flood of requests would wait with them. Only a full
+ * ring at its maximum stops it (the kernel's backlog then holds the flood). */
 #define CM_EVENTS_PER_PASS 32
-#define CM_REQUESTS_PER_PASS 8
+#define CM_REQUESTS_PER_PASS 32
 #define CM_REQUESTS_HELD 64
-#define CM_REQUEST_BUDGET_NS (20 * 1000000ull)
+#define CM_REQUESTS_HELD_MAX 4096
+#define CM_REQUEST_BUDGET_NS (10 * 1000000ull)
+#define CM_EVENT_BUDGET_NS (10 * 1000000ull)
 
 struct cm_held {
 	struct cm_event ev;
@@ -54,9 +60,52 @@ static struct cm_handler *cm_copy(struct rdma_cm_event *raw, struct cm_event *ev
 	return ev->type == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->listen_id->context : ev->id->context;
 }
 
-/* Reads up to CM_EVENTS_PER_PASS events (fewer when the ring of requests
- * fills), acking each before it is handled: rdma_destroy_id() waits for
- * the acks of the events it has reported, so nothing may stay unacked. */
+/* The ring of held requests twice as large, in order (0 when at its
+ * maximum or out of memory: the reading stops until there is room). */
+static int cm_grow(struct ez_ctx *ctx)
+{
+	int cap = ctx->cm_cap * 2, i;
+	struct cm_held *n;
+
+	if (cap > CM_REQUESTS_HELD_MAX)
+		return 0;
+	n = malloc((size_t)cap * sizeof(*n));
+	if (!n)
+		return 0;
+	for (i = 0; i < ctx->cm_nheld; i++)
+		n[i] = ctx->cm_held[(ctx->cm_head + i) % ctx->cm_cap];
+	free(ctx->cm_held);
+	ctx->cm_held = n;
+	ctx->cm_head = 0;
+	ctx->cm_cap = cap;
+	return 1;
+}
+
+/* An event of a request still held: its new id took the listener's
+ * context from librdmacm, so the listener would only log it. A peer that
+ * gave up (rejected, timed out, gone) leaves a request nobody should
+ * answer: it is dropped at its turn, never shown to the application. 1 if
+ * the event was one of a held request's. */
+static int cm_held_event(struct ez_ctx *ctx, const struct cm_event *ev)
+{
+	for (int i = 0; i < ctx->cm_nheld; i++) {
+		struct cm_held *c = &ctx->cm_held[(ctx->cm_head + i) % ctx->cm_cap];
+
+		if (c->ev.id != ev->id)
+			continue;
+		ezi_log_debug("a held connect request got %s: dropped", rdma_event_str(ev->type));
+		if (ev->type != RDMA_CM_EVENT_ESTABLISHED && c->h) {
+			c->ev.id->context = NULL;
+			c->h = NULL;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads up to CM_EVENTS_PER_PASS events, acking each before it is handled:
+ * rdma_destroy_id() waits for the acks of the events it has reported, so
+ * nothing may stay unacked. */
 static void cm_read(struct ez_ctx *ctx)
 {
 	struct rdma_cm_event *raw;
@@ -64,7 +113,11 @@ static void cm_read(struct ez_ctx *ctx)
 	struct cm_handler *h;
 	int i;
 
-	for (i = 0; i < CM_EVENTS_PER_PASS && ctx->cm_nheld < CM_REQUESTS_HELD; i++) {
+	uint64_t start = loop_now_ns();
+
+	for (i = 0; i < CM_EVENTS_PER_PASS && loop_now_ns() - start < CM_EVENT_BUDGET_NS; i++) {
+		if (ctx->cm_nheld == ctx->cm_cap && !cm_grow(ctx))
+			return;
 		if (rdma_get_cm_event(ctx->ch, &raw)) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				ezi_log_err("rdma_get_cm_event: %s", ez_strerror(errno));
@@ -72,7 +125,7 @@ static void cm_read(struct ez_ctx *ctx)
 		}
 		if (raw->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			struct cm_held *c = &ctx->cm_held[(ctx->cm_head + ctx->cm_nheld) %
-							  CM_REQUESTS_HELD];
+							  ctx->cm_cap];
 
 			c->h = cm_copy(raw, &c->ev);
 			rdma_ack_cm_event(raw);
@@ -81,6 +134,8 @@ static void cm_read(struct ez_ctx *ctx)
 		}
 		h = cm_copy(raw, &ev);
 		rdma_ack_cm_event(raw);
+		if (ctx->cm_nheld && cm_held_event(ctx, &ev))
+			continue;
 		if (h)
 			h->on_event(h, &ev);
 	}
@@ -89,8 +144,9 @@ static void cm_read(struct ez_ctx *ctx)
 /* A held request whose listener closed is refused as the listener would. */
 static void cm_drop_request(struct cm_held *c)
 {
+	/* Fails when the peer gave up first (nothing to answer). */
 	if (rdma_reject(c->ev.id, NULL, 0))
-		ezi_log_warn("rdma_reject: %s", ez_strerror(errno));
+		ezi_log_debug("rdma_reject: %s", ez_strerror(errno));
 	if (rdma_destroy_id(c->ev.id))
 		ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
 }
@@ -104,7 +160,7 @@ static void cm_requests(struct ez_ctx *ctx)
 		/* A copy: the handler may close the listener, which edits the ring. */
 		struct cm_held c = ctx->cm_held[ctx->cm_head];
 
-		ctx->cm_head = (ctx->cm_head + 1) % CM_REQUESTS_HELD;
+		ctx->cm_head = (ctx->cm_head + 1) % ctx->cm_cap;
 		ctx->cm_nheld--;
 		if (c.h)
 			c.h->on_event(c.h, &c.ev);
@@ -140,7 +196,7 @@ static void on_cm_more(struct loop_defer *d)
 void ctx_listener_gone(struct ez_ctx *ctx, struct rdma_cm_id *listen_id)
 {
 	for (int i = 0; i < ctx->cm_nheld; i++) {
-		struct cm_held *c = &ctx->cm_held[(ctx->cm_head + i) % CM_REQUESTS_HELD];
+		struct cm_held *c = &ctx->cm_held[(ctx->cm_head + i) % ctx->cm_cap];
 
 		if (c->h && c->ev.listen_id == listen_id) {
 			/* Its events go nowhere now (the new id took the
@@ -260,6 +316,7 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 		free(ctx);
 		return ezi_fail(-ENOMEM, "ez_ctx_new: out of memory");
 	}
+	ctx->cm_cap = CM_REQUESTS_HELD;
 	ctx->cm_more.fn = on_cm_more;
 	ctx->cm_pass = UINT64_MAX;
 	ezi_owner_init(&ctx->owner);
@@ -352,7 +409,7 @@ int ez_ctx_free(struct ez_ctx *ctx)
 	/* Requests of closed listeners still held (nlisteners is 0). */
 	while (ctx->cm_nheld) {
 		cm_drop_request(&ctx->cm_held[ctx->cm_head]);
-		ctx->cm_head = (ctx->cm_head + 1) % CM_REQUESTS_HELD;
+		ctx->cm_head = (ctx->cm_head + 1) % ctx->cm_cap;
 		ctx->cm_nheld--;
 	}
 	loop_defer_cancel(&ctx->loop, &ctx->cm_more);

@@ -33,7 +33,7 @@ struct ez_ctx {
 	 * ring; ctx.c's bounded pass), and the work that keeps the loop
 	 * awake for them. */
 	struct cm_held *cm_held;
-	int cm_head, cm_nheld;
+	int cm_head, cm_nheld, cm_cap;
 	uint64_t cm_pass;		/* the loop pass the CM channel was last handled in */
 	struct loop_defer cm_more;
 	struct device_set devices;	/* opened on first use */

@@ -47,7 +47,7 @@ struct loop_defer_list {
  * CQs and async events have bounds of their own (ctx.c, cq.h, device.c). */
 #define LOOP_TIMERS_PER_PASS 64
 #define LOOP_DEFER_PER_PASS 32
-#define LOOP_PASS_BUDGET_NS (20 * 1000000ull)
+#define LOOP_PASS_BUDGET_NS (10 * 1000000ull)
 
 struct loop {
 	int epfd;
