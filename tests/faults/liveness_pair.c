@@ -300,6 +300,16 @@ static int storm_main(const char *port)
 	if (ez_ctx_free(ctx))
 		say("storm: ez_ctx_free: %s", ez_errmsg());
 	say("storm process %d: ez_ctx_free took %.2f s", (int)getpid(), now_s() - end);
+	/* Done: said in a file, as the process's exit has been seen to take
+	 * minutes in the guest after this point (rxe's teardown of the
+	 * process's verbs objects; see the report of issue 20). */
+	{
+		char name[64];
+
+		snprintf(name, sizeof(name), "storm-%s-%s", getenv("EZ_STORM_INDEX"),
+			 ended == total && ok == total ? "ok" : "failed");
+		put_file(name, "1");
+	}
 	return ended == total && ok == total ? 0 : 1;
 }
 
@@ -401,13 +411,16 @@ static int server(void)
 
 /* ---- b: the client ----------------------------------------------------- */
 
-static pid_t storm_start(const char *port)
+static pid_t storm_start(const char *port, int index)
 {
+	char ix[16];
 	pid_t pid;
 
+	snprintf(ix, sizeof(ix), "%d", index);
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
+		setenv("EZ_STORM_INDEX", ix, 1);
 		setenv("EZ_LIVENESS_STORM", port, 1);
 		execl("/proc/self/exe", "liveness_pair", (char *)NULL);
 		_exit(127);
@@ -454,19 +467,28 @@ static int client(void)
 
 	put_file("storm-start", "1");
 	for (i = 0; i < STORM_PROCS; i++)
-		pids[i] = storm_start(port);
+		pids[i] = storm_start(port, i);
 	e0 = E.echoes;
 	t = now_s();
 	running = STORM_PROCS;
 	while (running && now_s() - t < 120) {
 		spin(0.02);
+		running = 0;
 		for (i = 0; i < STORM_PROCS; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "storm-%d-ok", i);
+			if (has_file(name))
+				continue;
+			snprintf(name, sizeof(name), "storm-%d-failed", i);
+			CHECK(!has_file(name), "storm process %d: not every connect came up", i);
 			if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-				CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-				      "storm process %d: status 0x%x", i, status);
+				CHECK(0, "storm process %d ended (status 0x%x) before its report", i,
+				      status);
 				pids[i] = 0;
-				running--;
+				continue;
 			}
+			running += !has_file(name);
 		}
 	}
 	storm_rate = (E.echoes - e0) / (now_s() - t);
@@ -476,12 +498,7 @@ static int client(void)
 	say("storm: %d processes x %d connects (8 at a time) in %.1f s; meanwhile E: %.0f round trips/s, "
 	    "longest echo gap %.1f ms; a's longest loop gap %s ms",
 	    STORM_PROCS, STORM_TOTAL, now_s() - t, storm_rate, E.max_gap * 1e3, buf);
-	CHECK(!running, "%d storm processes still running", running);
-	for (i = 0; i < STORM_PROCS; i++)
-		if (pids[i] > 0) {
-			kill(pids[i], SIGKILL);
-			waitpid(pids[i], &status, 0);
-		}
+	CHECK(!running, "%d storm processes did not report", running);
 	CHECK(E.max_gap < STORM_GAP_MAX_S, "echo gap %.1f ms during the storm", E.max_gap * 1e3);
 	CHECK(E.connected && !E.ended, "E ended during the storm: %d %s", E.end_status, E.msg);
 	ez_conn_close(E.conn);
@@ -500,6 +517,19 @@ static int client(void)
 	spin(3.0);
 	ez_conn_close(V.conn);
 	spin(0.5);
+	/* The storm processes reported; their exit is noted, not judged. */
+	for (i = 0; i < STORM_PROCS; i++) {
+		if (pids[i] <= 0)
+			continue;
+		if (waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+			say("storm process %d exited (status 0x%x)", i, status);
+			continue;
+		}
+		say("NOTE: storm process %d reported but has not exited %.0f s after the storm began: killed", i,
+		    now_s() - t);
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], &status, 0);
+	}
 	put_file("done", "1");
 	wait_file("server-done", 30);
 	return failures != 0;
