@@ -121,6 +121,19 @@ static int was_connected(const struct ez_conn *conn)
 	return conn_state_cm_connected(conn->ended_from);
 }
 
+/* An id that was CM-connected may wait in rdma_destroy_id() for the DREP
+ * of its DREQ (ours from the teardown, or the one the destroy sends), which
+ * a vanished peer never sends: ~50 s on Soft-RoCE. It goes to the context's
+ * reaper thread. One that never connected sends at most a REJ and waits on
+ * nothing: destroyed here, so its resources go at once. */
+static void conn_destroy_id(struct ez_conn *conn)
+{
+	if (was_connected(conn) && conn->dev)
+		device_reap_id(conn->dev, conn->id);
+	else if (rdma_destroy_id(conn->id))
+		ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
+}
+
 /* CA_FINISH, from the deferred work: never inside the application's call
  * or a CQ poll. Destroys what the connection holds, then the final callback. */
 static void release_and_report(struct ez_conn *conn)
@@ -161,7 +174,7 @@ static void release_and_report(struct ez_conn *conn)
 		if (was_connected(conn) && conn->dev && device_port_down(conn->dev, conn->port))
 			device_park_id(conn->dev, conn->port, conn->id);
 		else
-			rdma_destroy_id(conn->id);
+			conn_destroy_id(conn);
 		conn->id = NULL;
 	}
 	/* Exactly one final callback: on_connect for a connection that never

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,39 +13,198 @@
 #include "base/error.h"
 #include "base/log.h"
 
-/* Copies what the handlers need, then acks: rdma_destroy_id() waits for the
- * acks of the events it has reported, so nothing may stay unacked. */
-static void on_cm_channel(struct loop_watch *w)
+/* A pass reads at most CM_EVENTS_PER_PASS events. Events of existing ids
+ * (disconnects, establishments, replies: teardown and connections already
+ * made) are handled as they are read, within CM_EVENT_BUDGET_NS; new
+ * requests wait in a ring (grown
+ * from CM_REQUESTS_HELD up to CM_REQUESTS_HELD_MAX) and at most
+ * CM_REQUESTS_PER_PASS of them, within CM_REQUEST_BUDGET_NS (an accept is
+ * ~12 ms in a TCG guest), are handed to their listener after the others.
+ * The rest waits for the next pass: the channel's fd stays readable, and
+ * held requests keep the loop awake as deferred work. The ring grows rather
+ * than stop the reading: the events of established connections and
+ * teardowns behind a flood of requests would wait with them. Only a full
+ * ring at its maximum stops it (the kernel's backlog then holds the flood). */
+#define CM_EVENTS_PER_PASS 32
+#define CM_REQUESTS_PER_PASS 32
+#define CM_REQUESTS_HELD 64
+#define CM_REQUESTS_HELD_MAX 4096
+#define CM_REQUEST_BUDGET_NS (10 * 1000000ull)
+#define CM_EVENT_BUDGET_NS (10 * 1000000ull)
+
+struct cm_held {
+	struct cm_event ev;
+	struct cm_handler *h;	/* the listener's, NULL once it closed */
+};
+
+/* Copies what the handlers need into ev; the handler, read before the ack
+ * (an id handed to the reaper, its context NULL, may be freed on the
+ * reaper's thread as soon as its event is acked). */
+static struct cm_handler *cm_copy(struct rdma_cm_event *raw, struct cm_event *ev)
 {
-	struct ez_ctx *ctx = container_of(w, struct ez_ctx, cm_watch);
+	memset(ev, 0, sizeof(*ev));
+	ev->type = raw->event;
+	ev->status = raw->status;
+	ev->id = raw->id;
+	ev->listen_id = raw->listen_id;
+	if ((ev->type == RDMA_CM_EVENT_CONNECT_REQUEST ||
+	     ev->type == RDMA_CM_EVENT_CONNECT_RESPONSE ||
+	     ev->type == RDMA_CM_EVENT_REJECTED ||
+	     ev->type == RDMA_CM_EVENT_ESTABLISHED) && raw->param.conn.private_data) {
+		ev->pdata_len = raw->param.conn.private_data_len;
+		memcpy(ev->pdata, raw->param.conn.private_data, ev->pdata_len);
+		ev->responder_resources = raw->param.conn.responder_resources;
+		ev->initiator_depth = raw->param.conn.initiator_depth;
+	}
+	/* A request arrives on a new id: its listener's id says whose. */
+	return ev->type == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->listen_id->context : ev->id->context;
+}
+
+/* The ring of held requests twice as large, in order (0 when at its
+ * maximum or out of memory: the reading stops until there is room). */
+static int cm_grow(struct ez_ctx *ctx)
+{
+	int cap = ctx->cm_cap * 2, i;
+	struct cm_held *n;
+
+	if (cap > CM_REQUESTS_HELD_MAX)
+		return 0;
+	n = malloc((size_t)cap * sizeof(*n));
+	if (!n)
+		return 0;
+	for (i = 0; i < ctx->cm_nheld; i++)
+		n[i] = ctx->cm_held[(ctx->cm_head + i) % ctx->cm_cap];
+	free(ctx->cm_held);
+	ctx->cm_held = n;
+	ctx->cm_head = 0;
+	ctx->cm_cap = cap;
+	return 1;
+}
+
+/* An event of a request still held: its new id took the listener's
+ * context from librdmacm, so the listener would only log it. A peer that
+ * gave up (rejected, timed out, gone) leaves a request nobody should
+ * answer: it is dropped at its turn, never shown to the application. 1 if
+ * the event was one of a held request's. */
+static int cm_held_event(struct ez_ctx *ctx, const struct cm_event *ev)
+{
+	for (int i = 0; i < ctx->cm_nheld; i++) {
+		struct cm_held *c = &ctx->cm_held[(ctx->cm_head + i) % ctx->cm_cap];
+
+		if (c->ev.id != ev->id)
+			continue;
+		ezi_log_debug("a held connect request got %s: dropped", rdma_event_str(ev->type));
+		if (ev->type != RDMA_CM_EVENT_ESTABLISHED && c->h) {
+			c->ev.id->context = NULL;
+			c->h = NULL;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* Reads up to CM_EVENTS_PER_PASS events, acking each before it is handled:
+ * rdma_destroy_id() waits for the acks of the events it has reported, so
+ * nothing may stay unacked. */
+static void cm_read(struct ez_ctx *ctx)
+{
 	struct rdma_cm_event *raw;
 	struct cm_event ev;
 	struct cm_handler *h;
+	int i;
 
-	while (rdma_get_cm_event(ctx->ch, &raw) == 0) {
-		memset(&ev, 0, sizeof(ev));
-		ev.type = raw->event;
-		ev.status = raw->status;
-		ev.id = raw->id;
-		ev.listen_id = raw->listen_id;
-		if ((ev.type == RDMA_CM_EVENT_CONNECT_REQUEST ||
-		     ev.type == RDMA_CM_EVENT_CONNECT_RESPONSE ||
-		     ev.type == RDMA_CM_EVENT_REJECTED ||
-		     ev.type == RDMA_CM_EVENT_ESTABLISHED) && raw->param.conn.private_data) {
-			ev.pdata_len = raw->param.conn.private_data_len;
-			memcpy(ev.pdata, raw->param.conn.private_data, ev.pdata_len);
-			ev.responder_resources = raw->param.conn.responder_resources;
-			ev.initiator_depth = raw->param.conn.initiator_depth;
+	uint64_t start = loop_now_ns();
+
+	for (i = 0; i < CM_EVENTS_PER_PASS && loop_now_ns() - start < CM_EVENT_BUDGET_NS; i++) {
+		if (ctx->cm_nheld == ctx->cm_cap && !cm_grow(ctx))
+			return;
+		if (rdma_get_cm_event(ctx->ch, &raw)) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				ezi_log_err("rdma_get_cm_event: %s", ez_strerror(errno));
+			return;
 		}
-		rdma_ack_cm_event(raw);
+		if (raw->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			struct cm_held *c = &ctx->cm_held[(ctx->cm_head + ctx->cm_nheld) %
+							  ctx->cm_cap];
 
-		/* A request arrives on a new id: its listener's id says whose. */
-		h = ev.type == RDMA_CM_EVENT_CONNECT_REQUEST ? ev.listen_id->context : ev.id->context;
+			c->h = cm_copy(raw, &c->ev);
+			rdma_ack_cm_event(raw);
+			ctx->cm_nheld++;
+			continue;
+		}
+		h = cm_copy(raw, &ev);
+		rdma_ack_cm_event(raw);
+		if (ctx->cm_nheld && cm_held_event(ctx, &ev))
+			continue;
 		if (h)
 			h->on_event(h, &ev);
 	}
-	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-		ezi_log_err("rdma_get_cm_event: %s", ez_strerror(errno));
+}
+
+/* A held request whose listener closed is refused as the listener would. */
+static void cm_drop_request(struct cm_held *c)
+{
+	/* Fails when the peer gave up first (nothing to answer). */
+	if (rdma_reject(c->ev.id, NULL, 0))
+		ezi_log_debug("rdma_reject: %s", ez_strerror(errno));
+	if (rdma_destroy_id(c->ev.id))
+		ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
+}
+
+static void cm_requests(struct ez_ctx *ctx)
+{
+	uint64_t start = loop_now_ns();
+	int i;
+
+	for (i = 0; i < CM_REQUESTS_PER_PASS && ctx->cm_nheld; i++) {
+		/* A copy: the handler may close the listener, which edits the ring. */
+		struct cm_held c = ctx->cm_held[ctx->cm_head];
+
+		ctx->cm_head = (ctx->cm_head + 1) % ctx->cm_cap;
+		ctx->cm_nheld--;
+		if (c.h)
+			c.h->on_event(c.h, &c.ev);
+		else
+			cm_drop_request(&c);
+		if (loop_now_ns() - start > CM_REQUEST_BUDGET_NS)
+			break;
+	}
+}
+
+/* Once per loop pass, from the fd or from the deferred work. */
+static void cm_pass(struct ez_ctx *ctx)
+{
+	if (ctx->cm_pass == ctx->loop.passes)
+		return;
+	ctx->cm_pass = ctx->loop.passes;
+	cm_read(ctx);
+	cm_requests(ctx);
+	if (ctx->cm_nheld)
+		loop_defer(&ctx->loop, &ctx->cm_more);
+}
+
+static void on_cm_channel(struct loop_watch *w)
+{
+	cm_pass(container_of(w, struct ez_ctx, cm_watch));
+}
+
+static void on_cm_more(struct loop_defer *d)
+{
+	cm_pass(container_of(d, struct ez_ctx, cm_more));
+}
+
+void ctx_listener_gone(struct ez_ctx *ctx, struct rdma_cm_id *listen_id)
+{
+	for (int i = 0; i < ctx->cm_nheld; i++) {
+		struct cm_held *c = &ctx->cm_held[(ctx->cm_head + i) % ctx->cm_cap];
+
+		if (c->h && c->ev.listen_id == listen_id) {
+			/* Its events go nowhere now (the new id took the
+			 * listener's context from librdmacm). */
+			c->ev.id->context = NULL;
+			c->h = NULL;
+		}
+	}
 }
 
 #define BUSY_FD_EVERY 32
@@ -151,9 +311,18 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 	if (!ctx)
 		return ezi_fail(-ENOMEM, "ez_ctx_new: out of memory");
 	ctx->flags = flags;
+	ctx->cm_held = calloc(CM_REQUESTS_HELD, sizeof(*ctx->cm_held));
+	if (!ctx->cm_held) {
+		free(ctx);
+		return ezi_fail(-ENOMEM, "ez_ctx_new: out of memory");
+	}
+	ctx->cm_cap = CM_REQUESTS_HELD;
+	ctx->cm_more.fn = on_cm_more;
+	ctx->cm_pass = UINT64_MAX;
 	ezi_owner_init(&ctx->owner);
 	ret = loop_init(&ctx->loop);
 	if (ret) {
+		free(ctx->cm_held);
 		free(ctx);
 		return ret;
 	}
@@ -190,7 +359,9 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 err:
 	if (ctx->ch)
 		rdma_destroy_event_channel(ctx->ch);
+	device_set_fini(&ctx->devices);
 	loop_fini(&ctx->loop);
+	free(ctx->cm_held);
 	free(ctx);
 	return ret;
 }
@@ -235,8 +406,16 @@ int ez_ctx_free(struct ez_ctx *ctx)
 	free(ctx->penalty);
 	device_set_fini(&ctx->devices);
 	lookup_set_fini(&ctx->lookups);
+	/* Requests of closed listeners still held (nlisteners is 0). */
+	while (ctx->cm_nheld) {
+		cm_drop_request(&ctx->cm_held[ctx->cm_head]);
+		ctx->cm_head = (ctx->cm_head + 1) % ctx->cm_cap;
+		ctx->cm_nheld--;
+	}
+	loop_defer_cancel(&ctx->loop, &ctx->cm_more);
 	rdma_destroy_event_channel(ctx->ch);
 	loop_fini(&ctx->loop);
+	free(ctx->cm_held);
 	free(ctx);
 	return 0;
 }

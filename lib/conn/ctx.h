@@ -29,6 +29,13 @@ struct ez_ctx {
 	unsigned int flags;
 	struct loop_watch cm_watch;
 	struct rdma_event_channel *ch;
+	/* Connect requests read and not yet handed to their listener (a
+	 * ring; ctx.c's bounded pass), and the work that keeps the loop
+	 * awake for them. */
+	struct cm_held *cm_held;
+	int cm_head, cm_nheld, cm_cap;
+	uint64_t cm_pass;		/* the loop pass the CM channel was last handled in */
+	struct loop_defer cm_more;
 	struct device_set devices;	/* opened on first use */
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
@@ -86,6 +93,10 @@ static inline void ctx_timer_stop(struct ez_ctx *ctx, struct loop_timer *t)
 {
 	loop_timer_stop(&ctx->loop, t);
 }
+
+/* A listener's id is about to be destroyed: its requests still held by the
+ * context are refused (and their ids destroyed) when their turn comes. */
+void ctx_listener_gone(struct ez_ctx *ctx, struct rdma_cm_id *listen_id);
 
 /* A CM event copied out of rdma_cm (so it can be acked before it is handled). */
 struct cm_event {

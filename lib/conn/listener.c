@@ -433,6 +433,7 @@ void ez_listener_close(struct ez_listener *l)
 		}
 		req_free(req);
 	}
+	ctx_listener_gone(l->ctx, l->id);
 	destroy_id(l->id);
 	l->ctx->nlisteners--;
 	listener_free(l);

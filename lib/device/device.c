@@ -13,6 +13,8 @@
 #include "srqpool/srqpool.h"
 
 #define CQ_INITIAL 1024
+/* Async events handled per loop pass (a port event reaches every QP). */
+#define DEVICE_ASYNC_PER_PASS 32
 
 static void on_async(struct loop_watch *w);
 
@@ -100,7 +102,14 @@ void device_park_id(struct device *dev, uint8_t port, struct rdma_cm_id *id)
 		     dev->name, port);
 }
 
-/* Destroys the parked ids of port (0: all). */
+void device_reap_id(struct device *dev, struct rdma_cm_id *id)
+{
+	id->context = NULL;
+	reaper_hand(dev->reaper, id);
+}
+
+/* Destroys the parked ids of port (0: all) on the reaper: destroying one
+ * sends its DREQ now, and a peer that went away meanwhile never answers. */
 static void unpark(struct device *dev, uint8_t port)
 {
 	struct parked_id **pp = &dev->parked, *p;
@@ -111,8 +120,7 @@ static void unpark(struct device *dev, uint8_t port)
 			continue;
 		}
 		*pp = p->next;
-		if (rdma_destroy_id(p->id))
-			ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
+		reaper_hand(dev->reaper, p->id);
 		free(p);
 	}
 }
@@ -155,6 +163,7 @@ void device_set_init(struct device_set *set, struct loop *loop, int busy_poll)
 	set->loop = loop;
 	set->busy_poll = busy_poll;
 	set->list = NULL;
+	reaper_init(&set->reaper);
 }
 
 void device_set_fini(struct device_set *set)
@@ -165,6 +174,7 @@ void device_set_fini(struct device_set *set)
 		set->list = dev->next;
 		device_close(dev);
 	}
+	reaper_fini(&set->reaper);
 }
 
 int device_set_poll(struct device_set *set)
@@ -191,6 +201,7 @@ int device_set_get(struct device_set *set, struct ibv_context *verbs, struct dev
 	if (!dev)
 		return ezi_fail(-ENOMEM, "device: out of memory");
 	dev->loop = set->loop;
+	dev->reaper = &set->reaper;
 	dev->cm_verbs = verbs;
 	loop_defer_list_init(&dev->after_batch);
 	dev->comp_watch.fd = -1;
@@ -401,15 +412,17 @@ static void on_qp_error(struct device *dev, const struct ibv_async_event *raw)
 	tell_owner(dev, raw->element.qp, &ev);
 }
 
-/* Acks before handling: ibv_destroy_qp() waits for the acks of its events. */
+/* Acks before handling: ibv_destroy_qp() waits for the acks of its events.
+ * At most DEVICE_ASYNC_PER_PASS a pass: the fd stays readable for the rest. */
 static void on_async(struct loop_watch *w)
 {
 	struct device *dev = container_of(w, struct device, async_watch);
 	struct ibv_async_event raw, ev;
 	struct device_event dev_ev;
 	char why[128];
+	int n = 0;
 
-	while (ibv_get_async_event(dev->verbs, &raw) == 0) {
+	while (n++ < DEVICE_ASYNC_PER_PASS && ibv_get_async_event(dev->verbs, &raw) == 0) {
 		ev = raw;
 		ibv_ack_async_event(&raw);
 		switch (ev.event_type) {

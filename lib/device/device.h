@@ -9,6 +9,7 @@
 #include "wire/flow.h"
 #include "qpfsm/qpfsm.h"
 #include "sendslab.h"
+#include "reaper.h"
 
 #define DEVICE_QPN_BUCKETS 256
 #define DEVICE_MECH_CACHE 8
@@ -70,6 +71,7 @@ struct device {
 	int dispatching;
 	struct loop_defer_list after_batch;
 	struct parked_id *parked;	/* CM ids kept while their port is down */
+	struct reaper *reaper;		/* the set's: destroys CM ids off the loop */
 	/* Which mechanism sets a QP's UDP source port, by port and source GID
 	 * index: two queries each, so asked once, not at every connection's
 	 * RTR. Forgotten when the GID table or a port changes. */
@@ -87,6 +89,7 @@ struct device_set {
 	struct loop *loop;
 	int busy_poll;		/* CQs never armed: the owner polls them (device_set_poll) */
 	struct device *list;
+	struct reaper reaper;	/* rdma_destroy_id() of ids that may wait on the network */
 };
 
 void device_set_init(struct device_set *set, struct loop *loop, int busy_poll);
@@ -124,6 +127,11 @@ struct device_qp *device_qp_find(struct device *dev, uint32_t qpn);
  * callbacks submitted goes out together); idempotent while queued. */
 void device_after_batch(struct device *dev, struct loop_defer *d);
 void device_after_batch_cancel(struct device *dev, struct loop_defer *d);
+
+/* Destroys a CM id whose destroy may wait on the network (one that was
+ * connected: its DREQ unanswered, or one to send) on the set's reaper
+ * thread; the caller has acked its events and cleared id->context. */
+void device_reap_id(struct device *dev, struct rdma_cm_id *id);
 
 /* Whether the port is down now (ibv_query_port; 0 if that fails). */
 int device_port_down(struct device *dev, uint8_t port);

@@ -97,15 +97,21 @@ static void on_timerfd(struct loop_watch *w)
 	struct loop *loop = container_of(w, struct loop, timer_watch);
 	uint64_t expirations, now;
 	struct loop_timer *t;
+	unsigned int n;
 
 	while (read(w->fd, &expirations, sizeof(expirations)) > 0)
 		;
 	loop->timerfd_due = 0;
 	now = loop_now_ns();
-	/* A callback may stop or start any timer: the heap is asked afresh. */
-	while ((t = first_timer(loop)) && t->due_ns <= now) {
+	/* A callback may stop or start any timer: the heap is asked afresh.
+	 * At most LOOP_TIMERS_PER_PASS, within LOOP_PASS_BUDGET_NS: the rest
+	 * are still due, so the timerfd armed below fires at once and they
+	 * run in the next pass, after the other fds had theirs. */
+	for (n = 0; n < LOOP_TIMERS_PER_PASS && (t = first_timer(loop)) && t->due_ns <= now; n++) {
 		heap_remove(&loop->timers, &t->node);
 		t->fn(t);
+		if (loop_now_ns() - now > LOOP_PASS_BUDGET_NS)
+			break;
 	}
 	timerfd_arm(loop);
 }
@@ -147,10 +153,14 @@ void loop_defer_list_cancel(struct loop_defer_list *l, struct loop_defer *d)
 }
 
 /* Runs up to the item that was last when called: work that queues more
- * (itself too) goes behind it, so one run always ends. */
-void loop_defer_list_run(struct loop_defer_list *l)
+ * (itself too) goes behind it, so one run always ends. With max (0: no
+ * limit) or budget_ns (0: none) it also stops after max items or once that
+ * much time went by; what is left stays queued, in order. */
+static void defer_list_run(struct loop_defer_list *l, unsigned int max, uint64_t budget_ns)
 {
 	struct loop_defer *d, *stop;
+	uint64_t start = budget_ns ? loop_now_ns() : 0;
+	unsigned int n = 0;
 
 	if (!l->head)
 		return;
@@ -164,7 +174,14 @@ void loop_defer_list_run(struct loop_defer_list *l)
 		/* Reached, or cancelled by the work before it. */
 		if (d == stop || !stop->queued)
 			return;
+		if ((max && ++n == max) || (budget_ns && loop_now_ns() - start > budget_ns))
+			return;
 	}
+}
+
+void loop_defer_list_run(struct loop_defer_list *l)
+{
+	defer_list_run(l, 0, 0);
 }
 
 static void defer_fd_reset(struct loop *loop)
@@ -196,10 +213,11 @@ void loop_defer_cancel(struct loop *loop, struct loop_defer *d)
 
 int loop_run_deferred(struct loop *loop)
 {
+	loop->passes++;
 	if (loop_defer_list_empty(&loop->deferred))
 		return 0;
 	defer_fd_reset(loop);
-	loop_defer_list_run(&loop->deferred);
+	defer_list_run(&loop->deferred, LOOP_DEFER_PER_PASS, LOOP_PASS_BUDGET_NS);
 	/* Work queued by the callbacks behind work of this run found the list
 	 * not empty and did not poke the fd. */
 	if (!loop_defer_list_empty(&loop->deferred))
@@ -273,6 +291,7 @@ int loop_init(struct loop *loop)
 	heap_init(&loop->timers, timer_less);
 	loop->timer_seq = 0;
 	loop->timerfd_due = 0;
+	loop->passes = 0;
 	loop_defer_list_init(&loop->deferred);
 	loop->timer_watch.fd = loop->defer_watch.fd = -1;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -39,8 +39,19 @@ struct loop_defer_list {
 	struct loop_defer *head, **tail;
 };
 
+/* What one pass of the loop handles at most of each kind, so that no kind
+ * holds the others (and the application's own watchers) up: the rest waits
+ * for the next pass, its fd still readable or its work still queued.
+ * Timers and deferred work also stop once a pass has spent
+ * LOOP_PASS_BUDGET_NS on them (each kind its own budget). The CM channel,
+ * CQs and async events have bounds of their own (ctx.c, cq.h, device.c). */
+#define LOOP_TIMERS_PER_PASS 64
+#define LOOP_DEFER_PER_PASS 32
+#define LOOP_PASS_BUDGET_NS (10 * 1000000ull)
+
 struct loop {
 	int epfd;
+	uint64_t passes;	/* loop_run_deferred() calls: once per pass */
 	struct loop_watch timer_watch;
 	struct heap timers;
 	uint64_t timer_seq;
@@ -73,8 +84,9 @@ static inline int loop_timer_armed(const struct loop_timer *t)
  * loop_timeout_ms() is 0, so the loop does not sleep on it. */
 void loop_defer(struct loop *loop, struct loop_defer *d);
 void loop_defer_cancel(struct loop *loop, struct loop_defer *d);
-/* Runs the work queued now (work queued meanwhile waits for the next run);
- * 1 if there was any. */
+/* Runs the work queued now (work queued meanwhile waits for the next run),
+ * at most LOOP_DEFER_PER_PASS items or LOOP_PASS_BUDGET_NS of it; 1 if there
+ * was any. Starts a pass: loop->passes counts them. */
 int loop_run_deferred(struct loop *loop);
 
 /* The list under loop_defer, for other queues of deferred work. push

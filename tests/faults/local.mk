@@ -60,6 +60,10 @@ INTEGRATION_TESTS += tests/faults/test_leak
 tests_faults_test_leak_SOURCES = tests/faults/test_leak.c $(FAULT_SRC)
 tests_faults_test_leak_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_leak_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/faults/test_liveness
+tests_faults_test_liveness_SOURCES = tests/faults/test_liveness.c $(FAULT_SRC)
+tests_faults_test_liveness_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_liveness_LDADD = $(TEST_LDADD)
 endif
 
 # Two VMs (testbed pair): run by tests/faults/linkdown.sh, not by check-integration.
@@ -69,7 +73,13 @@ tests_faults_linkdown_LDADD = lib/libezcore.la
 check_PROGRAMS += tests/faults/deadpeer
 tests_faults_deadpeer_SOURCES = tests/faults/deadpeer.c
 tests_faults_deadpeer_LDADD = lib/libezcore.la
+# Two VMs: a vanished peer's close and a connect storm from the other host
+# (tests/faults/liveness-pair.sh).
+check_PROGRAMS += tests/faults/liveness_pair
+tests_faults_liveness_pair_SOURCES = tests/faults/liveness_pair.c
+tests_faults_liveness_pair_LDADD = lib/libezcore.la
 
+dist_noinst_SCRIPTS += tests/faults/liveness-pair.sh
 dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/deadpeer.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
 EXTRA_DIST += tests/lsan.supp
 

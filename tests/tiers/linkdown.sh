@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/tiers/linkdown.sh: two hosts, the link goes down on one of them (tests/faults/linkdown.sh), or for good (tests/faults/deadpeer.sh).
+# tests/tiers/linkdown.sh: two hosts, the link goes down on one of them (tests/faults/linkdown.sh), or for good (tests/faults/deadpeer.sh), and the loop's liveness (tests/faults/liveness-pair.sh).
 # usage: tests/tiers/linkdown.sh
 set -uo pipefail
 # shellcheck source=tests/tiers/lib.sh
@@ -21,8 +21,19 @@ deadpeer() {
 	echo "(dead peer: $((SECONDS - t)) s)"
 }
 
+# Issue 20: the loop never stalls on a connect storm from the other host
+# nor on closing a connection to a host that vanished.
+liveness() {
+	local t=$SECONDS
+	say "two hosts: connect storm, vanished peer's close (tests/faults/liveness-pair.sh)"
+	pass_fail "liveness (two hosts)" \
+		env EZ_TESTBED_TIMEOUT=400 "$top/tests/faults/liveness-pair.sh" "$build"
+	echo "(liveness: $((SECONDS - t)) s)"
+}
+
 [ $# -eq 0 ] || { echo "usage: $0" >&2; exit 2; }
 tier_begin
 linkdown
 deadpeer
+liveness
 tier_status

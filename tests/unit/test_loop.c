@@ -1,4 +1,4 @@
-/* test_loop.c: the loop without a device: timers in due order, stopped and restarted from callbacks, deferred work in order and once, the fd and the timeout while work waits. */
+/* test_loop.c: the loop without a device: timers in due order, stopped and restarted from callbacks, deferred work in order and once, each bounded per pass, the fd and the timeout while work waits. */
 #include <check.h>
 #include <poll.h>
 #include <string.h>
@@ -178,6 +178,76 @@ START_TEST(deferred_from_deferred_is_not_lost)
 }
 END_TEST
 
+
+/* Many at once: a pass runs a bounded number, the rest wait in order and
+ * the fd stays readable for them. */
+static int counted[200], ncounted;
+
+static struct loop_defer many_d[100];
+
+static void on_many_defer(struct loop_defer *d)
+{
+	counted[ncounted++] = (int)(d - many_d);
+}
+
+START_TEST(deferred_bounded_per_pass)
+{
+	int i;
+
+	ncounted = 0;
+	for (i = 0; i < 100; i++) {
+		many_d[i] = (struct loop_defer){ .fn = on_many_defer };
+		loop_defer(&lp, &many_d[i]);
+	}
+	ck_assert_int_ge(loop_process(&lp), 1);
+	ck_assert_int_eq(ncounted, LOOP_DEFER_PER_PASS);
+	ck_assert(fd_readable());
+	ck_assert_int_eq(loop_timeout_ms(&lp), 0);
+	for (i = 0; i < 10 && ncounted < 100; i++)
+		ck_assert_int_ge(loop_process(&lp), 0);
+	ck_assert_int_eq(ncounted, 100);
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(counted[i], i);
+	ck_assert_int_ge(loop_process(&lp), 0);
+	ck_assert(!fd_readable());
+}
+END_TEST
+
+static struct loop_timer many_t[150];
+
+static void on_many_timer(struct loop_timer *t)
+{
+	counted[ncounted++] = (int)(t - many_t);
+}
+
+START_TEST(timers_bounded_per_pass)
+{
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	int i;
+
+	ncounted = 0;
+	for (i = 0; i < 150; i++) {
+		many_t[i] = (struct loop_timer){ .fn = on_many_timer };
+		loop_timer_start(&lp, &many_t[i], 1);
+	}
+	p.fd = lp.epfd;
+	ck_assert_int_eq(poll(&p, 1, 1000), 1);
+	ck_assert_int_ge(loop_process(&lp), 1);
+	ck_assert_int_eq(ncounted, LOOP_TIMERS_PER_PASS);
+	/* The rest are due: the timerfd fires again at once. */
+	ck_assert_int_eq(loop_timeout_ms(&lp), 0);
+	ck_assert_int_eq(poll(&p, 1, 1000), 1);
+	for (i = 0; i < 10 && ncounted < 150; i++) {
+		poll(&p, 1, 100);
+		ck_assert_int_ge(loop_process(&lp), 0);
+	}
+	ck_assert_int_eq(ncounted, 150);
+	for (i = 0; i < 150; i++)
+		ck_assert_int_eq(counted[i], i);
+	ck_assert_int_eq(loop_timeout_ms(&lp), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("loop");
@@ -189,6 +259,8 @@ int main(void)
 	tcase_add_test(tc, restarted_from_its_own_callback);
 	tcase_add_test(tc, deferred_once_in_order);
 	tcase_add_test(tc, deferred_from_deferred_is_not_lost);
+	tcase_add_test(tc, deferred_bounded_per_pass);
+	tcase_add_test(tc, timers_bounded_per_pass);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
