@@ -339,10 +339,27 @@ static int conn_fail_ret(struct ez_conn *conn, int err)
 	return err;
 }
 
+/* A connect deadline is the peer's and the network's, not our loop's: while
+ * CM events wait for this context (a burst of connections handled a bounded
+ * batch per pass), the answer may be among them, so the deadline waits for
+ * them a step at a time, at most once more the timeout. */
+#define CONNECT_GRACE_STEP_MS 20
+
+static int connect_deadline_waits(struct ez_conn *conn)
+{
+	if (conn->connect_grace_ms >= conn->o.connect_timeout_ms || !ctx_cm_behind(conn->ctx))
+		return 0;
+	conn->connect_grace_ms += CONNECT_GRACE_STEP_MS;
+	ctx_timer_start(conn->ctx, &conn->connect_timer, CONNECT_GRACE_STEP_MS);
+	return 1;
+}
+
 static void on_connect_timeout(struct loop_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, connect_timer);
 
+	if (connect_deadline_waits(conn))
+		return;
 	if (conn->state == CS_AWAITING_PROOF) {
 		conn_auth_refuse(conn, "ez_accept(%s): no shared-secret proof from the peer within %u ms",
 				 conn->host, conn->o.connect_timeout_ms);
@@ -354,7 +371,7 @@ static void on_connect_timeout(struct loop_timer *t)
 		return;
 	}
 	conn_fail(conn, -ETIMEDOUT, "%s(%s): connection not established after %u ms: waiting for %s",
-		  conn->step, conn->host, conn->o.connect_timeout_ms,
+		  conn->step, conn->host, conn->o.connect_timeout_ms + conn->connect_grace_ms,
 		  conn_state_awaits(conn->state));
 }
 

@@ -137,6 +137,7 @@ struct ez_conn {
 	struct rx_track rxt;
 
 	struct loop_timer connect_timer;
+	uint32_t connect_grace_ms; /* the deadline waited this long for our own CM backlog */
 	struct loop_timer drain_timer;
 	struct loop_defer finish_defer;	/* conn_finish(), outside any call or CQ poll */
 	struct loop_timer bye_timer;

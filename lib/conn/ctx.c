@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,13 @@ void ctx_listener_gone(struct ez_ctx *ctx, struct rdma_cm_id *listen_id)
 			c->h = NULL;
 		}
 	}
+}
+
+int ctx_cm_behind(const struct ez_ctx *ctx)
+{
+	struct pollfd p = { .fd = ctx->ch->fd, .events = POLLIN };
+
+	return ctx->cm_nheld > 0 || poll(&p, 1, 0) > 0;
 }
 
 #define BUSY_FD_EVERY 32

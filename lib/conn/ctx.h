@@ -97,6 +97,9 @@ static inline void ctx_timer_stop(struct ez_ctx *ctx, struct loop_timer *t)
 /* A listener's id is about to be destroyed: its requests still held by the
  * context are refused (and their ids destroyed) when their turn comes. */
 void ctx_listener_gone(struct ez_ctx *ctx, struct rdma_cm_id *listen_id);
+/* 1 while CM events wait for this context's loop: requests held for a later
+ * pass, or events still unread in the channel. */
+int ctx_cm_behind(const struct ez_ctx *ctx);
 
 /* A CM event copied out of rdma_cm (so it can be acked before it is handled). */
 struct cm_event {

@@ -734,8 +734,12 @@ static void op_describe(const struct op *op, char *out, size_t len)
 	case OP_AUTH:
 		snprintf(out, len, "shared-secret message of %u bytes", bytes);
 		break;
-	default:
+	case OP_BIND:
 		snprintf(out, len, "memory window bind");
+		break;
+	case OP_KA_PROBE:
+	case OP_KA_ANSWER:
+		snprintf(out, len, "keepalive %s", op->kind == OP_KA_PROBE ? "probe" : "answer");
 		break;
 	}
 }
@@ -755,7 +759,9 @@ static void op_failed(struct ez_conn *conn, const struct op *op, const struct ib
 		return;
 	if (status == -ECANCELED && conn_access_check(conn))
 		return;
-	if (!fatal)
+	/* A keepalive op's own completion (conn_live_sent()) names its failure
+	 * with the retry budget that ran out. */
+	if (!fatal || op->kind == OP_KA_PROBE || op->kind == OP_KA_ANSWER)
 		return;
 	op_describe(op, what, sizeof(what));
 	conn_fail(conn, status, "%s: %s (QP %u, vendor error 0x%x)", what,

@@ -327,6 +327,8 @@ static int storm_main(const char *spec)
 	if (sscanf(spec, "%15s %d %d", port, &total, &burst) != 3 || ez_ctx_new(loop, 0, &ctx))
 		return 2;
 	c = calloc((size_t)total, sizeof(*c));
+	if (!c)
+		return 2;
 	end = now_s() + 120;
 	while (ended < total && now_s() < end) {
 		while (started < total && started - ended < burst) {
@@ -356,6 +358,7 @@ static int storm_main(const char *spec)
 	printf("storm process %d: %d connects, %d up; ez_ctx_free took %.2f s\n", (int)getpid(),
 	       ended, ok, now_s() - end);
 	fflush(stdout);
+	free(c);
 	return ended == total ? 0 : 1;
 }
 
