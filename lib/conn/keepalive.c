@@ -81,36 +81,6 @@ static void ka_tick(struct loop_timer *t)
 	ctx_timer_start(conn->ctx, t, iv);
 }
 
-static const char *op_kind_name(const struct op *op)
-{
-	switch (op->kind) {
-	case OP_SEND:
-	case OP_SEND_MR:
-		return "SEND";
-	case OP_WRITE:
-		return "RDMA WRITE";
-	case OP_WRITE_IMM:
-		return "RDMA WRITE with immediate";
-	case OP_READ:
-		return "RDMA READ";
-	case OP_CREDIT:
-		return "credit message";
-	case OP_BYE:
-		return "goodbye";
-	case OP_PATH_DOWN:
-		return "path-down notice";
-	case OP_AUTH:
-		return "shared-secret message";
-	case OP_BIND:
-		return "memory-window bind";
-	case OP_KA_PROBE:
-		return "keepalive probe";
-	case OP_KA_ANSWER:
-		return "keepalive answer";
-	}
-	return "operation";
-}
-
 /* The oldest op of a queue ages a tick; 1 when it has aged out. */
 static int age(struct ez_conn *conn, struct op *op, const char *where)
 {
@@ -119,7 +89,7 @@ static int age(struct ez_conn *conn, struct op *op, const char *where)
 	op->aged = OP_EXPIRED;
 	conn_fail(conn, -ETIMEDOUT,
 		  "peer %s: %s of %u bytes %s not complete within op_timeout_ms %u", conn->host,
-		  op_kind_name(op), op->wr.num_sge ? op->sge.length : 0, where, conn->o.op_timeout_ms);
+		  op_kind_name(op->kind), op->wr.num_sge ? op->sge.length : 0, where, conn->o.op_timeout_ms);
 	return 1;
 }
 

@@ -98,20 +98,6 @@ static int needs_credit(const struct op *op)
 	return op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM;
 }
 
-static const char *op_name(const struct op *op)
-{
-	switch (op->kind) {
-	case OP_WRITE:
-		return "RDMA WRITE";
-	case OP_WRITE_IMM:
-		return "RDMA WRITE with immediate";
-	case OP_READ:
-		return "RDMA READ";
-	default:
-		return "SEND";
-	}
-}
-
 /* At most this many WRs in a row go unsignalled: one completion then
  * accounts for the whole run (a send queue completes in order). */
 #define SIG_EVERY 16
@@ -197,7 +183,7 @@ static int post_chain(struct ez_conn *conn, struct op *first)
 		return 0;
 	op = container_of(bad, struct op, wr);
 	ret = ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
-			    "ibv_post_send(%s, %u bytes): %s", op_name(op),
+			    "ibv_post_send(%s, %u bytes): %s", op_kind_name(op->kind),
 			    op->wr.num_sge ? op->sge.length : 0, ez_strerror(err));
 	for (wr = bad; wr; wr = next) {
 		next = wr->next;
@@ -715,31 +701,18 @@ static void op_describe(const struct op *op, char *out, size_t len)
 	case OP_READ:
 	case OP_WRITE:
 	case OP_WRITE_IMM:
-		snprintf(out, len, "%s of rkey 0x%x [0x%llx, +%u)", op_name(op),
+		snprintf(out, len, "%s of rkey 0x%x [0x%llx, +%u)", op_kind_name(op->kind),
 			 op->wr.wr.rdma.rkey, (unsigned long long)op->wr.wr.rdma.remote_addr, bytes);
 		break;
 	case OP_SEND:
 	case OP_SEND_MR:
 		snprintf(out, len, "SEND of %u bytes", bytes);
 		break;
-	case OP_CREDIT:
-		snprintf(out, len, "credit message");
-		break;
-	case OP_BYE:
-		snprintf(out, len, "goodbye message");
-		break;
-	case OP_PATH_DOWN:
-		snprintf(out, len, "path-down notice");
-		break;
 	case OP_AUTH:
 		snprintf(out, len, "shared-secret message of %u bytes", bytes);
 		break;
-	case OP_BIND:
-		snprintf(out, len, "memory window bind");
-		break;
-	case OP_KA_PROBE:
-	case OP_KA_ANSWER:
-		snprintf(out, len, "keepalive %s", op->kind == OP_KA_PROBE ? "probe" : "answer");
+	default:
+		snprintf(out, len, "%s", op_kind_name(op->kind));
 		break;
 	}
 }

@@ -110,3 +110,34 @@ refused:
 	return err;
 }
 
+/* What an op is, in the words of the connection's messages (a failed or
+ * overdue op, a post that failed). */
+const char *op_kind_name(enum op_kind kind)
+{
+	switch (kind) {
+	case OP_SEND:
+	case OP_SEND_MR:
+		return "SEND";
+	case OP_WRITE:
+		return "RDMA WRITE";
+	case OP_WRITE_IMM:
+		return "RDMA WRITE with immediate";
+	case OP_READ:
+		return "RDMA READ";
+	case OP_CREDIT:
+		return "credit message";
+	case OP_BYE:
+		return "goodbye message";
+	case OP_PATH_DOWN:
+		return "path-down notice";
+	case OP_AUTH:
+		return "shared-secret message";
+	case OP_BIND:
+		return "memory window bind";
+	case OP_KA_PROBE:
+		return "keepalive probe";
+	case OP_KA_ANSWER:
+		return "keepalive answer";
+	}
+	return "operation";
+}

@@ -19,4 +19,6 @@ void conn_sq_append(struct ez_conn *conn, struct op *op);
 int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
 		   struct conn_path *path, uint32_t imm, const void *data, uint32_t len);
 
+const char *op_kind_name(enum op_kind kind);
+
 #endif
