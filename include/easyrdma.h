@@ -236,6 +236,13 @@ enum {
 	 * turning; with EZ_CTX_NO_LOOP, call ez_ctx_process() in a loop
 	 * without waiting on the fd. */
 	EZ_CTX_BUSY_POLL = 1u << 1,
+	/* Confine each export to its connection with a protection domain of
+	 * the connection's own (EZ_EXPORT_PD) even where the device has type-2
+	 * memory windows; without memory windows that is the default for a
+	 * connection on a private pool. Such a connection cannot receive from a
+	 * shared pool, and does not reach EZ_MR_SHARED regions. See SECURITY
+	 * in easyrdma(7). */
+	EZ_CTX_EXPORT_PD = 1u << 2,
 };
 
 /* A context on loop (NULL: libev's default loop), or with EZ_CTX_NO_LOOP
@@ -451,6 +458,9 @@ void *ez_conn_arg(const struct ez_conn *conn);
 enum ez_export_mech {
 	EZ_EXPORT_NONE = 0,	/* the device has no type-2 memory windows: ez_conn_export() refuses */
 	EZ_EXPORT_MW2 = 1,	/* a type-2 memory window bound to the connection's QP */
+	/* The region registered again on the connection's own protection
+	 * domain (EZ_CTX_EXPORT_PD, or a device without memory windows). */
+	EZ_EXPORT_PD = 2,
 };
 
 struct ez_conn_info {

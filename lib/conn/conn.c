@@ -14,6 +14,7 @@
 #include "msg.h"
 #include "conn_auth.h"
 #include "conn_export.h"
+#include "conn_pd.h"
 #include "keepalive.h"
 #include "peer_penalty.h"
 #include "device/cq.h"
@@ -63,6 +64,9 @@ static void conn_free(struct ez_conn *conn)
 	listener_hs_leave(&conn->pend);
 	if (conn->dev)
 		conn_unqueue_kick(conn);
+	/* Its registrations on its own PD go before the pool that holds it. */
+	conn_exports_drop(conn);
+	conn_pd_close(conn);
 	/* A private pool lives as long as the handle; buffers the application
 	 * still holds keep it as an orphan of the context, destroyed once they
 	 * are back (pool_reap: here, at the next close, or by ez_ctx_free). */
@@ -450,6 +454,9 @@ static int conn_setup(struct ez_conn *conn)
 	if (conn->o.srqpool) {
 		struct device *pdev = NULL;
 
+		ret = conn_pd_choose(conn, dev);
+		if (ret < 0)
+			return conn_fail_ret(conn, ret);
 		ret = pool_lookup(conn->o.srqpool, &pdev, &buf_size);
 		if (ret)
 			return conn_fail_ret(conn, ret);
@@ -475,9 +482,19 @@ static int conn_setup(struct ez_conn *conn)
 			po.nbufs = CONN_PENDING_RECV;
 			conn->held_recv = conn->o.recv_depth;
 		}
-		ret = pool_create(conn->ctx, &conn->ctx->owner, dev, &po, &conn->pool);
+		ret = conn_pd_choose(conn, dev);
+		if (ret > 0)
+			ret = conn_pd_open(conn, dev);
 		if (ret)
 			return conn_fail_ret(conn, ret);
+		ret = pool_create(conn->ctx, &conn->ctx->owner, dev, conn_pd_of(conn), &po,
+				  &conn->pool);
+		if (ret)
+			return conn_fail_ret(conn, ret);
+		if (conn->own_pd) {
+			srqpool_adopt_pd(conn->pool);
+			conn_pd_handed_to_pool(conn);
+		}
 		conn->own_pool = 1;
 		buf_size = conn->o.max_msg_size;
 	}
@@ -530,11 +547,11 @@ static int conn_setup(struct ez_conn *conn)
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;
-	conn->qp = ibv_create_qp(dev->pd, &ia);
+	conn->qp = ibv_create_qp(conn_pd_of(conn), &ia);
 	if (!conn->qp && conn->o.inline_threshold) {
 		/* The device may not inline this much; send from the buffer. */
 		ia.cap.max_inline_data = 0;
-		conn->qp = ibv_create_qp(dev->pd, &ia);
+		conn->qp = ibv_create_qp(conn_pd_of(conn), &ia);
 	}
 	if (!conn->qp)
 		return conn_fail_ret(conn, ezi_fail(-errno,
@@ -1179,7 +1196,8 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 	info->peer_credits = conn->peer_credits;
 	info->send_credits = conn->send_credits;
 	info->max_inline = conn->max_inline;
-	info->export_mech = conn->dev && device_has_mw2(conn->dev) ? EZ_EXPORT_MW2 : EZ_EXPORT_NONE;
+	info->export_mech = conn->own_pd ? EZ_EXPORT_PD :
+		conn->dev && device_has_mw2(conn->dev) ? EZ_EXPORT_MW2 : EZ_EXPORT_NONE;
 	info->exports = conn->nexports;
 	path_info(conn, info);
 	return 0;

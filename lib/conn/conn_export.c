@@ -9,6 +9,7 @@
 
 #include "conn_export.h"
 #include "conn_fsm.h"
+#include "conn_pd.h"
 #include "ctx.h"
 #include "sendq.h"
 #include "base/log.h"
@@ -17,10 +18,12 @@
 
 #define REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE)
 
-/* One region exported to one connection: the window first (the MR's list
- * links it). */
+/* One region exported to one connection: a window bound to its QP, or on a
+ * connection with its own PD a registration there (copy). The window first
+ * (the MR's list links it), the copy second (container_of). */
 struct conn_export {
 	struct mw w;
+	struct mr_copy copy;
 	struct ez_conn *conn;
 	struct conn_export *next;	/* the connection's */
 	struct ez_rkey key;
@@ -37,6 +40,10 @@ int conn_access_flags(const struct ez_conn *conn)
 	/* A keyed listener's connection before the proof: nothing at all. */
 	if (conn->remote_closed)
 		return 0;
+	/* A connection with its own PD does not reach the context's shared
+	 * MRs (they are on the device's PD): only what it was given. */
+	if (conn->own_pd)
+		return ibv_remote(conn->export_access);
 	return ibv_remote(conn->export_access | conn->ctx->shared_access);
 }
 
@@ -100,6 +107,7 @@ static void export_free(struct conn_export *e)
 {
 	export_unlink(e);
 	mw_free(&e->w);
+	mr_copy_dereg(&e->copy);
 	free(e);
 }
 
@@ -107,6 +115,12 @@ static void export_free(struct conn_export *e)
 static void export_mr_gone(struct mw *w)
 {
 	export_free(container_of(w, struct conn_export, w));
+}
+
+/* The same for an export registered on the connection's own PD. */
+static void export_copy_gone(struct mr_copy *c)
+{
+	export_free(container_of(c, struct conn_export, copy));
 }
 
 void conn_exports_drop(struct ez_conn *conn)
@@ -141,8 +155,8 @@ static int export_check(struct ez_conn *conn, struct ez_mr *mr, size_t off, size
 	if (!len || off > mr->len || len > mr->len - off)
 		return ezi_fail(-EINVAL, "ez_conn_export: [%zu, +%zu) is not inside the MR's %zu bytes",
 				off, len, mr->len);
-	if (!device_has_mw2(conn->dev))
-		return ezi_fail(-EOPNOTSUPP, "ez_conn_export: device %s has no type-2 memory windows (device_cap_flags 0x%llx, max_mw %d): register with EZ_MR_SHARED and use ez_mr_export()",
+	if (!conn->own_pd && !device_has_mw2(conn->dev))
+		return ezi_fail(-EOPNOTSUPP, "ez_conn_export: device %s has no type-2 memory windows (device_cap_flags 0x%llx, max_mw %d) and the connection receives from a shared pool, so it has no PD of its own (EZ_EXPORT_PD needs a private pool): register with EZ_MR_SHARED and use ez_mr_export()",
 				conn->dev->name, (unsigned long long)conn->dev->attr.device_cap_flags,
 				conn->dev->attr.max_mw);
 	return 0;
@@ -198,6 +212,38 @@ static int export_post(struct ez_conn *conn, struct conn_path *p, struct conn_ex
 	return 0;
 }
 
+static void export_link(struct ez_conn *conn, struct conn_export *e, struct ez_rkey *out)
+{
+	e->next = conn->exports;
+	conn->exports = e;
+	conn->nexports++;
+	*out = e->key;
+}
+
+/* EZ_EXPORT_PD: the region registered on the connection's PD, which only
+ * its QPs use: no window and no WR; every path's QP is on that PD, so the
+ * key is bound to no path. */
+static int export_on_own_pd(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+			    unsigned int access, struct conn_export *e, struct ez_rkey *out)
+{
+	int ret;
+
+	e->conn = conn;
+	conn->export_access |= access;
+	ret = conn_access_apply(conn);
+	if (!ret)
+		ret = conn_pd_export_reg(conn, mr, off, len, ibv_remote(access), &e->copy);
+	if (ret) {
+		free(e);
+		return ret;
+	}
+	e->copy.on_src_gone = export_copy_gone;
+	e->key = (struct ez_rkey){ .addr = (uintptr_t)mr->addr + off, .len = len,
+				   .rkey = e->copy.mr->rkey };
+	export_link(conn, e, out);
+	return 0;
+}
+
 int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 		   unsigned int access, struct ez_rkey *out)
 {
@@ -214,6 +260,8 @@ int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t le
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return ezi_fail(-ENOMEM, "ez_conn_export: out of memory");
+	if (conn->own_pd)
+		return export_on_own_pd(conn, mr, off, len, access, e, out);
 	ret = mw_alloc(mr, &e->w);
 	if (ret) {
 		free(e);
@@ -235,10 +283,7 @@ int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t le
 	}
 	e->key = (struct ez_rkey){ .addr = addr, .len = len, .rkey = e->w.rkey,
 				   .reserved = EZ_RKEY_PATH_BOUND | p->idx };
-	e->next = conn->exports;
-	conn->exports = e;
-	conn->nexports++;
-	*out = e->key;
+	export_link(conn, e, out);
 	return 0;
 }
 

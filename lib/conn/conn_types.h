@@ -25,6 +25,7 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
  * plus the dedicated ones of the control messages), so the data path never
  * allocates. */
 struct conn_path;
+struct conn_pd;
 
 /* Bytes of a small send kept in its op (struct op's inl). */
 #define OP_INLINE_BYTES 64
@@ -110,6 +111,7 @@ struct ez_conn {
 
 	struct ez_srqpool *pool;
 	int own_pool;
+	struct conn_pd *own_pd;	/* EZ_EXPORT_PD: its PD (conn_pd.c); NULL: the device's */
 	int pool_attached;
 	int cq_reserved;
 

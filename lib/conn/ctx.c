@@ -312,9 +312,9 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 
 	if (!out)
 		return ezi_fail(-EINVAL, "ez_ctx_new: ctx pointer is NULL");
-	if (flags & ~(EZ_CTX_NO_LOOP | EZ_CTX_BUSY_POLL))
+	if (flags & ~(EZ_CTX_NO_LOOP | EZ_CTX_BUSY_POLL | EZ_CTX_EXPORT_PD))
 		return ezi_fail(-EINVAL, "ez_ctx_new: unknown flags 0x%x",
-				flags & ~(EZ_CTX_NO_LOOP | EZ_CTX_BUSY_POLL));
+				flags & ~(EZ_CTX_NO_LOOP | EZ_CTX_BUSY_POLL | EZ_CTX_EXPORT_PD));
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return ezi_fail(-ENOMEM, "ez_ctx_new: out of memory");

@@ -65,6 +65,8 @@ int ez_mr_dereg(struct ez_mr *mr)
 	ctx = mr->ctx;
 	while (mr->windows)
 		mr->windows->on_mr_gone(mr->windows);
+	while (mr->copies)
+		mr->copies->on_src_gone(mr->copies);
 	ret = mr_dereg(mr);
 	if (ret)
 		return ret;
@@ -94,5 +96,5 @@ int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device, const struct ez_sr
 	ret = device_by_name(ctx, device, &dev);
 	if (ret)
 		return ret;
-	return pool_make(ctx, &ctx->owner, dev, &o, &ctx->npools, pool);
+	return pool_make(ctx, &ctx->owner, dev, NULL, &o, &ctx->npools, pool);
 }

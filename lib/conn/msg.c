@@ -13,6 +13,7 @@
 #include "sendq.h"
 #include "conn_auth.h"
 #include "conn_export.h"
+#include "conn_pd.h"
 #include "keepalive.h"
 #include "device/cq.h"
 #include "device/device.h"
@@ -545,9 +546,13 @@ int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, e
 	op = op_get(conn, "ez_send_mr");
 	if (!op)
 		return -ENOBUFS;
+	ret = conn_pd_lkey(conn, mr, &op->sge.lkey);
+	if (ret) {
+		conn_op_put(conn, op);
+		return ret;
+	}
 	prep_send(conn, op, OP_SEND_MR, (uint32_t)len, cb, op_arg);
 	op->sge.addr = (uintptr_t)mr->mr->addr + off;
-	op->sge.lkey = mr->mr->lkey;
 	op->pin = 0;
 	op->mr = mr;
 	mr->inflight++;
@@ -609,8 +614,12 @@ static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, si
 	op->pin = pin;
 	op->mr = NULL;
 	if (!bare_imm) {
+		ret = conn_pd_lkey(conn, mr, &op->sge.lkey);
+		if (ret) {
+			conn_op_put(conn, op);
+			return ret;
+		}
 		op->sge.addr = (uintptr_t)mr->mr->addr + off;
-		op->sge.lkey = mr->mr->lkey;
 		op->mr = mr;
 		mr->inflight++;
 	}

@@ -9,6 +9,7 @@
 
 #include "conn_fsm.h"
 #include "sendq.h"
+#include "conn_pd.h"
 #include "device/cq.h"
 #include "device/device.h"
 #include "wire/flow.h"
@@ -95,7 +96,7 @@ int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
 	for (i = 1; i < conn->npaths; i++) {
 		struct conn_path *p = &conn->paths[i];
 
-		p->qp = ibv_create_qp(conn->dev->pd, ia);
+		p->qp = ibv_create_qp(conn_pd_of(conn), ia);
 		if (!p->qp)
 			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -errno,
 					     "ibv_create_qp(%s, RC, path %u of %u, max_send_wr %u, srq): %s",

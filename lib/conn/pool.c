@@ -29,7 +29,8 @@ static struct pool_rec *pools;
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
-	      const struct ez_srqpool_opts *opts, int *count, struct ez_srqpool **out)
+	      struct ibv_pd *pd, const struct ez_srqpool_opts *opts, int *count,
+	      struct ez_srqpool **out)
 {
 	struct ez_srqpool_opts o = opts ? *opts : (struct ez_srqpool_opts){ 0 };
 	struct pool_rec *rec;
@@ -53,7 +54,7 @@ int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *
 		free(rec);
 		return ret;
 	}
-	ret = srqpool_create(dev->pd, &o, &rec->pool);
+	ret = srqpool_create(pd ? pd : dev->pd, &o, &rec->pool);
 	if (ret) {
 		device_cq_release(dev, rec->cq_share);
 		free(rec);
@@ -71,9 +72,9 @@ int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *
 }
 
 int pool_create(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
-		const struct ez_srqpool_opts *opts, struct ez_srqpool **out)
+		struct ibv_pd *pd, const struct ez_srqpool_opts *opts, struct ez_srqpool **out)
 {
-	return pool_make(ctx, owner, dev, opts, NULL, out);
+	return pool_make(ctx, owner, dev, pd, opts, NULL, out);
 }
 
 static struct pool_rec **find(const struct ez_srqpool *pool)

@@ -12,10 +12,12 @@ struct ezi_owner;
  * buffers are used from owner's thread (ctx's owner; ctx is only a key
  * here, so that this file needs no ctx.h). */
 int pool_create(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
-		const struct ez_srqpool_opts *opts, struct ez_srqpool **out);
-/* The same, counted in *count while it lives (NULL: not counted). */
+		struct ibv_pd *pd, const struct ez_srqpool_opts *opts, struct ez_srqpool **out);
+/* The same on dev's PD (pd NULL) or pd, counted in *count while it lives
+ * (NULL: not counted). */
 int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
-	      const struct ez_srqpool_opts *opts, int *count, struct ez_srqpool **out);
+	      struct ibv_pd *pd, const struct ez_srqpool_opts *opts, int *count,
+	      struct ez_srqpool **out);
 int pool_destroy(struct ez_srqpool *pool);
 /* A connection's private pool that could not be destroyed with it (the
  * application still holds buffers): kept by its context, destroyed by

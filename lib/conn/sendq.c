@@ -6,12 +6,16 @@
 #include <string.h>
 
 #include "sendq.h"
+#include "conn_pd.h"
 #include "device/mr.h"
 
 void conn_op_release_copy(struct ez_conn *conn, struct op *op)
 {
 	if (op->slot) {
-		sendslab_put(&conn->dev->slab, op->slot);
+		if (conn->own_pd)
+			conn_pd_slot_put(conn, op->slot);
+		else
+			sendslab_put(&conn->dev->slab, op->slot);
 		op->slot = NULL;
 	}
 }
@@ -19,7 +23,8 @@ void conn_op_release_copy(struct ez_conn *conn, struct op *op)
 /* A copy of len bytes for op, in a registered slot of the device. */
 int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len)
 {
-	int ret = device_slot_get(conn->dev, len, &op->slot);
+	int ret = conn->own_pd ? conn_pd_slot_get(conn, len, &op->slot) :
+		  device_slot_get(conn->dev, len, &op->slot);
 
 	if (ret)
 		return ret;

@@ -126,6 +126,47 @@ void mw_free(struct mw *w)
 	w->mr_next = w->mr_prev = NULL;
 }
 
+int mr_copy_reg(struct ez_mr *src, struct ibv_pd *pd, size_t off, size_t len, int access,
+		struct mr_copy *c)
+{
+	access |= IBV_ACCESS_LOCAL_WRITE;
+	c->mr = ibv_reg_mr(pd, (uint8_t *)src->addr + off, len, access);
+	if (!c->mr)
+		return ezi_fail(errno ? -errno : -ENOMEM,
+				"ibv_reg_mr(%s, a connection's own PD, %zu bytes at +%zu, access 0x%x): %s",
+				src->dev->name, len, off, access, ez_strerror(errno ? errno : ENOMEM));
+	c->src = src;
+	c->src_prev = NULL;
+	c->src_next = src->copies;
+	if (src->copies)
+		src->copies->src_prev = c;
+	src->copies = c;
+	return 0;
+}
+
+void mr_copy_dereg(struct mr_copy *c)
+{
+	uint32_t rkey;
+	int ret;
+
+	if (!c->mr)
+		return;
+	rkey = c->mr->rkey;
+	ret = ibv_dereg_mr(c->mr);
+	if (ret)
+		ezi_log_err("ibv_dereg_mr(a connection's copy, rkey 0x%x): %s", rkey,
+			    ez_strerror(ret));
+	c->mr = NULL;
+	if (c->src_prev)
+		c->src_prev->src_next = c->src_next;
+	else if (c->src)
+		c->src->copies = c->src_next;
+	if (c->src_next)
+		c->src_next->src_prev = c->src_prev;
+	c->src = NULL;
+	c->src_next = c->src_prev = NULL;
+}
+
 void *ez_mr_addr(const struct ez_mr *mr)
 {
 	if (mr && mr_wrong_thread(mr, "ez_mr_addr"))

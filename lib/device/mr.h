@@ -8,6 +8,7 @@
 #include "base/owner.h"
 
 struct mw;
+struct mr_copy;
 
 struct ez_mr {
 	struct ez_ctx *ctx;	/* set and counted by ez_mr_reg (lib/conn/ctx_objects.c) */
@@ -18,6 +19,7 @@ struct ez_mr {
 	int inflight;		/* posted ops (sends, RDMA, window binds) that use it */
 	int dead;		/* deregistered: the handle stays valid memory until ez_ctx_free */
 	struct mw *windows;	/* memory windows bound from it, on connections */
+	struct mr_copy *copies;	/* registrations of it on connections' own PDs */
 	struct ez_mr *next_dead;	/* the context's deregistered handles */
 	/* Kept from the live MR, for error messages and ez_mr_addr/len after dereg. */
 	void *addr;
@@ -55,5 +57,24 @@ int mr_dereg(struct ez_mr *mr);
 int mw_alloc(struct ez_mr *mr, struct mw *w);
 void mw_bind_wr(struct mw *w, uint64_t addr, uint64_t len, int access, struct ibv_send_wr *wr);
 void mw_free(struct mw *w);
+
+/* The same memory registered again on another PD (a connection's own, where
+ * exports are confined by PD rather than by memory window: EZ_EXPORT_PD):
+ * for the connection's local use of the MR, or for one export. Linked to
+ * the MR it copies, so that ez_mr_dereg() takes it along. */
+struct mr_copy {
+	struct ibv_mr *mr;
+	struct ez_mr *src;
+	struct mr_copy *src_next, *src_prev;
+	/* The source MR is deregistered: the owner unlinks and frees the copy. */
+	void (*on_src_gone)(struct mr_copy *c);
+};
+
+/* Registers src[off, +len) on pd with verbs access flags (local write
+ * always) and links c to src. 0, or -errno naming the verb. */
+int mr_copy_reg(struct ez_mr *src, struct ibv_pd *pd, size_t off, size_t len, int access,
+		struct mr_copy *c);
+/* Deregisters (which invalidates its keys at once) and unlinks. */
+void mr_copy_dereg(struct mr_copy *c);
 
 #endif

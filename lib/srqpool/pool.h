@@ -50,6 +50,7 @@ struct srqpool_slab {
 
 struct ez_srqpool {
 	struct ibv_pd *pd;
+	int owns_pd;	/* srqpool_adopt_pd: deallocated last, by srqpool_destroy */
 	/* The thread that may use the pool and its buffers: its context's
 	 * (srqpool_set_owner), or the creating thread's (own) until set. */
 	const struct ezi_owner *owner;

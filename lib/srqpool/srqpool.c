@@ -356,8 +356,20 @@ int srqpool_destroy(struct ez_srqpool *pool)
 		if (r && !rc)
 			rc = ezi_fail(r, "ibv_dereg_mr: %s (memory freed anyway)", ez_strerror(r));
 	}
+	if (pool->owns_pd) {
+		int r = ibv_dealloc_pd(pool->pd);
+
+		if (r && !rc)
+			rc = ezi_fail(-r, "ibv_dealloc_pd (a connection's own PD): %s (still in use?)",
+				      ez_strerror(r));
+	}
 	free(pool);
 	return rc;
+}
+
+void srqpool_adopt_pd(struct ez_srqpool *pool)
+{
+	pool->owns_pd = 1;
 }
 
 struct ibv_srq *srqpool_srq(const struct ez_srqpool *pool)

@@ -43,6 +43,10 @@ int srqpool_create(struct ibv_pd *pd, const struct ez_srqpool_opts *opts,
  * freed then); otherwise destroys the SRQ, deregisters and frees. Every async
  * event naming the SRQ must have been acked (ibv_destroy_srq waits for it). */
 int srqpool_destroy(struct ez_srqpool *pool);
+/* The pool's PD is its own (a connection's, EZ_EXPORT_PD): srqpool_destroy
+ * deallocates it after the SRQ and slabs, so that a pool the application
+ * still holds buffers of keeps its PD alive as long as it lives. */
+void srqpool_adopt_pd(struct ez_srqpool *pool);
 
 struct ibv_srq *srqpool_srq(const struct ez_srqpool *pool);
 

@@ -34,12 +34,14 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 }
 
+unsigned int fb_ctx_flags;
+
 void fb_init(struct fb *b)
 {
 	memset(b, 0, sizeof(*b));
 	b->loop = ev_loop_new(EVFLAG_AUTO);
 	ck_assert_ptr_nonnull(b->loop);
-	ck_assert_msg(ez_ctx_new(b->loop, 0, &b->ctx) == 0, "ez_ctx_new: %s", ez_errmsg());
+	ck_assert_msg(ez_ctx_new(b->loop, fb_ctx_flags, &b->ctx) == 0, "ez_ctx_new: %s", ez_errmsg());
 	/* EVRUN_ONCE must come back now and then to look at the deadline. */
 	ev_timer_init(&b->tick, on_tick, 0.02, 0.02);
 	ev_timer_start(b->loop, &b->tick);

@@ -17,6 +17,8 @@ struct fb {
 	ev_timer tick;
 };
 
+/* ez_ctx_new() flags of every fb_init() context (0 unless a test sets it). */
+extern unsigned int fb_ctx_flags;
 void fb_init(struct fb *b);
 /* Runs the loop until *flag >= want or secs pass; returns *flag >= want. */
 int fb_run(struct fb *b, const volatile int *flag, int want, double secs);

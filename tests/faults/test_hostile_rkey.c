@@ -1,4 +1,4 @@
-/* test_hostile_rkey.c: a region exported to one connection (a type-2 memory window bound to its QP) is reachable through it alone: a raw attacker with the leaked key, the MR's own key and guesses around them gets nothing, is reported and refused; revoke, close and dereg kill the key; ez_mr_dereg refuses in flight and twice. */
+/* test_hostile_rkey.c: a region exported to one connection (a type-2 memory window bound to its QP; built with EZ_TEST_EXPORT_PD, as test_hostile_rkey_pd: a registration on the connection's own PD, EZ_CTX_EXPORT_PD) is reachable through it alone: a raw attacker with the leaked key, the MR's own key and guesses around them gets nothing, is reported and refused; revoke, close and dereg kill the key; ez_mr_dereg refuses in flight and twice. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -20,6 +20,17 @@
 #define XLEN 4096
 #define HALF (XLEN / 2)
 #define RW (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE)
+
+/* What confines an export, and what its key says about paths. */
+#ifdef EZ_TEST_EXPORT_PD
+#define MECH EZ_EXPORT_PD
+#define KEY_RESERVED 0u		/* every path's QP is on the connection's PD */
+#define SUITE "faults_hostile_rkey_pd"
+#else
+#define MECH EZ_EXPORT_MW2
+#define KEY_RESERVED (EZ_RKEY_PATH_BOUND | 0)
+#define SUITE "faults_hostile_rkey"
+#endif
 
 static int first_not(const uint8_t *p, size_t len, uint8_t c);
 
@@ -99,7 +110,7 @@ static void export_to(struct bench *t, struct ep *sc, size_t off, size_t len, un
 		      "ez_conn_export: %s", ez_errmsg());
 	ck_assert_uint_eq(key->addr, (uintptr_t)t->x + off);
 	ck_assert_uint_eq(key->len, len);
-	ck_assert_uint_eq(key->reserved, EZ_RKEY_PATH_BOUND | 0);
+	ck_assert_uint_eq(key->reserved, KEY_RESERVED);
 	ck_assert_int_eq(ez_send(sc->conn, &seq, sizeof(seq), NULL, NULL), 0);
 	if (received)
 		ck_assert(fb_run(&t->b, received, want, 5));
@@ -170,7 +181,7 @@ static uint32_t srv_qpn(struct ep *sc)
 	struct ez_conn_info in;
 
 	ck_assert_int_eq(ez_conn_info(sc->conn, &in), 0);
-	ck_assert_uint_eq(in.export_mech, EZ_EXPORT_MW2);
+	ck_assert_uint_eq(in.export_mech, MECH);
 	return in.qp_num;
 }
 
@@ -498,7 +509,9 @@ START_TEST(closed)
 	ep_close(&h.e);
 	ck_assert(fb_run(&t.b, &h.e.disconnected, 1, 5));
 	ck_assert(fb_run(&t.b, &t.s.disconnected, 1, 5));
-	ck_assert_ptr_null(t.xmr->windows);	/* the window went with the connection */
+	/* The window (or the registration on its PD) went with the connection. */
+	ck_assert_ptr_null(t.xmr->windows);
+	ck_assert_ptr_null(t.xmr->copies);
 	honest_up(&t, &d, NULL);
 	ck_assert_uint_ne(d.key.rkey, old.rkey);
 	ck_assert_int_eq(ez_read(d.e.conn, d.lmr, 0, 64, &old, 0, hon_op_done, &d), 0);
@@ -561,7 +574,8 @@ END_TEST
 
 /* Two paths: the window is bound to path 0's QP and the key says so; the
  * client's reads with it all take path 0 (round-robin would send half to
- * path 1, whose QP the window refuses). */
+ * path 1, whose QP the window refuses). With a PD per connection both QPs
+ * are on it: the key is bound to no path and the reads take both. */
 START_TEST(multipath)
 {
 	struct bench t;
@@ -579,8 +593,14 @@ START_TEST(multipath)
 	ck_assert(fb_run(&t.b, &h.ops, 2 + 16, 10));
 	ck_assert_int_eq(h.op_errors, 0);
 	ck_assert_int_eq(ez_conn_stats(h.e.conn, &st1), 0);
+#ifdef EZ_TEST_EXPORT_PD
+	ck_assert_uint_eq(st1.path_ops[0] - st0.path_ops[0] + st1.path_ops[1] - st0.path_ops[1], 16);
+	ck_assert_uint_gt(st1.path_ops[0] - st0.path_ops[0], 0);
+	ck_assert_uint_gt(st1.path_ops[1] - st0.path_ops[1], 0);
+#else
 	ck_assert_uint_eq(st1.path_ops[0] - st0.path_ops[0], 16);
 	ck_assert_uint_eq(st1.path_ops[1] - st0.path_ops[1], 0);
+#endif
 	/* A key naming a path the connection lacks is refused before posting. */
 	h.key.reserved = EZ_RKEY_PATH_BOUND | 5;
 	ck_assert_int_eq(ez_read(h.e.conn, h.lmr, 0, 64, &h.key, 0, hon_op_done, &h), -EINVAL);
@@ -591,8 +611,57 @@ START_TEST(multipath)
 }
 END_TEST
 
+#ifdef EZ_TEST_EXPORT_PD
+/* EZ_CTX_EXPORT_PD with a shared pool: the connection is refused with the
+ * reason (an SRQ belongs to one PD); a context without it reports MW2, and
+ * the flag's context reports PD on a private pool. */
+START_TEST(pd_needs_private_pool)
+{
+	struct fb b;
+	struct ep e;
+	struct ez_srqpool *pool;
+	struct ez_conn_opts o = { 0 };
+	struct bench t;
+	struct honest h;
+	struct ez_conn_info in;
+
+	fb_init(&b);
+	ck_assert_int_eq(ez_srqpool_new(b.ctx, NULL, NULL, &pool), 0);
+	o.srqpool = pool;
+	memset(&e, 0, sizeof(e));
+	bench_up(&t, 0, 0);
+	ck_assert_int_eq(ep_connect(&b, &e, t.s.port, &o), 0);
+	ck_assert(fb_run(&b, &e.connected, 1, 10));
+	ck_assert_int_eq(e.connect_status, -EINVAL);
+	ck_assert_str_eq(e.connect_msg, "the context has a PD per connection (EZ_CTX_EXPORT_PD): a connection cannot receive from a shared pool (an SRQ belongs to one PD); leave ez_conn_opts.srqpool NULL");
+	ep_close(&e);
+	fb_spin(&b, 0.1);
+	ck_assert_int_eq(ez_srqpool_free(pool), 0);
+	/* A private pool's connection has its PD; the client's local MR is
+	 * registered there on first use (honest_up's read and write). */
+	honest_up(&t, &h, NULL);
+	ck_assert_int_eq(ez_conn_info(h.e.conn, &in), 0);
+	ck_assert_uint_eq(in.export_mech, EZ_EXPORT_PD);
+	ck_assert_ptr_nonnull(h.lmr->copies);
+	ck_assert_ptr_null(t.xmr->windows);
+	ck_assert_ptr_nonnull(t.xmr->copies);
+	ep_close(&h.e);
+	ck_assert(fb_run(&t.b, &h.e.disconnected, 1, 5));
+	ck_assert(fb_run(&t.b, &t.s.disconnected, 1, 5));
+	ck_assert_ptr_null(h.lmr->copies);
+	ck_assert_ptr_null(t.xmr->copies);
+	ck_assert_int_eq(ez_mr_dereg(h.lmr), 0);
+	bench_down(&t);
+	fb_fini(&b);
+}
+END_TEST
+#endif
+
 int main(void)
 {
+#ifdef EZ_TEST_EXPORT_PD
+	fb_ctx_flags = EZ_CTX_EXPORT_PD;
+#endif
 	if (getenv("EZ_HOSTILE_ATTACKER")) {
 		/* The attacker process of leaked_key: a suite of its own (the
 		 * raw helpers assert, and Check asserts only inside a test). */
@@ -605,7 +674,7 @@ int main(void)
 		return check_run_suite(as, CK_NORMAL);
 	}
 
-	Suite *su = suite_create("faults_hostile_rkey");
+	Suite *su = suite_create(SUITE);
 	TCase *tc = tcase_create("hostile_rkey");
 
 	tcase_set_timeout(tc, 60);
@@ -616,6 +685,9 @@ int main(void)
 	tcase_add_test(tc, closed);
 	tcase_add_test(tc, dereg);
 	tcase_add_test(tc, multipath);
+#ifdef EZ_TEST_EXPORT_PD
+	tcase_add_test(tc, pd_needs_private_pool);
+#endif
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);
 }
