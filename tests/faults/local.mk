@@ -83,7 +83,7 @@ check_PROGRAMS += tests/faults/liveness_pair
 tests_faults_liveness_pair_SOURCES = tests/faults/liveness_pair.c
 tests_faults_liveness_pair_LDADD = lib/libezcore.la
 
-dist_noinst_SCRIPTS += tests/faults/liveness-pair.sh
+dist_noinst_SCRIPTS += tests/faults/liveness-pair.sh tests/faults/cluster.sh
 dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/deadpeer.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
 EXTRA_DIST += tests/lsan.supp
 
@@ -114,3 +114,8 @@ tests_faults_test_misuse_SOURCES = tests/faults/test_misuse.c $(FAULT_SRC)
 tests_faults_test_misuse_CFLAGS = $(TEST_CFLAGS) -pthread
 tests_faults_test_misuse_LDADD = $(TEST_LDADD) -lpthread
 endif
+
+# Many hosts on one switch (cluster.sh: `testbed cluster 4`).
+check_PROGRAMS += tests/faults/cluster_hosts
+tests_faults_cluster_hosts_SOURCES = tests/faults/cluster_hosts.c tests/faults/pair.c tests/faults/pair.h
+tests_faults_cluster_hosts_LDADD = lib/libezcore.la
