@@ -366,10 +366,13 @@ typedef void (*ez_op_cb)(struct ez_conn *conn, int status, void *op_arg);
 /* Connect to host:service (names or numeric; IPv4 or IPv6). On 0 the conn
  * handle is valid at once (ez_conn_close() may be called any time) and
  * cbs->on_connect will run exactly once, never from inside ez_connect().
- * Only argument errors are returned directly. Errors given to on_connect:
- * -ECONNREFUSED (rejected, or no listener), -ETIMEDOUT, -EHOSTUNREACH
- * (also: a name that does not resolve), -ENETUNREACH, -EADDRNOTAVAIL,
- * -EPROTO (bad handshake), -ECANCELED (closed before connected). */
+ * Returned directly: arguments wrong in themselves (NULL, an option out
+ * of range: -EINVAL), -ENOMEM. Whatever depends on the address comes
+ * through on_connect: -EINVAL (a port above 65535, an unknown service),
+ * -ENXIO (a host name that does not resolve), -EAGAIN (the resolver failed
+ * for now), -ECONNREFUSED (rejected, or no listener), -ETIMEDOUT,
+ * -EHOSTUNREACH, -ENETUNREACH, -EADDRNOTAVAIL, -EPROTO (bad handshake),
+ * -EACCES (shared secret), -ECANCELED (closed before connected). */
 int ez_connect_sz(struct ez_ctx *ctx, const char *host, const char *service,
 		  const struct ez_conn_opts *opts, size_t opts_size,
 		  const struct ez_conn_cbs *cbs, size_t cbs_size, void *arg,
