@@ -359,6 +359,11 @@ struct ez_conn_cbs {
 	 * out; the connection goes on over the paths left (paths_left > 0). */
 	void (*on_path_down)(struct ez_conn *conn, unsigned int path, int status,
 			     unsigned int paths_left, void *arg);
+	/* Send readiness: after an op (ez_send, ez_write, ez_read, ...) was
+	 * refused with -ENOBUFS because send_depth ops were outstanding, this
+	 * runs once, as soon as one has completed and its room is free again
+	 * (several refusals before that: still once). Not after the end. */
+	void (*on_send_ready)(struct ez_conn *conn, void *arg);
 };
 
 /* A send or RDMA operation finished: 0, -ECANCELED (flushed by a close or an
@@ -368,10 +373,13 @@ typedef void (*ez_op_cb)(struct ez_conn *conn, int status, void *op_arg);
 /* Connect to host:service (names or numeric; IPv4 or IPv6). On 0 the conn
  * handle is valid at once (ez_conn_close() may be called any time) and
  * cbs->on_connect will run exactly once, never from inside ez_connect().
- * Only argument errors are returned directly. Errors given to on_connect:
- * -ECONNREFUSED (rejected, or no listener), -ETIMEDOUT, -EHOSTUNREACH
- * (also: a name that does not resolve), -ENETUNREACH, -EADDRNOTAVAIL,
- * -EPROTO (bad handshake), -ECANCELED (closed before connected). */
+ * Returned directly: arguments wrong in themselves (NULL, an option out
+ * of range: -EINVAL), -ENOMEM. Whatever depends on the address comes
+ * through on_connect: -EINVAL (a port above 65535, an unknown service),
+ * -ENXIO (a host name that does not resolve), -EAGAIN (the resolver failed
+ * for now), -ECONNREFUSED (rejected, or no listener), -ETIMEDOUT,
+ * -EHOSTUNREACH, -ENETUNREACH, -EADDRNOTAVAIL, -EPROTO (bad handshake),
+ * -EACCES (shared secret), -ECANCELED (closed before connected). */
 int ez_connect_sz(struct ez_ctx *ctx, const char *host, const char *service,
 		  const struct ez_conn_opts *opts, size_t opts_size,
 		  const struct ez_conn_cbs *cbs, size_t cbs_size, void *arg,
@@ -512,6 +520,10 @@ struct ez_conn_stats {
 	uint64_t paths_down;
 	/* Keepalive probes this side sent, and probes the peer sent here. */
 	uint64_t keepalives_sent, keepalives_recv;
+	/* Ops refused for lack of room (-ENOBUFS: send_depth outstanding),
+	 * and on_send_ready calls that followed. */
+	uint64_t send_refusals, send_ready_calls;
+	uint64_t atomics;		/* ez_atomic_cas/fadd posted */
 };
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats,
 		     size_t stats_size);
@@ -538,6 +550,7 @@ enum {
 	EZ_MR_REMOTE_READ = 1u << 0,
 	EZ_MR_REMOTE_WRITE = 1u << 1,
 	EZ_MR_SHARED = 1u << 2,	/* reachable by every peer of the context */
+	EZ_MR_REMOTE_ATOMIC = 1u << 3, /* may be given for RDMA atomics (ez_atomic_cas(3)) */
 };
 /* On device (NULL: the first). The MR is usable by connections on that device. */
 int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
@@ -586,6 +599,29 @@ int ez_read(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 int ez_write_imm(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 		 const struct ez_rkey *remote, uint64_t roff, uint32_t imm,
 		 ez_op_cb cb, void *op_arg);
+
+/* ---- issue 24 (api): send readiness, accept data, atomics ---- */
+
+/* Active side: the application bytes of the listener's reply (its
+ * ez_conn_opts.private_data at ez_accept(); untrusted, *len <=
+ * EZ_ACCEPT_DATA_MAX), valid from on_connect on until ez_conn_close().
+ * NULL with *len 0 before the reply came (-ENOTCONN in ez_errmsg()) or on
+ * an accepted connection (-EINVAL). */
+const void *ez_conn_accept_data(const struct ez_conn *conn, size_t *len);
+
+/* An RDMA atomic finished: status as ez_op_cb's; old is the remote word's
+ * value before the operation (0 when status != 0). */
+typedef void (*ez_atomic_cb)(struct ez_conn *conn, int status, uint64_t old, void *op_arg);
+/* On the 8-byte aligned word at remote->addr + roff (exported with
+ * EZ_MR_REMOTE_ATOMIC): compare-and-swap (swap is stored if the word equals
+ * expect; cb gets the old value either way) and fetch-and-add. Atomic
+ * against every other atomic on the word through the same device; one op
+ * of send_depth. -EOPNOTSUPP when the device has no atomics, -EINVAL when
+ * the word is misaligned or outside the key's range. */
+int ez_atomic_cas(struct ez_conn *conn, const struct ez_rkey *remote, uint64_t roff,
+		  uint64_t expect, uint64_t swap, ez_atomic_cb cb, void *op_arg);
+int ez_atomic_fadd(struct ez_conn *conn, const struct ez_rkey *remote, uint64_t roff,
+		   uint64_t add, ez_atomic_cb cb, void *op_arg);
 
 #if defined(EZ_BUILDING_LIBRARY) && defined(__GNUC__)
 #pragma GCC visibility pop

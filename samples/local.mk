@@ -19,10 +19,19 @@ samples_storage_daemon_LDFLAGS = -no-install
 samples_storage_client_SOURCES = samples/storage_client.c samples/storage_proto.h
 samples_storage_client_LDADD = $(SAMPLE_LDADD)
 samples_storage_client_LDFLAGS = -no-install
+# Issue 24 (api): the key-value store (GET by RDMA READ, atomics, accept data).
+noinst_PROGRAMS += samples/kvstore_server samples/kvstore_client
+samples_kvstore_server_SOURCES = samples/kvstore_server.c samples/kvstore_proto.h
+samples_kvstore_server_LDADD = $(SAMPLE_LDADD)
+samples_kvstore_server_LDFLAGS = -no-install
+samples_kvstore_client_SOURCES = samples/kvstore_client.c samples/kvstore_proto.h
+samples_kvstore_client_LDADD = $(SAMPLE_LDADD)
+samples_kvstore_client_LDFLAGS = -no-install
 
 examplesdir = $(docdir)/examples
 dist_examples_DATA = samples/rpc_proto.h samples/rpc_server.c samples/rpc_client.c \
 	samples/storage_proto.h samples/storage_daemon.c samples/storage_client.c
+dist_examples_DATA += samples/kvstore_proto.h samples/kvstore_server.c samples/kvstore_client.c
 dist_noinst_SCRIPTS += samples/rpc-demo.sh
 
 if HAVE_CHECK
@@ -36,6 +45,11 @@ tests_integration_test_samples_storage_SOURCES = tests/integration/test_samples_
 	tests/integration/spawn.c tests/integration/spawn.h
 tests_integration_test_samples_storage_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_samples_storage_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/integration/test_samples_kvstore
+tests_integration_test_samples_kvstore_SOURCES = tests/integration/test_samples_kvstore.c \
+	tests/integration/spawn.c tests/integration/spawn.h
+tests_integration_test_samples_kvstore_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_samples_kvstore_LDADD = $(TEST_LDADD)
 endif
 
 # The ezrdma tool is installed; its integration test runs it from the build tree.

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,4 +83,22 @@ int ezi_fail_into(char *buf, size_t len, int err, const char *fmt, ...)
 	if (buf && len)
 		snprintf(buf, len, "%s", last_error);
 	return err;
+}
+
+int ezi_gai_errno(int gai_rc)
+{
+	switch (gai_rc) {
+	case 0:
+		return 0;
+	case EAI_SERVICE:
+		return -EINVAL;
+	case EAI_AGAIN:
+		return -EAGAIN;
+	case EAI_MEMORY:
+		return -ENOMEM;
+	case EAI_SYSTEM:
+		return errno ? -errno : -ENXIO;
+	default:	/* EAI_NONAME, EAI_NODATA, EAI_FAIL, EAI_ADDRFAMILY, ... */
+		return -ENXIO;
+	}
 }

@@ -20,6 +20,11 @@ int ezi_fail_lazy(int err, const char *fmt, const char *s, unsigned int u)
 
 void ezi_clear_error(void);
 
+/* A getaddrinfo() failure as an errno of its own kind (not a route's
+ * EHOSTUNREACH): -ENXIO the name has no address, -EINVAL an unknown
+ * service, -EAGAIN a temporary failure of the resolver, -ENOMEM. */
+int ezi_gai_errno(int gai_rc);
+
 #define EZ_ERRMSG_MAX 256
 
 #endif

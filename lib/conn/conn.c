@@ -728,6 +728,18 @@ static void on_route_resolved(struct ez_conn *conn)
 		conn_fail(conn, -errno, "rdma_connect(%s): %s", conn->host, ez_strerror(errno));
 }
 
+/* The listener's bytes for ez_conn_accept_data(); hs_decode() bounded
+ * user_len by the reply's size. */
+static void keep_accept_data(struct ez_conn *conn, const struct hs_msg *m)
+{
+	size_t n = m->user_len < sizeof(conn->accept_data) ? m->user_len :
+		sizeof(conn->accept_data);
+
+	memcpy(conn->accept_data, m->user, n);
+	conn->accept_data_len = (uint8_t)n;
+	conn->accept_data_set = 1;
+}
+
 static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 {
 	struct hs_msg m;
@@ -746,6 +758,7 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	/* Nothing in an unproven reply is acted on, its path block included. */
 	if (conn->auth && conn_auth_check_rep(conn, &m))
 		return;
+	keep_accept_data(conn, &m);
 	ret = path_take_reply(conn, &m);
 	if (ret) {
 		conn_end(conn, ret);
@@ -1228,4 +1241,28 @@ int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, si
 				(void *)stats);
 	ezi_struct_out(stats, stats_size, &conn->stats, sizeof(conn->stats));
 	return 0;
+}
+
+const void *ez_conn_accept_data(const struct ez_conn *conn, size_t *len)
+{
+	if (len)
+		*len = 0;
+	if (conn && ctx_check_thread(conn->ctx, "ez_conn_accept_data"))
+		return NULL;
+	if (!conn || !len) {
+		ezi_fail(-EINVAL, "ez_conn_accept_data: conn %p, len %p", (const void *)conn,
+			 (void *)len);
+		return NULL;
+	}
+	if (!conn->active) {
+		ezi_fail(-EINVAL, "ez_conn_accept_data: an accepted connection has no accept data of a peer (its request's bytes: ez_conn_req_data())");
+		return NULL;
+	}
+	if (!conn->accept_data_set) {
+		ezi_fail(-ENOTCONN, "ez_conn_accept_data: no reply from the listener yet");
+		return NULL;
+	}
+	*len = conn->accept_data_len;
+	/* Non-NULL even for 0 bytes: "the reply came and carried nothing". */
+	return conn->accept_data;
 }

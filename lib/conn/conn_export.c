@@ -16,7 +16,7 @@
 #include "device/mr.h"
 #include "peer_penalty.h"
 
-#define REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE)
+#define REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_REMOTE_ATOMIC)
 
 /* One region exported to one connection: a window bound to its QP, or on a
  * connection with its own PD a registration there (copy). The window first
@@ -32,7 +32,8 @@ struct conn_export {
 static int ibv_remote(unsigned int access)
 {
 	return ((access & EZ_MR_REMOTE_READ) ? IBV_ACCESS_REMOTE_READ : 0) |
-	       ((access & EZ_MR_REMOTE_WRITE) ? IBV_ACCESS_REMOTE_WRITE : 0);
+	       ((access & EZ_MR_REMOTE_WRITE) ? IBV_ACCESS_REMOTE_WRITE : 0) |
+	       ((access & EZ_MR_REMOTE_ATOMIC) ? IBV_ACCESS_REMOTE_ATOMIC : 0);
 }
 
 int conn_access_flags(const struct ez_conn *conn)
@@ -147,7 +148,7 @@ static int export_check(struct ez_conn *conn, struct ez_mr *mr, size_t off, size
 		return ezi_fail(-EINVAL, "ez_conn_export: MR is registered on %s, the connection runs on %s",
 				mr->dev->name, conn->dev->name);
 	if (!access || (access & ~(unsigned int)REMOTE))
-		return ezi_fail(-EINVAL, "ez_conn_export: access 0x%x (EZ_MR_REMOTE_READ and/or EZ_MR_REMOTE_WRITE)",
+		return ezi_fail(-EINVAL, "ez_conn_export: access 0x%x (EZ_MR_REMOTE_READ, EZ_MR_REMOTE_WRITE, EZ_MR_REMOTE_ATOMIC)",
 				access);
 	if (access & ~mr->access)
 		return ezi_fail(-EPERM, "ez_conn_export: access 0x%x exceeds the MR's registration (0x%x)",
@@ -180,9 +181,12 @@ static int export_post(struct ez_conn *conn, struct conn_path *p, struct conn_ex
 	struct op *op = conn->free_ops;
 	int err;
 
-	if (!op)
+	if (!op) {
+		conn->send_refused = 1;	/* on_send_ready when room is back (msg.c) */
+		conn->stats.send_refusals++;
 		return ezi_fail(-ENOBUFS, "ez_conn_export: %u operations already outstanding (send_depth)",
 				conn->o.send_depth);
+	}
 	conn->free_ops = op->next;
 	op->conn = conn;
 	op->kind = OP_BIND;

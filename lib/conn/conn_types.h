@@ -19,7 +19,8 @@
 #include "srqpool/srqpool.h"
 
 enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
-	       OP_PATH_DOWN, OP_AUTH, OP_BIND, OP_KA_PROBE, OP_KA_ANSWER };
+	       OP_PATH_DOWN, OP_AUTH, OP_BIND, OP_KA_PROBE, OP_KA_ANSWER,
+	       OP_ATOMIC_CAS, OP_ATOMIC_FADD };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus the dedicated ones of the control messages), so the data path never
@@ -48,6 +49,7 @@ struct op {
 	 * when it is posted) is copied here, not into a registered slot:
 	 * no slot to take and give back per small message. */
 	char inl[OP_INLINE_BYTES];
+	ez_atomic_cb acb;	/* an atomic's callback, with the old value (atomic.c) */
 };
 
 /* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are
@@ -189,6 +191,20 @@ struct ez_conn {
 	uint8_t ka_probe_busy;	/* our probe is posted, not complete */
 	uint8_t ka_answer_busy;	/* our answer is posted, not complete */
 	struct op ka_probe_op, ka_answer_op;
+
+	/* Send readiness (msg.c): an op was refused for lack of room since
+	 * the last on_send_ready. */
+	uint8_t send_refused;
+	/* Active side: the application bytes of the listener's reply
+	 * (ez_conn_accept_data()), kept once the reply passed its checks
+	 * (keyed: its MAC). */
+	uint8_t accept_data_set;
+	uint8_t accept_data_len;
+	uint8_t accept_data[EZ_ACCEPT_DATA_MAX];
+	/* RDMA atomics (atomic.c): one 8-byte result word per op, registered
+	 * for local write at the first atomic. */
+	struct ibv_mr *atomic_mr;
+	uint64_t *atomic_res;
 };
 
 /* Ended: saying goodbye, draining, finishing or dead. */

@@ -10,7 +10,8 @@
 #include "device/mr.h"
 #include "pool.h"
 
-#define MR_FLAGS (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_SHARED)
+#define MR_FLAGS (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_SHARED | EZ_MR_REMOTE_ATOMIC)
+#define MR_REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_REMOTE_ATOMIC)
 
 int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 	      unsigned int access, struct ez_mr **out)
@@ -30,6 +31,9 @@ int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 	ret = device_by_name(ctx, device, &dev);
 	if (ret)
 		return ret;
+	if ((access & EZ_MR_REMOTE_ATOMIC) && dev->attr.atomic_cap == IBV_ATOMIC_NONE)
+		return ezi_fail(-EOPNOTSUPP, "ez_mr_reg: EZ_MR_REMOTE_ATOMIC: device %s has no RDMA atomics (ibv_device_attr.atomic_cap IBV_ATOMIC_NONE)",
+				dev->name);
 	ret = mr_reg(dev, addr, len, access, &mr);
 	if (ret)
 		return ret;
@@ -40,7 +44,7 @@ int ez_mr_reg(struct ez_ctx *ctx, const char *device, void *addr, size_t len,
 	/* A shared MR's key works on every connection of the context: their
 	 * QPs admit its access from now on. */
 	if (access & EZ_MR_SHARED)
-		ctx_shared_access_add(ctx, access & (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE));
+		ctx_shared_access_add(ctx, access & MR_REMOTE);
 	return 0;
 }
 

@@ -15,7 +15,8 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/conn_export.c lib/conn/conn_export.h \
 	lib/conn/conn_pd.c lib/conn/conn_pd.h \
 	lib/conn/peer_penalty.c lib/conn/peer_penalty.h \
-	lib/conn/compat_v0.c
+	lib/conn/compat_v0.c \
+	lib/conn/atomic.c lib/conn/atomic.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
@@ -66,6 +67,11 @@ tests_integration_test_flow_policy_LDADD = $(TEST_LDADD)
 tests_integration_test_conn_SOURCES = tests/integration/test_conn.c tests/integration/testenv.h
 tests_integration_test_conn_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_conn_LDADD = $(TEST_LDADD)
+# Issue 24 (api): send readiness, accept data, atomics.
+INTEGRATION_TESTS += tests/integration/test_api24
+tests_integration_test_api24_SOURCES = tests/integration/test_api24.c tests/integration/testenv.h
+tests_integration_test_api24_CFLAGS = $(TEST_CFLAGS)
+tests_integration_test_api24_LDADD = $(TEST_LDADD)
 endif
 
 dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_close.3 \
@@ -82,6 +88,9 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 	doc/man3/ez_connect_sz.3 doc/man3/ez_accept_sz.3 doc/man3/ez_listen_sz.3 \
 	doc/man3/ez_srqpool_new_sz.3 doc/man3/ez_srqpool_stats_sz.3 doc/man3/ez_conn_info_sz.3 \
 	doc/man3/ez_conn_stats_sz.3
+# Issue 24 (api).
+dist_man3_MANS += doc/man3/ez_conn_accept_data.3 doc/man3/ez_atomic_cas.3 \
+	doc/man3/ez_atomic_fadd.3
 
 # The flow tests' peer program, driven by tests/integration/two_host_flows.sh
 # in the two-VM test bed (testbed pair).

@@ -14,6 +14,7 @@
 #include "conn_auth.h"
 #include "conn_export.h"
 #include "conn_pd.h"
+#include "atomic.h"
 #include "keepalive.h"
 #include "device/cq.h"
 #include "device/device.h"
@@ -72,6 +73,20 @@ void conn_ops_fini(struct ez_conn *conn)
 		conn_op_release_copy(conn, &conn->ops[i]);
 	free(conn->ops);
 	conn->ops = NULL;
+	conn_atomic_fini(conn);
+}
+
+/* Room is back after a refusal: on_send_ready, once. Its own callback
+ * may have taken the room again (then the next completion tells). */
+static void send_ready_check(struct ez_conn *conn)
+{
+	if (!conn->send_refused || !conn->free_ops || conn->state != CS_CONNECTED ||
+	    conn->app_closed)
+		return;
+	conn->send_refused = 0;
+	conn->stats.send_ready_calls++;
+	if (conn->cbs.on_send_ready)
+		conn->cbs.on_send_ready(conn, conn->arg);
 }
 
 /* The user callback of a finished op; the op is free again before it runs
@@ -80,15 +95,24 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
 {
 	ez_op_cb cb = op->cb;
 	void *arg = op->arg;
+	ez_atomic_cb acb = NULL;
+	uint64_t old = 0;
 
 	/* Flushed because its deadline passed (keepalive.c): it says so. */
 	if (op->aged == OP_EXPIRED && status == -ECANCELED)
 		status = -ETIMEDOUT;
+	if (op->kind == OP_ATOMIC_CAS || op->kind == OP_ATOMIC_FADD) {
+		acb = op->acb;
+		old = status ? 0 : conn_atomic_old(conn, op);
+	}
 	conn_op_put(conn, op);
 	if (status)
 		conn->stats.op_errors++;
-	if (cb)
+	if (acb)
+		acb(conn, status, old, arg);
+	else if (cb)
 		cb(conn, status, arg);
+	send_ready_check(conn);
 }
 
 /* Whether the op lands in one of the peer's receive buffers, and so needs
@@ -149,6 +173,10 @@ static void op_count(struct ez_conn *conn, const struct op *op)
 	case OP_WRITE:
 		conn->stats.writes++;
 		conn->stats.rdma_bytes += op->wr.num_sge ? op->sge.length : 0;
+		break;
+	case OP_ATOMIC_CAS:
+	case OP_ATOMIC_FADD:
+		conn->stats.atomics++;
 		break;
 	default:
 		conn->stats.reads++;
@@ -433,6 +461,8 @@ static struct op *op_get(struct ez_conn *conn, const char *fn)
 	struct op *op = conn->free_ops;
 
 	if (!op) {
+		conn->send_refused = 1;
+		conn->stats.send_refusals++;
 		/* A sender that keeps its window full gets here once per
 		 * completion: the message is formatted only if it is read. */
 		ezi_fail_lazy(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
@@ -654,6 +684,61 @@ int ez_read(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 	return rdma_op(conn, OP_READ, mr, off, len, remote, roff, 0, cb, op_arg);
 }
 
+/* Atomics: the device's capability, an aligned word inside the key, a
+ * result word of the op's own; then one op like a read (no credit). */
+static int atomic_op(struct ez_conn *conn, enum op_kind kind, const struct ez_rkey *remote,
+		     uint64_t roff, uint64_t a, uint64_t b, ez_atomic_cb cb, void *op_arg)
+{
+	const char *fn = kind == OP_ATOMIC_CAS ? "ez_atomic_cas" : "ez_atomic_fadd";
+	struct op *op;
+	uint8_t pin;
+	int ret;
+
+	ret = check_conn(conn, fn);
+	if (!ret)
+		ret = conn_atomic_check(conn, remote, roff, fn);
+	if (!ret)
+		ret = rkey_path(conn, remote, fn, &pin);
+	if (ret)
+		return ret;
+	op = op_get(conn, fn);
+	if (!op)
+		return -ENOBUFS;
+	ret = conn_atomic_prepare(conn, op, fn);
+	if (ret) {
+		conn_op_put(conn, op);
+		return ret;
+	}
+	op->kind = kind;
+	op->cb = NULL;
+	op->acb = cb;
+	op->arg = op_arg;
+	op->pin = pin;
+	op->mr = NULL;
+	op->wr.next = NULL;
+	op->wr.num_sge = 1;
+	op->wr.opcode = kind == OP_ATOMIC_CAS ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
+	op->wr.send_flags = IBV_SEND_SIGNALED;
+	op->wr.imm_data = 0;
+	op->wr.wr.atomic.remote_addr = remote->addr + roff;
+	op->wr.wr.atomic.rkey = remote->rkey;
+	op->wr.wr.atomic.compare_add = a;
+	op->wr.wr.atomic.swap = b;
+	return op_submit(conn, op);
+}
+
+int ez_atomic_cas(struct ez_conn *conn, const struct ez_rkey *remote, uint64_t roff,
+		  uint64_t expect, uint64_t swap, ez_atomic_cb cb, void *op_arg)
+{
+	return atomic_op(conn, OP_ATOMIC_CAS, remote, roff, expect, swap, cb, op_arg);
+}
+
+int ez_atomic_fadd(struct ez_conn *conn, const struct ez_rkey *remote, uint64_t roff,
+		   uint64_t add, ez_atomic_cb cb, void *op_arg)
+{
+	return atomic_op(conn, OP_ATOMIC_FADD, remote, roff, add, 0, cb, op_arg);
+}
+
 static int wc_status_errno(enum ibv_wc_status s)
 {
 	switch (s) {
@@ -716,6 +801,11 @@ static void op_describe(const struct op *op, char *out, size_t len)
 	case OP_SEND:
 	case OP_SEND_MR:
 		snprintf(out, len, "SEND of %u bytes", bytes);
+		break;
+	case OP_ATOMIC_CAS:
+	case OP_ATOMIC_FADD:
+		snprintf(out, len, "%s of rkey 0x%x [0x%llx, +8)", op_kind_name(op->kind),
+			 op->wr.wr.atomic.rkey, (unsigned long long)op->wr.wr.atomic.remote_addr);
 		break;
 	case OP_AUTH:
 		snprintf(out, len, "shared-secret message of %u bytes", bytes);

@@ -143,6 +143,10 @@ const char *op_kind_name(enum op_kind kind)
 		return "keepalive probe";
 	case OP_KA_ANSWER:
 		return "keepalive answer";
+	case OP_ATOMIC_CAS:
+		return "RDMA atomic compare-and-swap";
+	case OP_ATOMIC_FADD:
+		return "RDMA atomic fetch-and-add";
 	}
 	return "operation";
 }

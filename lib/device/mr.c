@@ -9,7 +9,7 @@
 #include "base/log.h"
 #include "mr.h"
 
-#define REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE)
+#define REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_REMOTE_ATOMIC)
 
 int device_has_mw2(const struct device *dev)
 {
@@ -27,6 +27,8 @@ int mr_access_flags(const struct device *dev, unsigned int access)
 			flags |= IBV_ACCESS_REMOTE_READ;
 		if (access & EZ_MR_REMOTE_WRITE)
 			flags |= IBV_ACCESS_REMOTE_WRITE;
+		if (access & EZ_MR_REMOTE_ATOMIC)
+			flags |= IBV_ACCESS_REMOTE_ATOMIC;
 	}
 	if ((access & REMOTE) && device_has_mw2(dev))
 		flags |= IBV_ACCESS_MW_BIND;

@@ -101,9 +101,9 @@ static void finish(struct lookup *l)
 		memset(&ss, 0, sizeof(ss));
 		memcpy(&ss, l->gcb.ar_result->ai_addr, l->gcb.ar_result->ai_addrlen);
 	} else {
-		snprintf(err, sizeof(err), "getaddrinfo(%.200s, %s): %s", l->host, l->service,
-			 rc ? gai_strerror(rc) : "no address");
-		ret = rc == EAI_SERVICE ? -EINVAL : -EHOSTUNREACH;
+		snprintf(err, sizeof(err), "getaddrinfo(%.200s, %s): %s (name lookup failed)",
+			 l->host, l->service, rc ? gai_strerror(rc) : "no address");
+		ret = rc ? ezi_gai_errno(rc) : -ENXIO;
 	}
 	l->done(l->arg, ret, &ss, err);
 	lookup_free(l);

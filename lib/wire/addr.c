@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "base/error.h"
 
 /* A service that is all digits: 0 and the port, or -ERANGE above 65535
  * (getaddrinfo() would keep the low 16 bits: 65536 would be port 0). -1 for
@@ -83,9 +84,9 @@ int ezaddr_resolve(const char *host, const char *service, int flags,
 		rc = getaddrinfo(host, service, &hints, &res);
 	}
 	if (rc) {
-		snprintf(err, errlen, "getaddrinfo(%s, %s): %s", host ? host : "*",
-			 service ? service : "0", gai_strerror(rc));
-		return rc == EAI_SERVICE ? -EINVAL : -EHOSTUNREACH;
+		snprintf(err, errlen, "getaddrinfo(%s, %s): %s (name lookup failed)",
+			 host ? host : "*", service ? service : "0", gai_strerror(rc));
+		return ezi_gai_errno(rc);
 	}
 	memset(ss, 0, sizeof(*ss));
 	memcpy(ss, res->ai_addr, res->ai_addrlen);

@@ -1166,7 +1166,17 @@ START_TEST(error_bad_name)
 	strcpy(b.port, "7471");
 	ck_assert_int_eq(client_connect(&b, &c, "no-such-host.invalid", NULL, NULL), 0);
 	ck_assert_int_eq(c.connected, 0);	/* never from inside ez_connect() */
-	expect_connect_error(&b, &c, -EHOSTUNREACH, "getaddrinfo(no-such-host.invalid, 7471)");
+	/* A lookup failure's own code: -ENXIO where a resolver says there is
+	 * no such name, -EAGAIN where none answers (the test bed's VM has no
+	 * DNS server); never a route's EHOSTUNREACH. */
+	ck_assert_msg(bench_run(&b, &c.connected, 1, 15), "no connect callback");
+	ck_assert_msg(c.connect_status == -ENXIO || c.connect_status == -EAGAIN,
+		      "status %d (%s); message: %s", c.connect_status,
+		      ez_strerror(c.connect_status), c.connect_msg);
+	ck_assert_msg(strstr(c.connect_msg, "getaddrinfo(no-such-host.invalid, 7471)") &&
+		      strstr(c.connect_msg, "(name lookup failed)"), "%s", c.connect_msg);
+	printf("bad name: %s: %s\n", ez_strerror(c.connect_status), c.connect_msg);
+	ez_conn_close(c.conn);
 	bench_fini(&b);
 }
 END_TEST
@@ -1345,6 +1355,7 @@ START_TEST(ctx_free_busy_and_args)
 	struct bench b;
 	struct server s = { 0 };
 	struct ez_conn *conn;
+	int ret;
 
 	bench_init(&b, 0);
 	server_listen(&b, &s, test_addr());
@@ -1357,8 +1368,11 @@ START_TEST(ctx_free_busy_and_args)
 		ck_assert_int_eq(ez_connect(b.ctx, test_addr(), "1", &o, NULL, NULL, &conn), -EINVAL);
 		ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.retry_count 9 exceeds 7");
 	}
-	ck_assert_int_eq(ez_listen(b.ctx, "not-an-address.invalid", "0", NULL, srv_on_request, &s,
-				   &b.listener), -EHOSTUNREACH);
+	ret = ez_listen(b.ctx, "not-an-address.invalid", "0", NULL, srv_on_request, &s,
+			&b.listener);
+	ck_assert_msg(ret == -ENXIO || ret == -EAGAIN, "ez_listen(bad name): %d %s", ret,
+		      ez_errmsg());
+	ck_assert_msg(strstr(ez_errmsg(), "(name lookup failed)"), "%s", ez_errmsg());
 	bench_fini(&b);
 }
 END_TEST

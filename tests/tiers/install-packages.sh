@@ -9,12 +9,12 @@ set -uo pipefail
 # packages tier (Debian packages, the CMake package config); gnuplot-nox: the
 # benchmark's pictures (tests/bench/plot.py, checked by make check); valgrind:
 # the instruction budget (tests/tiers/insn-budget.sh, callgrind); perftest is
-# its anchor too.
+# its anchor too. man-db: doc/check-doc-examples.sh renders every man page.
 PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
 	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev libssl-dev ibverbs-utils
 	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 busybox-static kmod
 	iproute2 tcpdump clang xz-utils python3 debhelper lintian cmake
-	gnuplot-nox valgrind"
+	gnuplot-nox valgrind man-db"
 
 install_packages() {
 	local p missing=""

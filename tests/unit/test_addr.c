@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "wire/addr.h"
+#include "base/error.h"
 #include "../checkmain.h"
 
 /* What getaddrinfo() itself makes of a numeric host and port. */
@@ -126,6 +127,18 @@ START_TEST(passive_wildcard)
 }
 END_TEST
 
+/* A lookup failure has a code of its own, not a route's EHOSTUNREACH. */
+START_TEST(lookup_failure_codes)
+{
+	ck_assert_int_eq(ezi_gai_errno(0), 0);
+	ck_assert_int_eq(ezi_gai_errno(EAI_NONAME), -ENXIO);
+	ck_assert_int_eq(ezi_gai_errno(EAI_FAIL), -ENXIO);
+	ck_assert_int_eq(ezi_gai_errno(EAI_SERVICE), -EINVAL);
+	ck_assert_int_eq(ezi_gai_errno(EAI_AGAIN), -EAGAIN);
+	ck_assert_int_eq(ezi_gai_errno(EAI_MEMORY), -ENOMEM);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("addr");
@@ -137,6 +150,7 @@ int main(void)
 	tcase_add_test(tc, names_need_a_lookup);
 	tcase_add_test(tc, port_out_of_range);
 	tcase_add_test(tc, passive_wildcard);
+	tcase_add_test(tc, lookup_failure_codes);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
