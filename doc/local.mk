@@ -6,3 +6,5 @@ dist_man3_MANS += doc/man3/ez_strerror.3 doc/man3/ez_errmsg.3 doc/man3/ez_set_lo
 dist_man7_MANS += doc/man7/easyrdma.7
 TESTS += doc/check-man-pages.sh
 dist_noinst_SCRIPTS += doc/check-man-pages.sh
+# Connection requests handed to other threads' contexts (issue 21).
+dist_man3_MANS += doc/man3/ez_handoff.3 doc/man3/ez_ctx_take_requests.3

@@ -3,6 +3,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/ctx.c lib/conn/ctx.h lib/conn/ctx_objects.c \
 	lib/conn/conn_qp.c lib/conn/conn_qp.h \
 	lib/conn/listener.c lib/conn/listener.h lib/conn/listener_hs.h \
+	lib/conn/handoff.c lib/conn/handoff.h \
 	lib/conn/conn.c \
 	lib/conn/conn_fsm.c lib/conn/conn_fsm.h \
 	lib/conn/msg.c lib/conn/msg.h \
