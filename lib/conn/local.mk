@@ -107,3 +107,11 @@ tests_integration_test_multipath_SOURCES = tests/integration/test_multipath.c te
 tests_integration_test_multipath_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_multipath_LDADD = $(TEST_LDADD)
 endif
+
+# Connection requests handed to worker threads' contexts (issue 21).
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/integration/test_workers
+tests_integration_test_workers_SOURCES = tests/integration/test_workers.c tests/integration/testenv.h
+tests_integration_test_workers_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_integration_test_workers_LDADD = $(TEST_LDADD) -lpthread
+endif
