@@ -18,6 +18,10 @@
 #define MAXC 64		/* connections per client thread */
 #define MAXT 4		/* client threads */
 #define MSG_MAX 2048
+/* The handshake deadline of the tests' listeners: a storm of connects in a
+ * one-vCPU TCG guest under ASan (workers, clients and listener on one CPU)
+ * takes seconds; the default 2 s refused some there. */
+#define HS_MS 20000
 
 /* Polls ctx once for up to ms (each thread runs its own context this way). */
 static void pump(struct ez_ctx *ctx, int ms)
@@ -73,6 +77,7 @@ static void w_on_connect(struct ez_conn *c, int status, void *arg)
 	if (status == 0) {
 		w->connected++;
 	} else {
+		fprintf(stderr, "worker %d: on_connect %d: %s\n", w->idx, status, ez_conn_errmsg(c));
 		w->live--;
 		ez_conn_close(c);
 	}
@@ -95,6 +100,8 @@ static void w_on_disconnect(struct ez_conn *c, int status, void *arg)
 	struct worker *w = arg;
 
 	w_check(w);
+	if (status)
+		fprintf(stderr, "worker %d: on_disconnect %d: %s\n", w->idx, status, ez_conn_errmsg(c));
 	w->disconnected++;
 	w->live--;
 	ez_conn_close(c);
@@ -383,7 +390,7 @@ START_TEST(workers_round_robin)
 		wctx[i] = ws[i].ctx;
 	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
 	{
-		struct ez_listen_opts lo = { .nworkers = NW, .workers = wctx };
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx };
 
 		ck_assert_msg(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l) == 0, "%s",
 			      ez_errmsg());
@@ -442,7 +449,7 @@ START_TEST(worker_freed_during_handoff)
 	st(&ws[1].stall, 1);	/* its requests wait in its inbox */
 	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
 	{
-		struct ez_listen_opts lo = { .nworkers = NW, .workers = wctx,
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
 					     .placement = EZ_PLACE_CALLBACK, .place = place_alternate };
 
 		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), 0);
@@ -503,7 +510,11 @@ START_TEST(handoff_raw)
 	workers_start(ws, 1);
 	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
 	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &plain), 0);
-	ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", NULL, raw_on_request, NULL, &l), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS };
+
+		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, raw_on_request, NULL, &l), 0);
+	}
 	raw_target = ws[0].ctx;
 	raw_n = 0;
 	clients_start(cls, 1, 3, 4, ez_listener_port(l));
@@ -553,7 +564,7 @@ START_TEST(handoff_storm)
 		wctx[i] = ws[i].ctx;
 	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
 	{
-		struct ez_listen_opts lo = { .nworkers = NW, .workers = wctx,
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
 					     .placement = EZ_PLACE_LEAST_CONNS };
 
 		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, no_request, NULL, &l), 0);
@@ -597,7 +608,7 @@ START_TEST(listener_close_with_handoffs_pending)
 	}
 	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
 	{
-		struct ez_listen_opts lo = { .nworkers = NW, .workers = wctx,
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
 					     .placement = EZ_PLACE_CALLBACK, .place = place_alternate };
 
 		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), 0);
