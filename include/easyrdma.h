@@ -221,7 +221,9 @@ struct iovec;
  * return -EPERM with ez_errmsg() naming the call and both threads; the
  * others (ez_conn_close, ez_listener_close, ez_buf_release, ez_buf_data,
  * getters) do nothing, return NULL/0/"" and log the error. See THREADS in
- * easyrdma(7).
+ * easyrdma(7). The one call that reaches another thread's context is
+ * ez_handoff() (a connection request handed to it; a listener's workers
+ * do the same): see the end of this header.
  */
 
 /* ez_ctx_new() flags. */
