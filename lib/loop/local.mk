@@ -8,3 +8,9 @@ tests_unit_test_loop_SOURCES = tests/unit/test_loop.c
 tests_unit_test_loop_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_loop_LDADD = $(TEST_LDADD)
 endif
+if HAVE_CHECK
+UNIT_TESTS += tests/unit/test_mailbox
+tests_unit_test_mailbox_SOURCES = tests/unit/test_mailbox.c
+tests_unit_test_mailbox_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_unit_test_mailbox_LDADD = $(TEST_LDADD) -lpthread
+endif
