@@ -515,7 +515,7 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 	if (ret)
 		return ret;
 	if (!on_request && !opts->nworkers)
-		return ezi_fail(-EINVAL, "ez_listen: on_request is NULL (and no ez_listen_opts.workers)");
+		return ezi_fail(-EINVAL, "ez_listen: on_request NULL and no ez_listen_opts.workers");
 	ret = workers_check(opts);
 	if (ret)
 		return ret;
