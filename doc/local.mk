@@ -10,3 +10,5 @@ dist_noinst_SCRIPTS += doc/check-man-pages.sh
 # block of README.md and doc/quickstart.md through the compiler.
 TESTS += doc/check-doc-examples.sh
 dist_noinst_SCRIPTS += doc/check-doc-examples.sh
+# Connection requests handed to other threads' contexts (issue 21).
+dist_man3_MANS += doc/man3/ez_handoff.3 doc/man3/ez_ctx_take_requests.3

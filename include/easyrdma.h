@@ -221,7 +221,9 @@ struct iovec;
  * return -EPERM with ez_errmsg() naming the call and both threads; the
  * others (ez_conn_close, ez_listener_close, ez_buf_release, ez_buf_data,
  * getters) do nothing, return NULL/0/"" and log the error. See THREADS in
- * easyrdma(7).
+ * easyrdma(7). The one call that reaches another thread's context is
+ * ez_handoff() (a connection request handed to it; a listener's workers
+ * do the same): see the end of this header.
  */
 
 /* ez_ctx_new() flags. */
@@ -392,9 +394,20 @@ static inline int ez_connect(struct ez_ctx *ctx, const char *host, const char *s
 			     conn);
 }
 
-/* A connection request seen by a listener; valid until ez_accept() or
- * ez_reject() (one of them must be called, now or later). */
+/* A connection request seen by a listener; valid until ez_accept(),
+ * ez_reject() or ez_handoff() (one of them must be called, now or later). */
 typedef void (*ez_request_cb)(struct ez_listener *listener, struct ez_conn_req *req, void *arg);
+
+/* ez_listen_opts.placement: which worker a request goes to. */
+enum ez_placement {
+	EZ_PLACE_ROUND_ROBIN = 0,	/* each worker in turn */
+	EZ_PLACE_LEAST_CONNS = 1,	/* the one with the fewest connections and requests */
+	EZ_PLACE_CALLBACK = 2,		/* ez_listen_opts.place decides */
+};
+/* On the listener's thread: the index in workers of the worker req goes
+ * to, or < 0 to keep it (the listener's own on_request; rejected if NULL). */
+typedef int (*ez_place_cb)(struct ez_listener *listener, const struct ez_conn_req *req,
+			   unsigned int nworkers, void *arg);
 
 struct ez_listen_opts {
 	int backlog;		/* rdma_listen() backlog [128] */
@@ -415,6 +428,13 @@ struct ez_listen_opts {
 	uint32_t max_pending_per_peer;	/* per peer address [64; 0: default] */
 	uint32_t handshake_timeout_ms;	/* request to established (and proved)
 					 * [2000; 0: default] */
+	/* Worker contexts (ez_listen(3), "Workers"): each request is handed
+	 * to one of them (ez_handoff()), whose on_request (given to
+	 * ez_ctx_take_requests()) runs on the worker's thread. */
+	uint32_t nworkers;		/* contexts in workers [0: none] */
+	uint32_t placement;		/* enum ez_placement [EZ_PLACE_ROUND_ROBIN] */
+	struct ez_ctx *const *workers;	/* each has called ez_ctx_take_requests() */
+	ez_place_cb place;		/* EZ_PLACE_CALLBACK: the application's choice */
 };
 
 /* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free
@@ -622,6 +642,30 @@ int ez_atomic_cas(struct ez_conn *conn, const struct ez_rkey *remote, uint64_t r
 		  uint64_t expect, uint64_t swap, ez_atomic_cb cb, void *op_arg);
 int ez_atomic_fadd(struct ez_conn *conn, const struct ez_rkey *remote, uint64_t roff,
 		   uint64_t add, ez_atomic_cb cb, void *op_arg);
+/* ------------------------------------------------------------------ */
+/* Many cores: connection requests handed to other threads' contexts   */
+/* ------------------------------------------------------------------ */
+
+/* On ctx's thread: ctx takes connection requests handed to it from other
+ * threads (ez_handoff(), a listener's workers); on_request(listener, req,
+ * arg) runs on ctx's thread for each, with the worker's own listener
+ * (ez_listener_port() 0; not to be closed). The request is then ctx's:
+ * ez_accept() makes the connection on ctx (its devices, CQ, pools,
+ * callbacks). Called again, it replaces on_request and arg; with
+ * on_request NULL, ctx stops taking them (requests on their way are
+ * rejected: "worker stopped taking requests"), as ez_ctx_free() does
+ * ("worker context freed"). */
+int ez_ctx_take_requests(struct ez_ctx *ctx, ez_request_cb on_request, void *arg);
+
+/* On the request's thread: hands req to target, a context of another
+ * thread (or this one) that takes requests. The one call that reaches
+ * another thread's context: it never waits for that thread. 0: req is
+ * target's now (do not touch it); target's on_request will run on its
+ * thread. < 0: req was rejected with a reason the peer sees and freed:
+ * -ESHUTDOWN when target takes no requests (never asked, stopped, or
+ * freed, also while this call runs), -ETIMEDOUT after the handshake
+ * deadline, -EINVAL, or the errno of rdma_migrate_id(). */
+int ez_handoff(struct ez_conn_req *req, struct ez_ctx *target);
 
 #if defined(EZ_BUILDING_LIBRARY) && defined(__GNUC__)
 #pragma GCC visibility pop

@@ -8,7 +8,8 @@ SAMPLE_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
 # -no-install: real executables that find the library in the build tree; a
 # libtool wrapper would relink on first run, which takes seconds in a VM.
 samples_rpc_server_SOURCES = samples/rpc_server.c samples/rpc_proto.h
-samples_rpc_server_LDADD = $(SAMPLE_LDADD)
+samples_rpc_server_LDADD = $(SAMPLE_LDADD) -lpthread
+samples_rpc_server_CFLAGS = $(AM_CFLAGS) -pthread
 samples_rpc_server_LDFLAGS = -no-install
 samples_rpc_client_SOURCES = samples/rpc_client.c samples/rpc_proto.h
 samples_rpc_client_LDADD = $(SAMPLE_LDADD)
@@ -55,7 +56,8 @@ endif
 # The ezrdma tool is installed; its integration test runs it from the build tree.
 bin_PROGRAMS += tools/ezrdma
 tools_ezrdma_SOURCES = tools/ezrdma.c
-tools_ezrdma_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS) $(MLX5_LIBS) -lm
+tools_ezrdma_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS) $(MLX5_LIBS) -lm -lpthread
+tools_ezrdma_CFLAGS = $(AM_CFLAGS) -pthread
 dist_man1_MANS += doc/man1/ezrdma.1
 
 if HAVE_CHECK

@@ -3,7 +3,9 @@
 # Usage: samples/rpc-demo.sh [BUILDDIR] (default: the current directory); run where a
 # device exists, e.g. tests/testbed/testbed run --cwd build -- ../samples/rpc-demo.sh
 # Environment: EZ_TEST_ADDR (default 192.0.2.1), RPC_N requests per client (default 5000),
-# RPC_CLIENTS clients at once (default 2), RPC_WINDOWS windows to try (default "1 16").
+# RPC_CLIENTS clients at once (default 2), RPC_WINDOWS windows to try (default "1 16"),
+# RPC_THREADS the server's worker threads (rpc_server --threads; default none), RPC_WORK_US
+# its work per request in microseconds (--work-us; default 0).
 build=${1:-.}
 addr=${EZ_TEST_ADDR:-192.0.2.1}
 n=${RPC_N:-5000}
@@ -12,7 +14,8 @@ windows=${RPC_WINDOWS:-"1 16"}
 out=$(mktemp) || exit 1
 trap 'kill $srv 2>/dev/null; rm -f "$out"' EXIT
 
-"$build/samples/rpc_server" -a "$addr" -p 0 >"$out" &
+"$build/samples/rpc_server" -a "$addr" -p 0 ${RPC_THREADS:+--threads "$RPC_THREADS"} \
+	${RPC_WORK_US:+--work-us "$RPC_WORK_US"} >"$out" &
 srv=$!
 port=
 for _ in $(seq 100); do

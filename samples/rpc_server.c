@@ -1,6 +1,12 @@
 /* rpc_server.c: sample RPC server; all connections receive from one shared SRQ pool. */
 /*
- * Usage: rpc_server [-a ADDRESS] [-p PORT] [-d DEVICE] [-b BUFFERS]
+ * Usage: rpc_server [-a ADDRESS] [-p PORT] [-d DEVICE] [-b BUFFERS] [-t THREADS] [-w WORK_US]
+ *
+ * With -t N (--threads N) the connections are spread over N worker threads,
+ * each with its own libev loop, context and pool (ez_ctx_take_requests);
+ * the main thread only listens and hands each request to the worker with
+ * the fewest connections (ez_listen_opts.workers). -w spins that many
+ * microseconds per request: the application's work, for benchmarks.
  *
  * Serves the protocol of rpc_proto.h (ECHO, SUM) to any number of clients.
  * Every connection draws its receive buffers from ONE ez_srqpool, so memory
@@ -12,6 +18,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,17 +38,37 @@ struct client {			/* one per accepted connection */
 	struct client *prev, *next;
 };
 
-struct server {
+struct server {			/* one per serving thread: its loop, context and pool */
 	struct ev_loop *loop;
 	struct ez_ctx *ctx;
 	struct ez_srqpool *pool;
-	struct ez_listener *listener;
+	struct ez_listener *listener;	/* the listening thread's */
 	struct client *clients;	/* live connections */
 	int stopping;
+	pthread_t thread;	/* a worker's */
+	ev_async stop;		/* a worker's: the main thread asks it to stop */
+	int ready, failed;	/* a worker's start-up, read by the main thread after the barrier */
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
 	/* what the summary line reports */
 	unsigned long conns, requests, echo, sum, bad, send_errors;
 	unsigned long long bytes_in;
 };
+
+static unsigned int work_us;	/* -w: spun per request */
+
+/* The application's work per request: a spin, so it costs CPU and not sleep. */
+static void do_work(void)
+{
+	struct timespec t0, t;
+
+	if (!work_us)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)work_us);
+}
 
 static void client_forget(struct client *c)
 {
@@ -115,6 +144,7 @@ static void on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 
 	srv->requests++;
 	srv->bytes_in += n;
+	do_work();
 	if (n < sizeof(req)) {		/* never trust the peer's bytes */
 		srv->bad++;
 		ez_buf_release(buf);
@@ -199,24 +229,139 @@ static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg
 
 /* SIGINT/SIGTERM: stop accepting, close every connection, and let the last
  * on_disconnect() break the loop. ez_conn_close() never blocks. */
-static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+static void server_stop(struct server *srv)
 {
-	struct server *srv = w->data;
 	struct client *c, *next;
 
 	if (srv->stopping)
 		return;
 	srv->stopping = 1;
-	ez_listener_close(srv->listener);
+	if (srv->listener)
+		ez_listener_close(srv->listener);
 	srv->listener = NULL;
 	if (!srv->clients) {
-		ev_break(loop, EVBREAK_ALL);
+		ev_break(srv->loop, EVBREAK_ALL);
 		return;
 	}
 	for (c = srv->clients; c; c = next) {
 		next = c->next;
 		ez_conn_close(c->conn);
 	}
+}
+
+static struct server *workers;
+static int nworkers;
+
+/* SIGINT/SIGTERM on the main thread: the listener goes first, then each
+ * worker is told (ev_async: libev's one thread-safe call) to close its
+ * connections; the main loop ends once they have all stopped. */
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct server *srv = w->data;
+
+	if (!nworkers) {
+		server_stop(srv);
+		return;
+	}
+	if (srv->stopping)
+		return;
+	srv->stopping = 1;
+	ez_listener_close(srv->listener);
+	srv->listener = NULL;
+	for (int i = 0; i < nworkers; i++)
+		ev_async_send(workers[i].loop, &workers[i].stop);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
+{
+	server_stop(w->data);
+}
+
+/* A worker: its own loop, context and pool; requests come from the
+ * listener's thread (ez_ctx_take_requests), and everything of its
+ * connections runs here. */
+static void *worker_main(void *arg)
+{
+	struct server *srv = arg;
+	struct ez_srqpool_opts po = { .buf_size = RPC_MAX_MSG, .nbufs = 256 };
+	int ret;
+
+	srv->loop = ev_loop_new(EVFLAG_AUTO);
+	ret = srv->loop ? ez_ctx_new(srv->loop, 0, &srv->ctx) : -ENOMEM;
+	if (!ret)
+		ret = ez_srqpool_new(srv->ctx, NULL, &po, &srv->pool);
+	if (!ret)
+		ret = ez_ctx_take_requests(srv->ctx, on_request, srv);
+	if (ret)
+		fprintf(stderr, "rpc_server: worker: %s\n", ez_errmsg());
+	ev_async_init(&srv->stop, on_stop);
+	srv->stop.data = srv;
+	if (!ret)
+		ev_async_start(srv->loop, &srv->stop);
+	pthread_mutex_lock(srv->mu);
+	srv->ready = 1;
+	srv->failed = !!ret;
+	pthread_cond_broadcast(srv->cv);
+	pthread_mutex_unlock(srv->mu);
+	if (!ret)
+		ev_run(srv->loop, 0);
+	if (srv->pool && ez_srqpool_free(srv->pool))
+		fprintf(stderr, "rpc_server: worker teardown: %s\n", ez_errmsg());
+	if (srv->ctx && ez_ctx_free(srv->ctx))
+		fprintf(stderr, "rpc_server: worker teardown: %s\n", ez_errmsg());
+	if (srv->loop)
+		ev_loop_destroy(srv->loop);
+	return NULL;
+}
+
+static int workers_start(int n, pthread_mutex_t *mu, pthread_cond_t *cv, struct ez_ctx **ctxs)
+{
+	int failed = 0;
+
+	workers = calloc((size_t)n, sizeof(*workers));
+	if (!workers)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		workers[i].mu = mu;
+		workers[i].cv = cv;
+		if (pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]))
+			return -1;
+		nworkers = i + 1;
+	}
+	pthread_mutex_lock(mu);
+	for (int i = 0; i < n; i++) {
+		while (!workers[i].ready)
+			pthread_cond_wait(cv, mu);
+		failed |= workers[i].failed;
+		ctxs[i] = workers[i].ctx;
+	}
+	pthread_mutex_unlock(mu);
+	return failed ? -1 : 0;
+}
+
+/* Joined, and their counts added to the main server's summary. */
+static void workers_join(struct server *sum, struct ez_srqpool_stats *ps)
+{
+	for (int i = 0; i < nworkers; i++) {
+		struct server *w = &workers[i];
+
+		/* After a signal, on_signal told them already (a worker that
+		 * has stopped may have destroyed its loop). */
+		if (!w->failed && !sum->stopping)
+			ev_async_send(w->loop, &w->stop);
+		pthread_join(w->thread, NULL);
+		sum->conns += w->conns;
+		sum->requests += w->requests;
+		sum->echo += w->echo;
+		sum->sum += w->sum;
+		sum->bad += w->bad;
+		sum->send_errors += w->send_errors;
+		sum->bytes_in += w->bytes_in;
+		printf("rpc_server: worker %d: %lu connections, %lu requests\n", i, w->conns,
+		       w->requests);
+	}
+	(void)ps;
 }
 
 int main(int argc, char **argv)
@@ -228,29 +373,59 @@ int main(int argc, char **argv)
 	ev_signal sigint, sigterm;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "a:p:d:b:")) != -1) {
+	static const struct option longopts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "work-us", required_argument, NULL, 'w' },
+		{ NULL, 0, NULL, 0 },
+	};
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	struct ez_ctx **wctx = NULL;
+	int threads = 0;
+
+	while ((opt = getopt_long(argc, argv, "a:p:d:b:t:w:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': port = optarg; break;
 		case 'd': device = optarg; break;
 		case 'b': po.nbufs = (uint32_t)atoi(optarg); break;
+		case 't': threads = atoi(optarg); break;
+		case 'w': work_us = (unsigned int)atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: %s [-a ADDRESS] [-p PORT (0: any)] [-d DEVICE] [-b BUFFERS]\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [-a ADDRESS] [-p PORT (0: any)] [-d DEVICE] [-b BUFFERS] "
+				"[-t|--threads N] [-w|--work-us US]\n", argv[0]);
 			return 2;
 		}
+	}
+	if (threads < 0 || threads > 64) {
+		fprintf(stderr, "rpc_server: --threads %d: 0..64\n", threads);
+		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* a test reads our lines through a pipe */
 	srv.loop = EV_DEFAULT;
 
 	/* The library's watchers go on OUR loop: one ev_run() drives both. */
 	ret = ez_ctx_new(srv.loop, 0, &srv.ctx);
-	if (!ret)
+	if (!ret && !threads) {
 		ret = ez_srqpool_new(srv.ctx, device, &po, &srv.pool);
-	if (!ret)
-		ret = ez_listen(srv.ctx, addr, port, NULL, on_request, &srv, &srv.listener);
+		if (!ret)
+			ret = ez_listen(srv.ctx, addr, port, NULL, on_request, &srv, &srv.listener);
+	} else if (!ret) {
+		/* Workers first: a listener names contexts that take requests. */
+		struct ez_listen_opts lo = { .placement = EZ_PLACE_LEAST_CONNS };
+
+		wctx = calloc((size_t)threads, sizeof(*wctx));
+		ret = wctx && !workers_start(threads, &mu, &cv, wctx) ? 0 : -1;
+		lo.nworkers = (uint32_t)threads;
+		lo.workers = wctx;
+		if (!ret)
+			ret = ez_listen(srv.ctx, addr, port, &lo, NULL, NULL, &srv.listener);
+	}
 	if (ret) {
 		fprintf(stderr, "rpc_server: %s\n", ez_errmsg());
+		if (srv.listener)
+			ez_listener_close(srv.listener);
+		workers_join(&srv, &ps);
 		if (srv.pool)
 			ez_srqpool_free(srv.pool);
 		if (srv.ctx)
@@ -263,14 +438,20 @@ int main(int argc, char **argv)
 	sigint.data = sigterm.data = &srv;
 	ev_signal_start(srv.loop, &sigint);
 	ev_signal_start(srv.loop, &sigterm);
-	printf("rpc_server: listening on %s port %u\n", addr ? addr : "*",
-	       ez_listener_port(srv.listener));
+	printf("rpc_server: listening on %s port %u%s\n", addr ? addr : "*",
+	       ez_listener_port(srv.listener), threads ? " (worker threads)" : "");
 
 	ev_run(srv.loop, 0);
 
 	/* Every connection is closed and detached: the pool can go. */
-	ez_srqpool_stats(srv.pool, &ps);
-	ret = ez_srqpool_free(srv.pool);
+	ret = 0;
+	if (srv.pool) {
+		ez_srqpool_stats(srv.pool, &ps);
+		ret = ez_srqpool_free(srv.pool);
+	}
+	workers_join(&srv, &ps);
+	free(workers);
+	free(wctx);
 	if (!ret)
 		ret = ez_ctx_free(srv.ctx);
 	if (ret)

@@ -17,6 +17,8 @@
 #ifdef HAVE_MLX5DV
 #include <infiniband/mlx5dv.h>
 #endif
+#include <pthread.h>
+
 #include <easyrdma.h>
 
 /* ------------------------------------------------------------------ */
@@ -40,7 +42,9 @@ struct hello {
 #define MAX_MSG_CAP (1u << 20)
 #define MAX_MR_CAP (64u << 20)
 
-static struct ev_loop *loop;
+/* Per thread: `perf -T N` runs N clients, each a thread with its own loop,
+ * context and connection (one context per thread, easyrdma(7)). */
+static __thread struct ev_loop *loop;
 static int json, quiet;
 
 static uint64_t now_ns(void)
@@ -148,7 +152,7 @@ struct sconn {
 };
 
 static struct sconn *sconns;
-static struct ez_ctx *ctx;
+static __thread struct ez_ctx *ctx;
 static struct ez_listener *listener;
 static int stopping;
 
@@ -311,7 +315,7 @@ struct cli {
 	void (*on_msg)(const struct msg *m, size_t len);
 	void (*on_down)(void);	/* the connection is gone (handle freed after) */
 };
-static struct cli C;
+static __thread struct cli C;
 
 static void c_close(int failed)
 {
@@ -376,7 +380,7 @@ static void c_start(uint32_t max_msg)
 /* ezrdma ping                                                         */
 /* ------------------------------------------------------------------ */
 
-static struct {
+static __thread struct {
 	uint32_t count, sent, recvd;
 	int lingering;
 	double interval, min, max, sum, sum2;
@@ -468,7 +472,7 @@ static void ping_sigint(struct ev_loop *l, ev_signal *w, int revents)
 enum { T_LAT = 1, T_RATE = 2, T_BW = 4, T_CONN = 8 };
 static const char *const tname[] = { "lat", "rate", "bw", "conn" };
 
-static struct {
+static __thread struct {
 	unsigned tests, phase;	/* enabled tests; the one running */
 	uint32_t n, window, bsize, sent, done;
 	uint64_t t0, t1;
@@ -495,7 +499,7 @@ static void perf_next(void);
 /* Progress of a run longer than a second, on a terminal only: one line on
  * stderr rewritten in place (a pipe or a file gets the results alone, and
  * --json output stays one object). */
-static int progress_shown;
+static __thread int progress_shown;
 
 static void progress_clear(void)
 {
@@ -652,7 +656,7 @@ static void perf_msg(const struct msg *m, size_t len)
 
 /* Connection rate: connect, wait for on_connect, close, again. */
 static void cr_next(void);
-static struct ez_conn *cr_conn;
+static __thread struct ez_conn *cr_conn;
 
 static void cr_connect(struct ez_conn *conn, int status, void *arg)
 {
@@ -741,6 +745,84 @@ static void perf_down(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* perf -T N: N client threads at once                                 */
+/* ------------------------------------------------------------------ */
+
+struct perf_thread {
+	pthread_t th;
+	struct cli c;		/* the main thread's options */
+	unsigned tests;
+	uint32_t window, bsize, user_n;
+	/* results */
+	int failed;
+	double rate, mbps, lat_med, conn_rate;
+};
+
+static void *perf_thread_main(void *arg)
+{
+	struct perf_thread *t = arg;
+
+	C = t->c;
+	X.tests = t->tests, X.window = t->window, X.bsize = t->bsize, X.user_n = t->user_n;
+	C.on_up = perf_next, C.on_msg = perf_msg, C.on_down = perf_down;
+	loop = ev_loop_new(EVFLAG_AUTO);
+	if (!loop) {
+		t->failed = 1;
+		return NULL;
+	}
+	c_start(C.size);
+	ev_run(loop, 0);
+	if (ez_ctx_free(ctx))
+		fprintf(stderr, "ezrdma: ez_ctx_free: %s\n", ez_errmsg());
+	ev_loop_destroy(loop);
+	free(C.buf);
+	free(X.lat);
+	t->failed = C.failed;
+	t->rate = X.rate, t->mbps = X.mbps, t->lat_med = X.lat_med, t->conn_rate = X.conn_rate;
+	return NULL;
+}
+
+/* Each thread prints its own lines; then the sums (the rates add up: the
+ * threads ran at once). */
+static int perf_threads(int n)
+{
+	struct perf_thread *t = calloc((size_t)n, sizeof(*t));
+	double rate = 0, mbps = 0, conn = 0, lat = 0;
+	int failed = 0, i;
+
+	if (!t)
+		return 1;
+	for (i = 0; i < n; i++) {
+		t[i].c = C;
+		t[i].tests = X.tests, t[i].window = X.window, t[i].bsize = X.bsize;
+		t[i].user_n = X.user_n;
+		if (pthread_create(&t[i].th, NULL, perf_thread_main, &t[i])) {
+			fprintf(stderr, "ezrdma: pthread_create failed\n");
+			n = i;
+			failed = 1;
+			break;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		pthread_join(t[i].th, NULL);
+		failed |= t[i].failed;
+		rate += t[i].rate, mbps += t[i].mbps, conn += t[i].conn_rate;
+		if (t[i].lat_med > lat)
+			lat = t[i].lat_med;
+	}
+	if (json && !failed)
+		printf("{\"host\": \"%s\", \"threads\": %d, \"size\": %u, \"window\": %u, "
+		       "\"lat_us_median_max\": %.2f, \"msg_rate\": %.0f, \"write_MBps\": %.2f, "
+		       "\"conn_per_s\": %.2f}\n", C.host, n, C.size, X.window, lat, rate, mbps, conn);
+	else if (!failed)
+		printf("perf: %d client threads: rate %.0f msg/s, bw %.2f MB/s, conn %.1f conn/s "
+		       "(sums); latency median %.2f us (the slowest thread's)\n", n, rate, mbps, conn,
+		       lat);
+	free(t);
+	return failed ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* main                                                                */
 /* ------------------------------------------------------------------ */
 
@@ -752,7 +834,7 @@ static int usage(void)
 		"       ezrdma ping HOST [-p PORT] [-c COUNT] [-i SECONDS] [-s SIZE]\n"
 		"       ezrdma perf -l [-a ADDRESS] [-p PORT]\n"
 		"       ezrdma perf HOST [-p PORT] [-t lat,rate,bw,conn] [-n N] [-s SIZE]\n"
-		"                   [-b BLOCK] [-w WINDOW] [--json]\n"
+		"                   [-b BLOCK] [-w WINDOW] [-T THREADS] [--json]\n"
 		"       ezrdma stat PID                                (a server prints its counters)\n"
 		"       ezrdma --version\n");
 	return 2;
@@ -763,6 +845,7 @@ int main(int argc, char **argv)
 	const char *cmd = argc > 1 ? argv[1] : "", *addr = NULL;
 	int listen = 0, opt, ping = !strcmp(cmd, "ping");
 	uint32_t n = 0;
+	int threads = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(cmd, "--version")) {
@@ -799,7 +882,7 @@ int main(int argc, char **argv)
 			json = 1, optind++;
 			continue;
 		}
-		if ((opt = getopt(argc, argv, "la:p:c:i:s:t:n:b:w:q")) == -1)
+		if ((opt = getopt(argc, argv, "la:p:c:i:s:t:n:b:w:qT:")) == -1)
 			break;
 		switch (opt) {
 		case 'l': listen = 1; break;
@@ -812,6 +895,7 @@ int main(int argc, char **argv)
 		case 'b': X.bsize = (uint32_t)atoi(optarg); break;
 		case 'w': X.window = (uint32_t)atoi(optarg); break;
 		case 'q': quiet = 1; break;
+		case 'T': threads = atoi(optarg); break;
 		case 't':
 			X.tests = 0;
 			for (unsigned i = 0; i < 4; i++)
@@ -829,6 +913,12 @@ int main(int argc, char **argv)
 	    !X.window || !X.bsize || X.bsize > MAX_MR_CAP || P.interval <= 0)
 		return usage();
 
+	if (threads < 0 || threads > 256 || (threads && ping))
+		return usage();
+	if (threads) {
+		X.user_n = n;
+		return perf_threads(threads);
+	}
 	if (ping) {
 		C.on_up = ping_up, C.on_msg = ping_msg, C.on_down = ping_down;
 		ev_signal_init(&P.sigint, ping_sigint, SIGINT);

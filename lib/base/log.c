@@ -15,17 +15,22 @@ void ez_set_log(ez_log_fn fn, void *arg, enum ez_log_level max_level)
 {
 	log_fn = fn;
 	log_arg = arg;
-	log_max = (int)max_level;
+	__atomic_store_n(&log_max, (int)max_level, __ATOMIC_RELAXED);
 }
 
+/* Every thread with a context logs: the level is read and, the first time,
+ * set from the environment with atomics (each thread computes the same). */
 static int current_max(void)
 {
-	if (log_max < 0) {
+	int m = __atomic_load_n(&log_max, __ATOMIC_RELAXED);
+
+	if (m < 0) {
 		const char *env = getenv("EZ_LOG_LEVEL");
 
-		log_max = env ? atoi(env) : EZ_LOG_WARN;
+		m = env ? atoi(env) : EZ_LOG_WARN;
+		__atomic_store_n(&log_max, m, __ATOMIC_RELAXED);
 	}
-	return log_max;
+	return m;
 }
 
 void ezi_log(enum ez_log_level level, const char *fmt, ...)

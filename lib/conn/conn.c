@@ -1048,11 +1048,11 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 		ez_reject(req, "accept options invalid", 22);
 		return ret;
 	}
-	if (req->listener->auth) {
+	if (req->auth) {
 		if (conn->o.private_data_len > EZ_ACCEPT_DATA_MAX_AUTH)
 			ret = ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %d for an accept on a listener with a shared secret",
 				       conn->o.private_data_len, EZ_ACCEPT_DATA_MAX_AUTH);
-		else if (conn_auth_new(conn, req->listener->auth->key, req->listener->auth->len))
+		else if (conn_auth_new(conn, req->auth->key, req->auth->len))
 			ret = ezi_fail(-ENOMEM, "ez_accept: out of memory");
 		else
 			conn->auth->req = req->hs;
@@ -1069,10 +1069,9 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
 	conn_live_peer_caps(conn, req->hs.caps);
-	conn->pen = req->listener->pen;
+	conn->pen = req->pen;
 	listener_hs_move(&req->pend, &conn->pend, on_handshake_deadline);
-	listener_req_unlink(req);
-	free(req);
+	listener_req_free(req);
 
 	if (ret) {
 		conn_fail_ret(conn, ret);

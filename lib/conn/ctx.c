@@ -124,6 +124,8 @@ static void cm_read(struct ez_ctx *ctx)
 				ezi_log_err("rdma_get_cm_event: %s", ez_strerror(errno));
 			return;
 		}
+		if (ctx->handoff_hook)
+			ctx->handoff_hook(ctx, CTX_HOOK_CM_EVENT);
 		if (raw->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			struct cm_held *c = &ctx->cm_held[(ctx->cm_head + ctx->cm_nheld) %
 							  ctx->cm_cap];
@@ -243,6 +245,8 @@ int ez_ctx_process(struct ez_ctx *ctx)
 				"context (already processing); return from the callback instead");
 	ctx->processing = 1;
 	n = ctx_process(ctx);
+	if (ctx->handoff_hook)
+		ctx->handoff_hook(ctx, CTX_HOOK_PASS);
 	ctx->processing = 0;
 	return n;
 }
@@ -398,6 +402,9 @@ int ez_ctx_free(struct ez_ctx *ctx)
 	if (ctx->processing)
 		return ezi_fail(-EBUSY, "ez_ctx_free: called from a callback of the context; "
 				"nothing freed");
+	/* No more requests from other threads; those queued are rejected. */
+	if (ctx->handoff_hook)
+		ctx->handoff_hook(ctx, CTX_HOOK_FREE);
 	pool_reap(ctx);
 	if (ctx->ev_loop) {
 		ev_io_stop(ctx->ev_loop, &ctx->io);

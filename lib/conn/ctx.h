@@ -13,6 +13,15 @@
 #include "base/owner.h"
 
 struct cm_event;
+struct handoff;
+
+/* What a context tells its inbox for requests from other threads
+ * (handoff.c, registered there). */
+enum ctx_hook {
+	CTX_HOOK_CM_EVENT,	/* a CM event was read, before it is looked at */
+	CTX_HOOK_PASS,		/* a pass of ez_ctx_process() ended */
+	CTX_HOOK_FREE,		/* ez_ctx_free() is freeing the context */
+};
 
 /* What a cm_id's context points at: the first member of its owner
  * (listener, request, connection), which registered where its events go.
@@ -50,6 +59,10 @@ struct ez_ctx {
 	unsigned int shared_access;
 	struct ez_mr *dead_mrs;		/* deregistered handles, freed by ez_ctx_free */
 	struct penalty_table *penalty;	/* peers' remote-access failures (wire/penalty.c) */
+	/* Taking connection requests from other threads (ez_ctx_take_requests):
+	 * the inbox and its hook; NULL when not. */
+	struct handoff *handoff;
+	void (*handoff_hook)(struct ez_ctx *ctx, enum ctx_hook what);
 };
 
 /* The one check of every entry point: 0 when the calling thread owns ctx,

@@ -17,6 +17,7 @@
 #include "listener.h"
 #include "base/log.h"
 #include "wire/replay.h"
+#include "handoff.h"
 
 _Static_assert(REPLAY_NONCE_LEN == AUTH_NONCE_LEN, "the window keeps request nonces");
 
@@ -36,10 +37,14 @@ static void destroy_id(struct rdma_cm_id *id)
 		ezi_log_warn("listener: rdma_destroy_id: %s", ez_strerror(errno));
 }
 
-static void req_free(struct ez_conn_req *req)
+void listener_req_free(struct ez_conn_req *req)
 {
 	listener_hs_leave(&req->pend);
 	listener_req_unlink(req);
+	if (req->auth_own) {
+		auth_key_wipe(req->auth);
+		free(req->auth);
+	}
 	free(req);
 }
 
@@ -223,6 +228,135 @@ static void req_on_cm(struct cm_handler *h, const struct cm_event *ev)
 	ezi_log_debug("listener: pending request got %s", rdma_event_str(ev->type));
 }
 
+static void req_link(struct ez_listener *l, struct ez_conn_req *req)
+{
+	req->listener = l;
+	req->prev = NULL;
+	req->next = l->reqs;
+	if (l->reqs)
+		l->reqs->prev = req;
+	l->reqs = req;
+}
+
+/* ---- handing requests to other contexts (ez_handoff, workers) --------- */
+
+/* Milliseconds left until due (0: passed). */
+static uint32_t ms_left(uint64_t due)
+{
+	uint64_t now = loop_now_ns();
+
+	return due > now ? (uint32_t)((due - now + 999999) / 1000000) : 0;
+}
+
+/* Posts req to h's context: before the post it leaves its listener (whose
+ * lists and timers are this thread's; after the post the target may touch
+ * the request at once), and comes back to it when the post is refused.
+ * The shared secret goes with it as a copy (the listener may close). */
+static int req_hand(struct ez_conn_req *req, struct handoff *h)
+{
+	struct ez_listener *l = req->listener;
+	uint32_t timeout_ms = req->pend.timeout_ms;
+	int ret;
+
+	if (req->auth && !req->auth_own) {
+		struct auth_key *k = malloc(sizeof(*k));
+
+		if (!k)
+			return ezi_fail(-ENOMEM, "ez_handoff: out of memory");
+		*k = *req->auth;
+		req->auth = k;
+		req->auth_own = 1;
+	}
+	req->due_ns = req->pend.timer.due_ns;
+	listener_hs_leave(&req->pend);
+	listener_req_unlink(req);
+	req->pend.timeout_ms = timeout_ms;
+	ret = handoff_post(h, &req->mail, req->id);
+	if (ret) {
+		req_link(l, req);
+		hs_join(l, &req->pend, ms_left(req->due_ns), req_expired);
+		req->pend.timeout_ms = timeout_ms;
+	}
+	return ret;
+}
+
+/* Refuses a request that could not be handed (the peer reads why). */
+static void req_refuse(struct ez_conn_req *req, const char *why)
+{
+	ezi_log_info("listener: rejecting a request: %s", why);
+	reject_id(req->id, why, strlen(why));
+	destroy_id(req->id);
+	listener_req_free(req);
+}
+
+/* The worker a request goes to first: an index, or -1 for the listener. */
+static int pick(struct ez_listener *l, struct ez_conn_req *req)
+{
+	uint32_t i, best = l->rr % l->nworkers, start = best;
+	unsigned int load, least = UINT32_MAX;
+
+	switch (l->placement) {
+	case EZ_PLACE_CALLBACK: {
+		int c = l->place(l, req, l->nworkers, l->arg);
+
+		return c < 0 ? -1 : (int)((uint32_t)c % l->nworkers);
+	}
+	case EZ_PLACE_LEAST_CONNS:
+		/* Ties in turn from the cursor, so a burst spreads before any
+		 * worker has published its count. */
+		for (i = 0; i < l->nworkers; i++) {
+			uint32_t k = (start + i) % l->nworkers;
+
+			if (handoff_closed(l->workers[k]))
+				continue;
+			load = handoff_load(l->workers[k]);
+			if (load < least) {
+				least = load;
+				best = k;
+			}
+		}
+		l->rr++;
+		return (int)best;
+	default:
+		return (int)(l->rr++ % l->nworkers);
+	}
+}
+
+/* A listener with workers: the request goes to the chosen one, or the
+ * next that takes it; rejected when none does. */
+static void place(struct ez_listener *l, struct ez_conn_req *req)
+{
+	int first = pick(l, req);
+	uint32_t k;
+	char why[96];
+
+	if (first < 0) {
+		if (l->on_request)
+			l->on_request(l, req, l->arg);
+		else
+			req_refuse(req, "no worker chosen for the request");
+		return;
+	}
+	for (k = 0; k < l->nworkers; k++) {
+		struct handoff *h = l->workers[((uint32_t)first + k) % l->nworkers];
+		int ret;
+
+		if (handoff_closed(h))
+			continue;
+		ret = req_hand(req, h);
+		if (!ret) {
+			l->handed++;
+			return;
+		}
+		if (ret != -ESHUTDOWN)
+			break;
+	}
+	l->refused_workers++;
+	snprintf(why, sizeof(why), "no worker context is taking requests (%u workers)",
+		 l->nworkers);
+	req_refuse(req, why);
+}
+
 static void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 {
 	struct ez_conn_req *req;
@@ -285,14 +419,17 @@ static void listener_on_request(struct ez_listener *l, const struct cm_event *ev
 		return;
 	}
 	ev->id->context = req;
-	req->listener = l;
-	req->next = l->reqs;
-	if (l->reqs)
-		l->reqs->prev = req;
-	l->reqs = req;
+	req->auth = l->auth;
+	req->pen = l->pen;
+	req->max_pending = l->max_pending;
+	req->max_pending_per_peer = l->max_pending_per_peer;
+	req_link(l, req);
 	req->pend.peer = req->peer;
 	hs_join(l, &req->pend, l->handshake_timeout_ms, req_expired);
-	l->on_request(l, req, l->arg);
+	if (l->nworkers)
+		place(l, req);
+	else
+		l->on_request(l, req, l->arg);
 }
 
 static void listener_on_cm(struct cm_handler *h, const struct cm_event *ev)
@@ -308,12 +445,54 @@ static void listener_free(struct ez_listener *l)
 	/* Accepted connections still in their handshake go on uncounted. */
 	while (l->hs)
 		listener_hs_leave(l->hs);
+	for (uint32_t i = 0; i < l->nworkers; i++)
+		handoff_put(l->workers[i]);
+	free(l->workers);
 	if (l->auth) {
 		auth_key_wipe(l->auth);
 		free(l->auth);
 	}
 	replay_window_free(l->replay);
 	free(l);
+}
+
+static int workers_check(const struct ez_listen_opts *o)
+{
+	if (!o->nworkers)
+		return 0;
+	if (!o->workers)
+		return ezi_fail(-EINVAL, "ez_listen_opts.workers is NULL (nworkers %u)", o->nworkers);
+	if (o->placement > EZ_PLACE_CALLBACK)
+		return ezi_fail(-EINVAL, "ez_listen_opts.placement %u unknown (0..%d)", o->placement,
+				EZ_PLACE_CALLBACK);
+	if (o->placement == EZ_PLACE_CALLBACK && !o->place)
+		return ezi_fail(-EINVAL, "ez_listen_opts.place is NULL with EZ_PLACE_CALLBACK");
+	return 0;
+}
+
+/* A reference on each worker's inbox: a worker freed later only closes it. */
+static int workers_take(struct ez_listener *l, const struct ez_listen_opts *o)
+{
+	uint32_t i;
+
+	if (!o->nworkers)
+		return 0;
+	l->workers = calloc(o->nworkers, sizeof(*l->workers));
+	if (!l->workers)
+		return ezi_fail(-ENOMEM, "ez_listen: out of memory");
+	for (i = 0; i < o->nworkers; i++) {
+		l->workers[i] = handoff_find(o->workers[i]);
+		if (!l->workers[i]) {
+			l->nworkers = i;
+			return ezi_fail(-EINVAL, "ez_listen_opts.workers[%u] (%p) takes no requests: "
+					"call ez_ctx_take_requests() on its thread first",
+					i, (void *)o->workers[i]);
+		}
+	}
+	l->nworkers = o->nworkers;
+	l->placement = o->placement;
+	l->place = o->place;
+	return 0;
 }
 
 int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
@@ -328,11 +507,16 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 
 	if (ctx_check_thread(ctx, "ez_listen"))
 		return -EPERM;
-	if (!ctx || !on_request || !out)
-		return ezi_fail(-EINVAL, "ez_listen: ctx %p, on_request %s, listener pointer %p",
-				(void *)ctx, on_request ? "set" : "NULL", (void *)out);
+	if (!ctx || !out)
+		return ezi_fail(-EINVAL, "ez_listen: ctx %p, listener pointer %p",
+				(void *)ctx, (void *)out);
 	/* At this library's layout (doc/abi.md); NULL reads as all zero. */
 	ret = ezi_struct_in(&lo, sizeof(lo), opts_in, opts_size, "ez_listen", "ez_listen_opts");
+	if (ret)
+		return ret;
+	if (!on_request && !opts->nworkers)
+		return ezi_fail(-EINVAL, "ez_listen: on_request NULL and no ez_listen_opts.workers");
+	ret = workers_check(opts);
 	if (ret)
 		return ret;
 	backlog = opts->backlog > 0 ? opts->backlog : 128;
@@ -376,6 +560,11 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 	peer_penalty_opts(&l->pen, opts);
 	l->on_request = on_request;
 	l->arg = arg;
+	ret = workers_take(l, opts);
+	if (ret) {
+		listener_free(l);
+		return ret;
+	}
 	if (rdma_create_id(ctx->ch, &l->id, l, RDMA_PS_TCP)) {
 		ret = ezi_fail(-errno, "rdma_create_id: %s", ez_strerror(errno));
 		listener_free(l);
@@ -415,7 +604,7 @@ uint16_t ez_listener_port(const struct ez_listener *l)
 {
 	if (l && ctx_wrong_thread(l->ctx, "ez_listener_port"))
 		return 0;
-	return l ? ntohs(rdma_get_src_port(l->id)) : 0;
+	return l && l->id ? ntohs(rdma_get_src_port(l->id)) : 0;
 }
 
 void ez_listener_close(struct ez_listener *l)
@@ -424,6 +613,11 @@ void ez_listener_close(struct ez_listener *l)
 
 	if (!l || ctx_wrong_thread(l->ctx, "ez_listener_close"))
 		return;
+	if (l->worker) {
+		ezi_log_err("ez_listener_close: %p is a worker context's listener (ez_ctx_take_requests); "
+			    "it goes with the context", (void *)l);
+		return;
+	}
 	while (l->reqs) {
 		struct ez_conn_req *req = l->reqs;
 
@@ -431,7 +625,7 @@ void ez_listener_close(struct ez_listener *l)
 			reject_id(req->id, why, sizeof(why) - 1);
 			destroy_id(req->id);
 		}
-		req_free(req);
+		listener_req_free(req);
 	}
 	ctx_listener_gone(l->ctx, l->id);
 	destroy_id(l->id);
@@ -465,7 +659,7 @@ int ez_reject(struct ez_conn_req *req, const void *reason, size_t len)
 	if (!req)
 		return ezi_fail(-EINVAL, "ez_reject: req is NULL");
 	if (req->expired) {	/* rejected at the deadline already */
-		req_free(req);
+		listener_req_free(req);
 		return 0;
 	}
 	if (len > EZ_REJECT_DATA_MAX || (len && !reason)) {
@@ -475,12 +669,137 @@ int ez_reject(struct ez_conn_req *req, const void *reason, size_t len)
 		len = 0;
 		reject_id(req->id, "", 0);
 		destroy_id(req->id);
-		req_free(req);
+		listener_req_free(req);
 		return ret;
 	}
 	reject_id(req->id, reason, len);
 	destroy_id(req->id);
-	req_free(req);
+	listener_req_free(req);
 	return 0;
 }
 
+
+/* ---- a worker context: requests handed to it ---------------------------- */
+
+/* The request arrived on this thread: it counts on the worker's listener
+ * (the limits it came with), with the deadline it had. */
+static void worker_deliver(struct handoff *h, struct loop_mail *m)
+{
+	struct ez_conn_req *req = container_of(m, struct ez_conn_req, mail);
+	struct ez_listener *w = handoff_arg(h);
+	uint32_t timeout_ms = req->pend.timeout_ms;
+	char why[160];
+	const char *denied;
+
+	w->max_pending = req->max_pending;
+	w->max_pending_per_peer = req->max_pending_per_peer;
+	denied = limit_gate(w, &req->peer, why, sizeof(why));
+	if (denied) {
+		req_refuse(req, denied);
+		return;
+	}
+	req_link(w, req);
+	hs_join(w, &req->pend, ms_left(req->due_ns), req_expired);
+	req->pend.timeout_ms = timeout_ms;
+	w->handed++;
+	w->on_request(w, req, w->arg);
+}
+
+static void worker_dispose(struct handoff *h, struct loop_mail *m, const char *why)
+{
+	req_refuse(container_of(m, struct ez_conn_req, mail), why);
+}
+
+/* The inbox closed: the requests the worker has not answered go too. */
+static void worker_closed(struct handoff *h)
+{
+	struct ez_listener *w = handoff_arg(h);
+
+	while (w->reqs) {
+		struct ez_conn_req *req = w->reqs;
+
+		if (req->id) {
+			reject_id(req->id, "worker context freed", 20);
+			destroy_id(req->id);
+		}
+		listener_req_free(req);
+	}
+	listener_free(w);
+}
+
+static const struct handoff_ops worker_ops = {
+	.deliver = worker_deliver,
+	.dispose = worker_dispose,
+	.closed = worker_closed,
+};
+
+int ez_ctx_take_requests(struct ez_ctx *ctx, ez_request_cb on_request, void *arg)
+{
+	struct ez_listener *w;
+	int ret;
+
+	if (ctx_check_thread(ctx, "ez_ctx_take_requests"))
+		return -EPERM;
+	if (!ctx)
+		return ezi_fail(-EINVAL, "ez_ctx_take_requests: ctx is NULL");
+	if (!on_request) {
+		handoff_close(ctx, "worker stopped taking requests");
+		return 0;
+	}
+	if (ctx->handoff) {
+		w = handoff_arg(ctx->handoff);
+		w->on_request = on_request;
+		w->arg = arg;
+		return 0;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return ezi_fail(-ENOMEM, "ez_ctx_take_requests: out of memory");
+	w->worker = 1;
+	w->ctx = ctx;
+	w->on_request = on_request;
+	w->arg = arg;
+	w->cm.on_event = listener_on_cm;
+	w->max_pending = LISTENER_DEF_MAX_PENDING;
+	w->max_pending_per_peer = LISTENER_DEF_MAX_PENDING_PER_PEER;
+	w->handshake_timeout_ms = LISTENER_DEF_HANDSHAKE_TIMEOUT_MS;
+	ret = handoff_open(ctx, &worker_ops, w);
+	if (ret) {
+		free(w);
+		return ret;
+	}
+	return 0;
+}
+
+int ez_handoff(struct ez_conn_req *req, struct ez_ctx *target)
+{
+	struct handoff *h;
+	char why[EZ_REJECT_DATA_MAX];
+	int ret;
+
+	if (req && req->listener && ctx_check_thread(req->listener->ctx, "ez_handoff"))
+		return -EPERM;
+	if (!req || !target)
+		return ezi_fail(-EINVAL, "ez_handoff: req %p, target %p", (void *)req, (void *)target);
+	if (!req->listener)
+		return ezi_fail(-EINVAL, "ez_handoff: request already answered");
+	if (req->expired) {
+		ret = ezi_fail(-ETIMEDOUT, "ez_handoff: the request waited beyond the listener's handshake_timeout_ms of %u ms and was rejected",
+			       req->pend.timeout_ms);
+		listener_req_free(req);
+		return ret;
+	}
+	h = handoff_find(target);
+	ret = h ? req_hand(req, h) : -ESHUTDOWN;
+	if (h)
+		handoff_put(h);
+	if (!ret)
+		return 0;
+	if (ret == -ESHUTDOWN)
+		ret = ezi_fail(-ESHUTDOWN, "ez_handoff: context %p takes no requests (never called "
+			       "ez_ctx_take_requests, stopped, or freed); request rejected",
+			       (void *)target);
+	snprintf(why, sizeof(why), "%s", ez_errmsg());
+	req_refuse(req, why);
+	return ret;
+}

@@ -8,10 +8,12 @@
 #include "wire/handshake.h"
 #include "peer_penalty.h"
 #include "listener_hs.h"
+#include "loop/mailbox.h"
 
 struct auth_key;
 struct replay_window;
 struct ez_listener;
+struct handoff;
 
 
 struct ez_conn_req {
@@ -25,6 +27,16 @@ struct ez_conn_req {
 	struct ez_conn_req *next, *prev;
 	struct listener_hs pend;	/* counted until answered; at the deadline the id is rejected */
 	int expired;		/* the deadline passed: id rejected and destroyed (NULL) */
+	/* What ez_accept needs of the listener, kept by the request so that it
+	 * can be answered on another context (ez_handoff): the shared secret
+	 * (the listener's, or a copy of it once handed: auth_own), the
+	 * penalty options and the limits its new context applies. */
+	struct auth_key *auth;
+	int auth_own;
+	struct peer_penalty_opts pen;
+	uint32_t max_pending, max_pending_per_peer;
+	struct loop_mail mail;	/* in the target's inbox while handed */
+	uint64_t due_ns;	/* while handed: the handshake deadline */
 };
 
 struct ez_listener {
@@ -41,10 +53,23 @@ struct ez_listener {
 	uint32_t npending;		/* on that list */
 	uint32_t max_pending, max_pending_per_peer, handshake_timeout_ms;	/* resolved */
 	uint64_t refused_pending, refused_per_peer, expired;	/* counts, for tests and logs */
+	/* ez_listen_opts.workers: each request is handed to one of them
+	 * (references on their inboxes, handoff.c). */
+	struct handoff **workers;
+	uint32_t nworkers, placement, rr;
+	ez_place_cb place;
+	uint64_t handed, refused_workers;
+	/* A worker context's listener (ez_ctx_take_requests): no CM id; the
+	 * requests handed to the context are counted on it and reach
+	 * on_request through it. */
+	int worker;
 };
 
 /* Takes req off its listener's list (ez_accept and ez_reject). */
 void listener_req_unlink(struct ez_conn_req *req);
+/* Off its listener's list and counts, its copy of the shared secret wiped,
+ * freed (an answered request). */
+void listener_req_free(struct ez_conn_req *req);
 /* Rejects id with a reason (and HS_CAP_AUTH for a shared-secret refusal)
  * that the peer's easyrdma shows in its error message. */
 void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason, size_t len);

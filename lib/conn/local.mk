@@ -3,6 +3,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/ctx.c lib/conn/ctx.h lib/conn/ctx_objects.c \
 	lib/conn/conn_qp.c lib/conn/conn_qp.h \
 	lib/conn/listener.c lib/conn/listener.h lib/conn/listener_hs.h \
+	lib/conn/handoff.c lib/conn/handoff.h \
 	lib/conn/conn.c \
 	lib/conn/conn_fsm.c lib/conn/conn_fsm.h \
 	lib/conn/msg.c lib/conn/msg.h \
@@ -115,4 +116,12 @@ INTEGRATION_TESTS += tests/integration/test_multipath
 tests_integration_test_multipath_SOURCES = tests/integration/test_multipath.c tests/integration/testenv.h
 tests_integration_test_multipath_CFLAGS = $(TEST_CFLAGS)
 tests_integration_test_multipath_LDADD = $(TEST_LDADD)
+endif
+
+# Connection requests handed to worker threads' contexts (issue 21).
+if HAVE_CHECK
+INTEGRATION_TESTS += tests/integration/test_workers
+tests_integration_test_workers_SOURCES = tests/integration/test_workers.c tests/integration/testenv.h
+tests_integration_test_workers_CFLAGS = $(TEST_CFLAGS) -pthread
+tests_integration_test_workers_LDADD = $(TEST_LDADD) -lpthread
 endif

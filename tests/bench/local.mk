@@ -14,7 +14,8 @@ tests_bench_cmserial_LDADD = $(RDMACM_LIBS) $(IBVERBS_LIBS)
 
 dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py \
 	tests/bench/plot.py tests/bench/test-plot.sh \
-	tests/bench/insn tests/bench/insn-inside.sh tests/bench/insn-summarize.py
+	tests/bench/insn tests/bench/insn-inside.sh tests/bench/insn-summarize.py \
+	tests/bench/workers-bench.sh
 # The pictures of doc/performance.md (plot.py) are drawn from fixed data.
 TESTS += tests/bench/test-plot.sh
 EXTRA_DIST += tests/bench/README.md tests/bench/insn-budget.json tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \

@@ -13,10 +13,10 @@
 #include "../checkmain.h"
 
 /* Starts rpc_server on a free port of the test address; returns the port. */
-static int start_server(struct child *srv)
+static int start_server_threads(struct child *srv, const char *threads)
 {
 	char *argv[] = { (char *)prog_path("samples/rpc_server"), "-a", (char *)test_addr(),
-			 "-p", "0", NULL };
+			 "-p", "0", threads ? "--threads" : NULL, (char *)threads, NULL };
 	char line[256];
 	int port = 0;
 
@@ -26,6 +26,11 @@ static int start_server(struct child *srv)
 	ck_assert_int_eq(sscanf(strstr(line, "port"), "port %d", &port), 1);
 	ck_assert_int_gt(port, 0);
 	return port;
+}
+
+static int start_server(struct child *srv)
+{
+	return start_server_threads(srv, NULL);
 }
 
 static void start_client(struct child *c, int port, const char *n, const char *window,
@@ -97,6 +102,44 @@ START_TEST(sigterm_with_busy_client)
 }
 END_TEST
 
+/* --threads 2: the listener hands each connection to one of two worker
+ * threads; every reply verified, the summary adds the workers' counts. */
+START_TEST(threads_two_workers)
+{
+	struct child srv, cl[4];
+	char line[512];
+	int port = start_server_threads(&srv, "2"), i;
+	unsigned long c0 = 0, c1 = 0, r0 = 0, r1 = 0;
+	char *w;
+
+	for (i = 0; i < 4; i++)
+		start_client(&cl[i], port, "500", "8", "256");
+	for (i = 0; i < 4; i++) {
+		int st = child_finish(&cl[i], 45000);
+
+		ck_assert_msg(st == 0, "client %d exited %d; output: %s", i, st, cl[i].buf);
+		ck_assert_msg(strstr(cl[i].buf, "rpc_client: 500 replies verified"), "client %d: %s",
+			      i, cl[i].buf);
+	}
+	kill(srv.pid, SIGTERM);
+	ck_assert_int_eq(child_wait_line(&srv, "requests (", line, sizeof(line), 10000), 0);
+	ck_assert_msg(strstr(line, "4 connections, 2000 requests (echo 1000, sum 1000, bad 0)"),
+		      "server summary: %s", line);
+	ck_assert_int_eq(child_finish(&srv, 10000), 0);
+	w = strstr(srv.buf, "worker 0: ");
+	ck_assert_msg(w && sscanf(w, "worker 0: %lu connections, %lu requests", &c0, &r0) == 2,
+		      "no worker 0 line: %s", srv.buf);
+	w = strstr(srv.buf, "worker 1: ");
+	ck_assert_msg(w && sscanf(w, "worker 1: %lu connections, %lu requests", &c1, &r1) == 2,
+		      "no worker 1 line: %s", srv.buf);
+	printf("rpc_server --threads 2: worker 0 %lu connections, worker 1 %lu\n", c0, c1);
+	ck_assert_uint_eq(c0 + c1, 4);
+	ck_assert_uint_eq(r0 + r1, 2000);
+	ck_assert_uint_gt(c0, 0);
+	ck_assert_uint_gt(c1, 0);
+}
+END_TEST
+
 /* No server: the client reports the refused connection and exits 1. */
 START_TEST(client_without_server_fails)
 {
@@ -123,6 +166,7 @@ int main(void)
 	tcase_add_test(tc, three_clients_all_replies_verified);
 	tcase_add_test(tc, sigterm_with_busy_client);
 	tcase_add_test(tc, client_without_server_fails);
+	tcase_add_test(tc, threads_two_workers);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_VERBOSE);
 }

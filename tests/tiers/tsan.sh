@@ -4,7 +4,10 @@
 #
 # Where threads meet: tests/faults/test_misuse calls every entry point from a
 # thread that does not own the context, and runs ez_ctx_process() from two
-# threads at once. Only what it needs is built (the static core and the one
+# threads at once; tests/integration/test_workers hands connection requests
+# to worker threads' contexts (ez_handoff, a listener's workers) while they
+# run, stall, and are freed; tests/unit/test_mailbox posts to a loop from
+# four threads (the mailbox under those handoffs). Only what it needs is built (the static core and the one
 # program: about a minute), so the tier stays small in CI. Each program's
 # output goes to build-tsan/tests/faults/NAME.log and its result to NAME.trs
 # (written here in the test driver's format, so count_trs counts it).
@@ -13,7 +16,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 tsan_dir=$top/build-tsan
-tsan_programs=(tests/faults/test_misuse)
+tsan_programs=(tests/faults/test_misuse tests/integration/test_workers tests/unit/test_mailbox)
 
 tsan_build() {
 	mkdir -p "$tsan_dir"
@@ -52,6 +55,8 @@ tsan_tier() {
 	done
 	echo "(TSan tier: $((SECONDS - t)) s)"
 	count_trs tests/faults "$tsan_dir" || result fail "TSan tests did not run"
+	count_trs tests/integration "$tsan_dir" || result fail "TSan threaded integration tests did not run"
+	count_trs tests/unit "$tsan_dir" || result fail "TSan threaded unit tests did not run"
 }
 
 [ $# -eq 0 ] || { echo "usage: $0" >&2; exit 2; }

@@ -1,0 +1,687 @@
+/* test_workers.c: one listener, its connections spread over worker threads (ez_listen_opts.workers, ez_handoff): every callback on its worker's thread, echoes checked byte for byte, workers freed during handoffs, a connect storm, the listener closed with handoffs pending. */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "easyrdma.h"
+#include "testenv.h"
+#include "../checkmain.h"
+
+#define MAXW 4
+#define MAXC 64		/* connections per client thread */
+#define MAXT 4		/* client threads */
+#define MSG_MAX 2048
+/* The handshake deadline of the tests' listeners: a storm of connects in a
+ * one-vCPU TCG guest under ASan (workers, clients and listener on one CPU)
+ * takes seconds; the default 2 s refused some there. */
+#define HS_MS 20000
+
+/* Polls ctx once for up to ms (each thread runs its own context this way). */
+static void pump(struct ez_ctx *ctx, int ms)
+{
+	struct pollfd p = { .fd = ez_ctx_fd(ctx), .events = POLLIN };
+	int t = ez_ctx_timeout_ms(ctx);
+
+	if (t < 0 || t > ms)
+		t = ms;
+	poll(&p, 1, t);
+	ez_ctx_process(ctx);
+}
+
+/* ---- workers: each a thread with its own context ------------------------ */
+
+struct worker {
+	pthread_t th;
+	pthread_t self;		/* set by the thread itself */
+	struct ez_ctx *ctx;
+	int idx;
+	int ready;		/* atomic: taking requests */
+	int stop;		/* atomic: close everything and free */
+	int stall;		/* atomic: do not run the loop while set */
+	int free_now;		/* atomic: free the context at once (queued requests rejected) */
+	int freed;		/* atomic */
+	/* The worker's own (read after the join). */
+	int requests, accepted, connected, disconnected, live, msgs;
+	int wrong_thread;	/* callbacks that ran on another thread */
+	int free_ret;
+};
+
+static int ld(const int *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void st(int *p, int v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static void w_check(struct worker *w)
+{
+	if (!pthread_equal(pthread_self(), w->self))
+		w->wrong_thread++;
+}
+
+static void w_on_connect(struct ez_conn *c, int status, void *arg)
+{
+	struct worker *w = arg;
+
+	w_check(w);
+	if (status == 0) {
+		w->connected++;
+	} else {
+		fprintf(stderr, "worker %d: on_connect %d: %s\n", w->idx, status, ez_conn_errmsg(c));
+		w->live--;
+		ez_conn_close(c);
+	}
+}
+
+/* Echo: the bytes go back as they came. */
+static void w_on_recv(struct ez_conn *c, struct ez_buf *b, void *arg)
+{
+	struct worker *w = arg;
+
+	w_check(w);
+	w->msgs++;
+	if (ez_send(c, ez_buf_data(b), ez_buf_len(b), NULL, NULL))
+		fprintf(stderr, "worker %d: echo: %s\n", w->idx, ez_errmsg());
+	ez_buf_release(b);
+}
+
+static void w_on_disconnect(struct ez_conn *c, int status, void *arg)
+{
+	struct worker *w = arg;
+
+	w_check(w);
+	if (status)
+		fprintf(stderr, "worker %d: on_disconnect %d: %s\n", w->idx, status, ez_conn_errmsg(c));
+	w->disconnected++;
+	w->live--;
+	ez_conn_close(c);
+}
+
+static const struct ez_conn_cbs w_cbs = {
+	.on_connect = w_on_connect, .on_recv = w_on_recv, .on_disconnect = w_on_disconnect,
+};
+
+static void w_on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	struct worker *w = arg;
+	struct ez_conn *c;
+	struct ez_conn_opts o = { .max_msg_size = MSG_MAX, .recv_depth = 32, .send_depth = 32 };
+
+	(void)l;
+	w_check(w);
+	w->requests++;
+	if (ez_accept(req, &o, &w_cbs, w, &c) == 0) {
+		w->accepted++;
+		w->live++;
+	} else {
+		fprintf(stderr, "worker %d: ez_accept: %s\n", w->idx, ez_errmsg());
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	double t0;
+
+	w->self = pthread_self();
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &w->ctx), 0);
+	ck_assert_int_eq(ez_ctx_take_requests(w->ctx, w_on_request, w), 0);
+	st(&w->ready, 1);
+	while (!ld(&w->stop) && !ld(&w->free_now)) {
+		if (ld(&w->stall)) {
+			usleep(2000);
+			continue;
+		}
+		pump(w->ctx, 10);
+	}
+	/* Whatever the test wanted: connections go, then the context. */
+	t0 = now_s();
+	do {
+		w->free_ret = ez_ctx_free(w->ctx);
+		if (w->free_ret == -EBUSY)
+			pump(w->ctx, 10);
+	} while (w->free_ret == -EBUSY && now_s() - t0 < 20);
+	if (w->free_ret)
+		fprintf(stderr, "worker %d: ez_ctx_free: %s\n", w->idx, ez_errmsg());
+	st(&w->freed, 1);
+	return NULL;
+}
+
+static void workers_start(struct worker *ws, int n)
+{
+	for (int i = 0; i < n; i++) {
+		memset(&ws[i], 0, sizeof(ws[i]));
+		ws[i].idx = i;
+		ck_assert_int_eq(pthread_create(&ws[i].th, NULL, worker_main, &ws[i]), 0);
+	}
+	for (int i = 0; i < n; i++)
+		while (!ld(&ws[i].ready))
+			usleep(1000);
+}
+
+static void workers_join(struct worker *ws, int n)
+{
+	for (int i = 0; i < n; i++) {
+		st(&ws[i].stop, 1);
+		pthread_join(ws[i].th, NULL);
+		ck_assert_msg(ws[i].wrong_thread == 0, "worker %d: %d callbacks on another thread", i,
+			      ws[i].wrong_thread);
+		ck_assert_msg(ws[i].free_ret == 0, "worker %d: ez_ctx_free %d", i, ws[i].free_ret);
+	}
+}
+
+/* ---- clients: threads, each with its own context (a multi-threaded client) */
+
+struct client;
+
+struct cconn {
+	struct client *cl;
+	int idx;
+	struct ez_conn *conn;
+	int status, done, sent, echoed, bad, closed;
+	char msg[512];
+};
+
+struct client {
+	pthread_t th;
+	int idx, nconns, nmsgs;
+	uint16_t port;
+	struct ez_ctx *ctx;
+	struct cconn c[MAXC];
+	int finished;		/* atomic */
+	int ok, refused, failed, bad;
+	double deadline_s;
+};
+
+/* Message seq of connection (client, conn): a length and bytes that only it has. */
+static size_t msg_fill(const struct cconn *cc, int seq, unsigned char *buf)
+{
+	size_t len = 1 + ((size_t)(cc->cl->idx * 131 + cc->idx * 17 + seq * 257) % (MSG_MAX - 1));
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (unsigned char)(cc->cl->idx * 7 + cc->idx * 3 + seq + i * 13);
+	return len;
+}
+
+static void c_send_next(struct cconn *cc)
+{
+	unsigned char buf[MSG_MAX];
+	size_t len = msg_fill(cc, cc->sent, buf);
+
+	if (ez_send(cc->conn, buf, len, NULL, NULL) == 0)
+		cc->sent++;
+	else
+		fprintf(stderr, "client send: %s\n", ez_errmsg());
+}
+
+static void c_on_connect(struct ez_conn *c, int status, void *arg)
+{
+	struct cconn *cc = arg;
+
+	cc->status = status;
+	if (status) {
+		snprintf(cc->msg, sizeof(cc->msg), "%s", ez_conn_errmsg(c));
+		cc->done = 1;
+		ez_conn_close(c);
+		cc->closed = 1;
+		return;
+	}
+	/* Two in flight: echoes come back in order on one path. */
+	c_send_next(cc);
+	if (cc->cl->nmsgs > 1)
+		c_send_next(cc);
+}
+
+static void c_on_recv(struct ez_conn *c, struct ez_buf *b, void *arg)
+{
+	struct cconn *cc = arg;
+	unsigned char want[MSG_MAX];
+	size_t len = msg_fill(cc, cc->echoed, want);
+
+	if (ez_buf_len(b) != len || memcmp(ez_buf_data(b), want, len))
+		cc->bad++;
+	ez_buf_release(b);
+	cc->echoed++;
+	if (cc->sent < cc->cl->nmsgs)
+		c_send_next(cc);
+	if (cc->echoed == cc->cl->nmsgs && !cc->closed) {
+		cc->done = 1;
+		cc->closed = 1;
+		ez_conn_close(c);
+	}
+}
+
+static void c_on_disconnect(struct ez_conn *c, int status, void *arg)
+{
+	struct cconn *cc = arg;
+
+	(void)status;
+	if (!cc->closed) {
+		cc->closed = 1;
+		cc->done = 1;
+		ez_conn_close(c);
+	}
+}
+
+static const struct ez_conn_cbs c_cbs = {
+	.on_connect = c_on_connect, .on_recv = c_on_recv, .on_disconnect = c_on_disconnect,
+};
+
+static int all_done(struct client *cl)
+{
+	for (int i = 0; i < cl->nconns; i++)
+		if (!cl->c[i].done)
+			return 0;
+	return 1;
+}
+
+static void *client_main(void *arg)
+{
+	struct client *cl = arg;
+	char port[8];
+	struct ez_conn_opts o = { .max_msg_size = MSG_MAX, .recv_depth = 8, .send_depth = 8,
+				  .connect_timeout_ms = 20000 };
+	double t0;
+
+	snprintf(port, sizeof(port), "%u", cl->port);
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &cl->ctx), 0);
+	/* All at once: a storm when there are many. */
+	for (int i = 0; i < cl->nconns; i++) {
+		cl->c[i].cl = cl;
+		cl->c[i].idx = i;
+		ck_assert_int_eq(ez_connect(cl->ctx, test_addr(), port, &o, &c_cbs, &cl->c[i],
+					    &cl->c[i].conn), 0);
+	}
+	t0 = now_s();
+	while (!all_done(cl) && now_s() - t0 < cl->deadline_s)
+		pump(cl->ctx, 10);
+	for (int i = 0; i < cl->nconns; i++) {
+		struct cconn *cc = &cl->c[i];
+
+		if (!cc->done) {
+			cl->failed++;
+			fprintf(stderr, "client %d conn %d: not done (status %d, %d/%d echoed)\n",
+				cl->idx, i, cc->status, cc->echoed, cl->nmsgs);
+			if (!cc->closed)
+				ez_conn_close(cc->conn);
+		} else if (cc->status == 0 && cc->echoed == cl->nmsgs) {
+			cl->ok++;
+		} else if (cc->status == -ECONNREFUSED) {
+			cl->refused++;
+		} else {
+			cl->failed++;
+			fprintf(stderr, "client %d conn %d: status %d (%s), %d/%d echoed\n", cl->idx,
+				i, cc->status, cc->msg, cc->echoed, cl->nmsgs);
+		}
+		cl->bad += cc->bad;
+	}
+	t0 = now_s();
+	while (ez_ctx_free(cl->ctx) == -EBUSY && now_s() - t0 < 10)
+		pump(cl->ctx, 10);
+	st(&cl->finished, 1);
+	return NULL;
+}
+
+static void clients_start(struct client *cls, int n, int nconns, int nmsgs, uint16_t port)
+{
+	for (int i = 0; i < n; i++) {
+		memset(&cls[i], 0, sizeof(cls[i]));
+		cls[i].idx = i;
+		cls[i].nconns = nconns;
+		cls[i].nmsgs = nmsgs;
+		cls[i].port = port;
+		cls[i].deadline_s = 60;
+		ck_assert_int_eq(pthread_create(&cls[i].th, NULL, client_main, &cls[i]), 0);
+	}
+}
+
+static int clients_finished(struct client *cls, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!ld(&cls[i].finished))
+			return 0;
+	return 1;
+}
+
+/* The listener's thread runs its context until the clients are through. */
+static void serve_until_clients(struct ez_ctx *ctx, struct client *cls, int n)
+{
+	double t0 = now_s();
+
+	while (!clients_finished(cls, n) && now_s() - t0 < 90)
+		pump(ctx, 10);
+	for (int i = 0; i < n; i++)
+		pthread_join(cls[i].th, NULL);
+}
+
+static void no_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	(void)l;
+	(void)arg;
+	ez_reject(req, "unexpected", 10);
+}
+
+/* ---- the tests ----------------------------------------------------------- */
+
+/* N workers x M client threads, round-robin: each worker gets its share,
+ * every callback on its own thread, every echo byte for byte. */
+START_TEST(workers_round_robin)
+{
+	enum { NW = 3, NT = 2, NC = 6, NM = 8 };
+	struct worker ws[NW];
+	struct client cls[NT];
+	struct ez_ctx *ctx, *wctx[NW];
+	struct ez_listener *l;
+	double t0 = now_s();
+	int total = 0;
+
+	workers_start(ws, NW);
+	for (int i = 0; i < NW; i++)
+		wctx[i] = ws[i].ctx;
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx };
+
+		ck_assert_msg(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l) == 0, "%s",
+			      ez_errmsg());
+	}
+	clients_start(cls, NT, NC, NM, ez_listener_port(l));
+	serve_until_clients(ctx, cls, NT);
+	for (int i = 0; i < NT; i++) {
+		ck_assert_msg(cls[i].ok == NC, "client %d: %d of %d connections echoed (%d refused, %d failed)",
+			      i, cls[i].ok, NC, cls[i].refused, cls[i].failed);
+		ck_assert_int_eq(cls[i].bad, 0);
+	}
+	ez_listener_close(l);
+	workers_join(ws, NW);
+	for (int i = 0; i < NW; i++) {
+		printf("worker %d: %d requests, %d connected, %d messages echoed\n", i,
+		       ws[i].requests, ws[i].connected, ws[i].msgs);
+		ck_assert_int_eq(ws[i].requests, NT * NC / NW);
+		ck_assert_int_eq(ws[i].connected, NT * NC / NW);
+		ck_assert_int_eq(ws[i].msgs, NT * NC / NW * NM);
+		ck_assert_int_eq(ws[i].disconnected, ws[i].connected);
+		total += ws[i].connected;
+	}
+	ck_assert_int_eq(total, NT * NC);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+	printf("workers_round_robin: %d workers x %d client threads x %d connections: %.2f s\n",
+	       NW, NT, NC, now_s() - t0);
+}
+END_TEST
+
+/* The application's choice; a worker freed while requests queue for it:
+ * those are rejected with the reason, the listener then skips it. */
+static int placed;
+
+static int place_alternate(struct ez_listener *l, const struct ez_conn_req *req,
+			   unsigned int n, void *arg)
+{
+	(void)l;
+	(void)req;
+	(void)arg;
+	return (int)(placed++ % n);
+}
+
+START_TEST(worker_freed_during_handoff)
+{
+	enum { NW = 2, NC = 6, NM = 2 };
+	struct worker ws[NW];
+	struct client cls[1];
+	struct ez_ctx *ctx, *wctx[NW];
+	struct ez_listener *l;
+	double t0;
+	int refused_ok = 0;
+
+	workers_start(ws, NW);
+	for (int i = 0; i < NW; i++)
+		wctx[i] = ws[i].ctx;
+	st(&ws[1].stall, 1);	/* its requests wait in its inbox */
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
+					     .placement = EZ_PLACE_CALLBACK, .place = place_alternate };
+
+		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), 0);
+	}
+	placed = 0;
+	clients_start(cls, 1, NC, NM, ez_listener_port(l));
+	t0 = now_s();
+	while (placed < NC && now_s() - t0 < 30)
+		pump(ctx, 10);
+	ck_assert_int_eq(placed, NC);
+	/* Three requests sit in worker 1's inbox: it is freed now. */
+	st(&ws[1].free_now, 1);
+	while (!ld(&ws[1].freed))
+		pump(ctx, 10);
+	serve_until_clients(ctx, cls, 1);
+	ck_assert_msg(cls[0].ok == NC / 2 && cls[0].refused == NC / 2,
+		      "%d echoed, %d refused, %d failed", cls[0].ok, cls[0].refused, cls[0].failed);
+	for (int i = 0; i < NC; i++)
+		if (cls[0].c[i].status == -ECONNREFUSED) {
+			ck_assert_msg(strstr(cls[0].c[i].msg, "worker context freed"), "%s",
+				      cls[0].c[i].msg);
+			refused_ok++;
+		}
+	ck_assert_int_eq(refused_ok, NC / 2);
+	printf("refused: %s\n", cls[0].c[1].msg);
+	/* Later requests placed on worker 1 go to worker 0. */
+	clients_start(cls, 1, 4, NM, ez_listener_port(l));
+	serve_until_clients(ctx, cls, 1);
+	ck_assert_msg(cls[0].ok == 4, "%d echoed after the free, %d refused, %d failed", cls[0].ok,
+		      cls[0].refused, cls[0].failed);
+	ez_listener_close(l);
+	workers_join(ws, NW);
+	ck_assert_int_eq(ws[1].requests, 0);
+	ck_assert_int_eq(ws[0].connected, NC / 2 + 4);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+}
+END_TEST
+
+/* ez_handoff() from the application's on_request; to a context that takes
+ * no requests (never asked, then freed): -ESHUTDOWN, the peer reads why. */
+static struct ez_ctx *raw_target;
+static int raw_ret[16], raw_n;
+
+static void raw_on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	(void)l;
+	(void)arg;
+	raw_ret[raw_n++ % 16] = ez_handoff(req, raw_target);
+}
+
+START_TEST(handoff_raw)
+{
+	struct worker ws[1];
+	struct client cls[1];
+	struct ez_ctx *ctx, *plain;
+	struct ez_listener *l;
+
+	workers_start(ws, 1);
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &plain), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS };
+
+		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, raw_on_request, NULL, &l), 0);
+	}
+	raw_target = ws[0].ctx;
+	raw_n = 0;
+	clients_start(cls, 1, 3, 4, ez_listener_port(l));
+	serve_until_clients(ctx, cls, 1);
+	ck_assert_int_eq(cls[0].ok, 3);
+	ck_assert_int_eq(raw_n, 3);
+	ck_assert_int_eq(raw_ret[0], 0);
+	/* A context that never called ez_ctx_take_requests(). */
+	raw_target = plain;
+	raw_n = 0;
+	clients_start(cls, 1, 1, 1, ez_listener_port(l));
+	serve_until_clients(ctx, cls, 1);
+	ck_assert_int_eq(raw_ret[0], -ESHUTDOWN);
+	ck_assert_int_eq(cls[0].refused, 1);
+	ck_assert_msg(strstr(cls[0].c[0].msg, "takes no requests"), "%s", cls[0].c[0].msg);
+	printf("refused: %s\n", cls[0].c[0].msg);
+	/* The worker freed: its address is only compared, never read. */
+	workers_join(ws, 1);
+	raw_target = ws[0].ctx;
+	raw_n = 0;
+	clients_start(cls, 1, 1, 1, ez_listener_port(l));
+	serve_until_clients(ctx, cls, 1);
+	ck_assert_int_eq(raw_ret[0], -ESHUTDOWN);
+	ck_assert_int_eq(cls[0].refused, 1);
+	/* A bad call leaves nothing behind. */
+	ck_assert_int_eq(ez_handoff(NULL, plain), -EINVAL);
+	ez_listener_close(l);
+	ck_assert_int_eq(ez_ctx_free(plain), 0);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+}
+END_TEST
+
+/* Every client thread connects all at once (a storm), placed by least
+ * connections over three workers. */
+START_TEST(handoff_storm)
+{
+	enum { NW = 3, NT = 3, NC = 16, NM = 2 };
+	struct worker ws[NW];
+	struct client cls[NT];
+	struct ez_ctx *ctx, *wctx[NW];
+	struct ez_listener *l;
+	double t0 = now_s();
+	int total = 0;
+
+	workers_start(ws, NW);
+	for (int i = 0; i < NW; i++)
+		wctx[i] = ws[i].ctx;
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
+					     .placement = EZ_PLACE_LEAST_CONNS };
+
+		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, no_request, NULL, &l), 0);
+	}
+	clients_start(cls, NT, NC, NM, ez_listener_port(l));
+	serve_until_clients(ctx, cls, NT);
+	for (int i = 0; i < NT; i++) {
+		ck_assert_msg(cls[i].ok == NC, "client %d: %d of %d echoed (%d refused, %d failed)", i,
+			      cls[i].ok, NC, cls[i].refused, cls[i].failed);
+		ck_assert_int_eq(cls[i].bad, 0);
+	}
+	ez_listener_close(l);
+	workers_join(ws, NW);
+	for (int i = 0; i < NW; i++) {
+		printf("storm: worker %d connected %d\n", i, ws[i].connected);
+		ck_assert_msg(ws[i].connected > 0, "worker %d got none", i);
+		total += ws[i].connected;
+	}
+	ck_assert_int_eq(total, NT * NC);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+	printf("handoff_storm: %d connections over %d workers: %.2f s\n", NT * NC, NW,
+	       now_s() - t0);
+}
+END_TEST
+
+/* The listener closes while its requests wait in stalled workers' inboxes:
+ * they are the workers' now, and are answered when the workers run. */
+START_TEST(listener_close_with_handoffs_pending)
+{
+	enum { NW = 2, NC = 6, NM = 2 };
+	struct worker ws[NW];
+	struct client cls[1];
+	struct ez_ctx *ctx, *wctx[NW];
+	struct ez_listener *l;
+	double t0;
+
+	workers_start(ws, NW);
+	for (int i = 0; i < NW; i++) {
+		wctx[i] = ws[i].ctx;
+		st(&ws[i].stall, 1);
+	}
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
+					     .placement = EZ_PLACE_CALLBACK, .place = place_alternate };
+
+		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), 0);
+	}
+	placed = 0;
+	clients_start(cls, 1, NC, NM, ez_listener_port(l));
+	t0 = now_s();
+	while (placed < NC && now_s() - t0 < 30)
+		pump(ctx, 10);
+	ck_assert_int_eq(placed, NC);
+	ez_listener_close(l);
+	for (int i = 0; i < NW; i++)
+		st(&ws[i].stall, 0);
+	serve_until_clients(ctx, cls, 1);
+	ck_assert_msg(cls[0].ok == NC, "%d of %d echoed (%d refused, %d failed)", cls[0].ok, NC,
+		      cls[0].refused, cls[0].failed);
+	workers_join(ws, NW);
+	ck_assert_int_eq(ws[0].connected + ws[1].connected, NC);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+}
+END_TEST
+
+/* Argument checks need no peer. */
+START_TEST(workers_bad_options)
+{
+	struct ez_ctx *ctx, *other;
+	struct ez_listener *l;
+	struct ez_ctx *w[1];
+
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &other), 0);
+	w[0] = other;
+	{
+		struct ez_listen_opts lo = { .nworkers = 1, .workers = w };
+
+		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), -EINVAL);
+		ck_assert_msg(strstr(ez_errmsg(), "takes no requests"), "%s", ez_errmsg());
+	}
+	ck_assert_int_eq(ez_ctx_take_requests(other, no_request, NULL), 0);
+	{
+		struct ez_listen_opts lo = { .nworkers = 1, .workers = w,
+					     .placement = EZ_PLACE_CALLBACK };
+
+		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), -EINVAL);
+		ck_assert_msg(strstr(ez_errmsg(), "place is NULL"), "%s", ez_errmsg());
+	}
+	ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", NULL, NULL, NULL, &l), -EINVAL);
+	/* Stopping twice, and freeing a worker that never got a request. */
+	ck_assert_int_eq(ez_ctx_take_requests(other, NULL, NULL), 0);
+	ck_assert_int_eq(ez_ctx_take_requests(other, NULL, NULL), 0);
+	ck_assert_int_eq(ez_ctx_take_requests(other, no_request, NULL), 0);
+	ck_assert_int_eq(ez_ctx_free(other), 0);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("workers");
+	TCase *tc = tcase_create("workers");
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, workers_bad_options);
+	tcase_add_test(tc, workers_round_robin);
+	tcase_add_test(tc, worker_freed_during_handoff);
+	tcase_add_test(tc, handoff_raw);
+	tcase_add_test(tc, handoff_storm);
+	tcase_add_test(tc, listener_close_with_handoffs_pending);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return check_run_suite(suite(), CK_NORMAL);
+}
