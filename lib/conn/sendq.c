@@ -138,6 +138,12 @@ const char *op_kind_name(enum op_kind kind)
 		return "keepalive probe";
 	case OP_KA_ANSWER:
 		return "keepalive answer";
+	case OP_SEND_RNDV:
+		return "rendezvous header";
+	case OP_RNDV_READ:
+		return "RDMA READ of a rendezvous transfer";
+	case OP_RNDV_ACK:
+		return "rendezvous acknowledgement";
 	}
 	return "operation";
 }
