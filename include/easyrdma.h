@@ -294,7 +294,8 @@ enum ez_sport_mech {
 struct ez_conn_opts {
 	uint32_t send_depth;	   /* sends/RDMA ops posted or queued at once [64] */
 	uint32_t recv_depth;	   /* buffers of the private receive pool [64] */
-	uint32_t max_msg_size;	   /* largest message sent or received [4096] */
+	uint32_t max_msg_size;	   /* largest message sent or received, above the receive buffers
+				    * by rendezvous (ez_send(3)) [4096] */
 	uint32_t inline_threshold; /* sends up to this size go inline, capped by the device [64] */
 	uint32_t connect_timeout_ms; /* whole connect: resolve, route, CM exchange [5000] */
 	uint8_t qp_timeout;	   /* local ACK timeout, 4.096 us * 2^n (0: none) [14] */
@@ -471,7 +472,7 @@ struct ez_conn_info {
 	char device[64];
 	uint8_t port;
 	struct sockaddr_storage local, peer;
-	uint32_t max_msg_size;	/* largest message the peer accepts */
+	uint32_t max_msg_size;	/* largest message ez_send can send (rendezvous included) */
 	uint32_t peer_credits;	/* receive credits the peer advertised */
 	uint32_t send_credits;	/* credits available now */
 	uint32_t max_inline;

@@ -486,7 +486,7 @@ static int send_large(struct ez_conn *conn, const struct iovec *iov, int iovcnt,
 
 	if (len > max_send(conn))
 		return ezi_fail(-EMSGSIZE, "%s: %zu bytes exceed the maximum message size %u%s", fn,
-				len, max_send(conn), conn->rndv_ok ? "" :
+				len, max_send(conn), conn->rndv_ok || len > conn->o.max_msg_size ? "" :
 				" (the peer takes no larger messages by rendezvous)");
 	op = op_get(conn, fn);
 	if (!op)
