@@ -64,7 +64,7 @@ METRICS.update({
                    " header, the receiver's RDMA READ, acknowledgement; window 16, 64 KiB receive buffers)",
                    "ib_send_bw -s 1048576 (1 MiB receive buffers), BW average", "MiB/s", "higher", None),
     "bw_1m_send_ucx": ("bandwidth 1 MiB messages: ezbench --bw --op send --size 1048576 (the bw_1m_send sample)",
-                       "ucx_perftest -t am_bw -x rc_verbs -s 1048576 (UCX's rendezvous), bandwidth average",
+                       "ucx_perftest -t ucp_am_bw -s 1048576 (UCX's rendezvous), bandwidth average",
                        "MiB/s", "higher", None),
 })
 for _n in ("20", "50", "100", "500"):
