@@ -132,6 +132,11 @@ struct ez_srqpool_opts {
 	uint32_t expected_conns;   /* connections the receive credits are shared over at least:
 				    * each starts with its full share (0: size by those attached,
 				    * a connection starts with one credit and earns its share) */
+	/* Large messages (above buf_size, by rendezvous, ez_send(3)): bytes of
+	 * them the pool's connections hold at once, being fetched or held by
+	 * the application; a fetch beyond waits for a release [64 MiB; one
+	 * message always fits]. Field added after 0.2 (issue 24). */
+	uint64_t large_max_bytes;
 };
 
 /* Level counters are the pool's own view: a buffer counts as posted until its
@@ -166,6 +171,10 @@ struct ez_srqpool_stats {
 	uint64_t credits_withheld; /* returns refused: the connection was over its share */
 	uint64_t credit_waits;	   /* returns that waited for buffers to be reposted */
 	uint64_t rebalances;	   /* share changes (attach, detach, growth) */
+	/* Large messages (rendezvous), added after 0.2 (issue 24). */
+	uint64_t large_bytes;	   /* bytes of them fetching or held by the application now */
+	uint64_t large_max_bytes;  /* the bound (ez_srqpool_opts.large_max_bytes) */
+	uint64_t large_waits;	   /* fetches that waited for the bound */
 };
 
 /* One SRQ and its registered buffers on the device named (NULL: the first). */
@@ -294,7 +303,8 @@ enum ez_sport_mech {
 struct ez_conn_opts {
 	uint32_t send_depth;	   /* sends/RDMA ops posted or queued at once [64] */
 	uint32_t recv_depth;	   /* buffers of the private receive pool [64] */
-	uint32_t max_msg_size;	   /* largest message sent or received [4096] */
+	uint32_t max_msg_size;	   /* largest message sent or received, above the receive buffers
+				    * by rendezvous (ez_send(3)) [4096] */
 	uint32_t inline_threshold; /* sends up to this size go inline, capped by the device [64] */
 	uint32_t connect_timeout_ms; /* whole connect: resolve, route, CM exchange [5000] */
 	uint8_t qp_timeout;	   /* local ACK timeout, 4.096 us * 2^n (0: none) [14] */
@@ -500,7 +510,7 @@ struct ez_conn_info {
 	char device[64];
 	uint8_t port;
 	struct sockaddr_storage local, peer;
-	uint32_t max_msg_size;	/* largest message the peer accepts */
+	uint32_t max_msg_size;	/* largest message ez_send can send (rendezvous included) */
 	uint32_t peer_credits;	/* receive credits the peer advertised */
 	uint32_t send_credits;	/* credits available now */
 	uint32_t max_inline;

@@ -28,6 +28,7 @@
 #include "loop/lookup.h"
 #include "wire/opts.h"
 #include "path.h"
+#include "rndv.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
 
@@ -466,8 +467,11 @@ static int conn_setup(struct ez_conn *conn)
 				pdev->name, dev->name));
 		conn->pool = conn->o.srqpool;
 	} else {
+		/* Messages above CONN_EAGER_MAX come by rendezvous into the
+		 * pool's large memory, not into recv_depth buffers of their size. */
 		struct ez_srqpool_opts po = {
-			.buf_size = conn->o.max_msg_size,
+			.buf_size = conn->o.max_msg_size < CONN_EAGER_MAX ? conn->o.max_msg_size :
+				    CONN_EAGER_MAX,
 			.nbufs = conn->o.recv_depth,
 		};
 
@@ -496,11 +500,12 @@ static int conn_setup(struct ez_conn *conn)
 			conn_pd_handed_to_pool(conn);
 		}
 		conn->own_pool = 1;
-		buf_size = conn->o.max_msg_size;
+		buf_size = po.buf_size;
 	}
 	/* The pool decides the first grant (its share of the pool, within the
 	 * buffers posted) and keeps receives back for credit messages. */
 	conn->acct.kick = conn_credit_kick;
+	conn->acct.big_kick = conn_rndv_kick;
 	ret = srqpool_attach(conn->pool, &conn->acct, conn->own_pool, &credits);
 	if (ret)
 		return conn_fail_ret(conn, ezi_fail(ret, "%s", srqpool_errmsg(conn->pool)));
@@ -518,7 +523,7 @@ static int conn_setup(struct ez_conn *conn)
 	/* send_depth ops, a credit message, a goodbye per path and, with
 	 * several paths, a notice per path that fails but the last; a
 	 * keepalive probe and answer (keepalive.h). */
-	n = (int)conn->o.send_depth + 2 * (int)conn->npaths + CONN_LIVE_WRS;
+	n = (int)conn->o.send_depth + 2 * (int)conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
 	/* Not yet established, the passive side sends only its verdict or
 	 * refusal and its goodbyes; the data path's room comes with it (a
 	 * request the CQ could not take at all is still refused here). */
@@ -543,7 +548,7 @@ static int conn_setup(struct ez_conn *conn)
 	ia.sq_sig_all = 0;
 	/* send_depth ops, a credit message and a goodbye; with several paths
 	 * one QP may also carry the notices of the others' failures. */
-	ia.cap.max_send_wr = conn->o.send_depth + 1 + conn->npaths + CONN_LIVE_WRS;
+	ia.cap.max_send_wr = conn->o.send_depth + 1 + conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;
@@ -673,6 +678,15 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 	};
 	int ret;
 
+	/* Large messages by rendezvous: announced where this side can fetch
+	 * and offer them (rndv.c); a reply settles it with the request's. */
+	if (conn_rndv_can(conn)) {
+		m.caps |= HS_CAP_RNDV;
+		m.rndv_shift = conn_rndv_shift(conn);
+	}
+	if (kind == HS_REP)
+		conn_rndv_settle(conn);
+
 	memcpy(m.user, conn->pdata, conn->o.private_data_len);
 	/* The path block is filled first: the shared-secret MAC covers it. */
 	path_hs_fill(conn, &m);
@@ -755,6 +769,8 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	conn->send_credits = m.credits;
 	conn->peer_max_msg = m.max_msg;
 	conn_live_peer_caps(conn, m.caps);
+	conn_rndv_peer(conn, m.caps, m.rndv_shift);
+	conn_rndv_settle(conn);
 	/* Nothing in an unproven reply is acted on, its path block included. */
 	if (conn->auth && conn_auth_check_rep(conn, &m))
 		return;
@@ -1069,6 +1085,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
 	conn_live_peer_caps(conn, req->hs.caps);
+	conn_rndv_peer(conn, req->hs.caps, req->hs.rndv_shift);
 	conn->pen = req->pen;
 	listener_hs_move(&req->pend, &conn->pend, on_handshake_deadline);
 	listener_req_free(req);
@@ -1203,8 +1220,13 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 	info->port = conn->port;
 	memcpy(&info->local, rdma_get_local_addr(conn->id), sizeof(struct sockaddr_in6));
 	memcpy(&info->peer, rdma_get_peer_addr(conn->id), sizeof(struct sockaddr_in6));
-	info->max_msg_size = conn->peer_max_msg < conn->o.max_msg_size ? conn->peer_max_msg :
-		conn->o.max_msg_size;
+	{
+		/* What ez_send takes: by rendezvous when both sides announced it. */
+		uint32_t peer = conn->rndv_ok && conn->peer_rndv_max > conn->peer_max_msg ?
+				conn->peer_rndv_max : conn->peer_max_msg;
+
+		info->max_msg_size = peer < conn->o.max_msg_size ? peer : conn->o.max_msg_size;
+	}
 	info->peer_credits = conn->peer_credits;
 	info->send_credits = conn->send_credits;
 	info->max_inline = conn->max_inline;

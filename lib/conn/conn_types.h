@@ -16,17 +16,24 @@
 #include "qpfsm/qpfsm.h"
 #include "device/device.h"
 #include "device/sendslab.h"
+#include "device/mr.h"
 #include "srqpool/srqpool.h"
 
 enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
 	       OP_PATH_DOWN, OP_AUTH, OP_BIND, OP_KA_PROBE, OP_KA_ANSWER,
-	       OP_ATOMIC_CAS, OP_ATOMIC_FADD };
+	       OP_ATOMIC_CAS, OP_ATOMIC_FADD,
+	       /* Rendezvous (rndv.c): a large send's header (its op completes
+	        * at the peer's acknowledgement), the receiver's fetch and its
+	        * acknowledgement. */
+	       OP_SEND_RNDV, OP_RNDV_READ, OP_RNDV_ACK };
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus the dedicated ones of the control messages), so the data path never
  * allocates. */
 struct conn_path;
 struct conn_pd;
+struct bigbuf;
+struct rndv_rx;
 
 /* Bytes of a small send kept in its op (struct op's inl). */
 #define OP_INLINE_BYTES 64
@@ -50,6 +57,17 @@ struct op {
 	 * no slot to take and give back per small message. */
 	char inl[OP_INLINE_BYTES];
 	ez_atomic_cb acb;	/* an atomic's callback, with the old value (atomic.c) */
+	/* OP_SEND_RNDV (rndv.c): the window that offers the bytes, the staging
+	 * copy of an ez_send (NULL for ez_send_mr from a window-capable MR),
+	 * what is offered, the transfer's id (from its post on), the
+	 * connection's list of transfers awaiting the acknowledgement. */
+	struct mw rndv_w;
+	struct bigbuf *rndv_stage;
+	uint64_t rndv_addr;
+	uint32_t rndv_len;
+	uint32_t rndv_id;
+	uint8_t rndv_flags;	/* RNDV_TX_* */
+	struct op *rndv_next;
 };
 
 /* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are
@@ -139,6 +157,24 @@ struct ez_conn {
 	/* What the peer was granted and used, sent and returned: the receive
 	 * path's checks (lib/wire/rx_check.c). */
 	struct rx_track rxt;
+	/* Large messages by rendezvous (rndv.c): both sides set HS_CAP_RNDV;
+	 * the most the peer takes that way; our transfers awaiting its
+	 * acknowledgement (posted, in id order); the receive side's queue of
+	 * messages in arrival order (small ones held behind a fetch, so that
+	 * delivery keeps the send order) and its fetches (slots: a READ or
+	 * its acknowledgement on the send queue). */
+	uint8_t rndv_ok;
+	uint8_t rndv_delivering;
+	uint8_t peer_rndv_shift;	/* its handshake's (0: no HS_CAP_RNDV) */
+	uint32_t peer_rndv_max;
+	struct op *rndv_tx;
+	struct rndv_queue {
+		uintptr_t *item;	/* an ez_buf handle, or a struct rndv_rx | 1 */
+		uint32_t head, n, cap;
+	} rq;
+	struct rndv_rx *rndv_all;	/* every fetch not yet freed */
+	uint32_t rndv_slots;		/* fetches with a WR on the send queue */
+	void (*op_bind)(struct op *op);	/* msg.c's conn_op_bind, for rndv.c's ops */
 
 	struct loop_timer connect_timer;
 	uint32_t connect_grace_ms; /* the deadline waited this long for our own CM backlog */

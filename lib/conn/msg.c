@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "device/mr.h"
 #include "path.h"
+#include "rndv.h"
 #include "srqpool/srqpool.h"
 #include "wire/rx_check.h"
 
@@ -58,6 +59,7 @@ int conn_ops_init(struct ez_conn *conn)
 	conn_op_bind(&conn->bye_op);
 	conn_op_bind(&conn->ka_probe_op);
 	conn_op_bind(&conn->ka_answer_op);
+	conn->op_bind = conn_op_bind;
 	for (i = 0; i < (conn->o.paths ? conn->o.paths : 1); i++) {
 		conn_op_bind(&conn->paths[i].bye_op);
 		conn_op_bind(&conn->paths[i].down_op);
@@ -71,6 +73,7 @@ void conn_ops_fini(struct ez_conn *conn)
 	 * same, or the device would log it as lost at close. */
 	for (uint32_t i = 0; conn->ops && i < conn->o.send_depth; i++)
 		conn_op_release_copy(conn, &conn->ops[i]);
+	conn_rndv_fini(conn);
 	free(conn->ops);
 	conn->ops = NULL;
 	conn_atomic_fini(conn);
@@ -120,7 +123,8 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
  * delivered through a receive completion. */
 static int needs_credit(const struct op *op)
 {
-	return op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM;
+	return op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM ||
+	       op->kind == OP_SEND_RNDV;
 }
 
 /* At most this many WRs in a row go unsignalled: one completion then
@@ -136,6 +140,12 @@ static void op_charge(struct ez_conn *conn, struct op *op)
 
 		op->wr.imm_data = htonl(give);
 		rx_note_granted(&conn->rxt, give);
+	} else if (op->kind == OP_SEND_RNDV) {
+		uint32_t give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
+
+		op->wr.imm_data = htonl(IMM_RNDV | give);
+		rx_note_granted(&conn->rxt, give);
+		conn_rndv_posted(conn, op);
 	}
 	if (needs_credit(op)) {
 		conn->send_credits--;
@@ -145,12 +155,14 @@ static void op_charge(struct ez_conn *conn, struct op *op)
 
 static void op_uncharge(struct ez_conn *conn, struct op *op)
 {
-	if (op->kind == OP_SEND || op->kind == OP_SEND_MR) {
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_SEND_RNDV) {
 		uint32_t n = ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
 
 		srqpool_credits_unreturn(conn->pool, &conn->acct, n);
 		rx_note_ungranted(&conn->rxt, n, 0);
 	}
+	if (op->kind == OP_SEND_RNDV)
+		conn_rndv_unposted(conn, op);
 	if (needs_credit(op)) {
 		conn->send_credits++;
 		rx_note_unsent(&conn->rxt);
@@ -166,6 +178,10 @@ static void op_count(struct ez_conn *conn, const struct op *op)
 	case OP_SEND_MR:
 		conn->stats.msgs_sent++;
 		conn->stats.bytes_sent += op->sge.length;
+		break;
+	case OP_SEND_RNDV:
+		conn->stats.msgs_sent++;
+		conn->stats.bytes_sent += op->rndv_len;
 		break;
 	case OP_WRITE_IMM:
 		conn->stats.write_imms++;
@@ -414,6 +430,10 @@ void conn_cancel_pending(struct ez_conn *conn)
 			conn->pend_tail = NULL;
 		op_complete(conn, op, -ECANCELED);
 	}
+	/* Large sends whose header went out and that wait for the peer's
+	 * acknowledgement: their windows go now, before the QP. */
+	while ((op = conn_rndv_cancel_next(conn)))
+		op_complete(conn, op, -ECANCELED);
 }
 
 /* Posts now when nothing is queued ahead and credits allow; else queues. */
@@ -474,6 +494,51 @@ static struct op *op_get(struct ez_conn *conn, const char *fn)
 }
 
 static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, uint32_t len,
+		      ez_op_cb cb, void *arg);
+
+/* The largest message ez_send may send: by rendezvous when both sides
+ * announced it, else what the peer's receive buffers take. */
+static uint32_t max_send(const struct ez_conn *conn)
+{
+	uint32_t peer = conn->rndv_ok && conn->peer_rndv_max > conn->peer_max_msg ?
+			conn->peer_rndv_max : conn->peer_max_msg;
+
+	return peer < conn->o.max_msg_size ? peer : conn->o.max_msg_size;
+}
+
+/* A message above the peer's receive buffers: a rendezvous header in
+ * place of its bytes, which the peer fetches (rndv.c). The op completes
+ * at the peer's acknowledgement. */
+static int send_large(struct ez_conn *conn, const struct iovec *iov, int iovcnt, struct ez_mr *mr,
+		      size_t off, size_t len, ez_op_cb cb, void *op_arg, const char *fn)
+{
+	struct op *op;
+	int ret;
+
+	if (len > max_send(conn))
+		return ezi_fail(-EMSGSIZE, "%s: %zu bytes exceed the maximum message size %u%s", fn,
+				len, max_send(conn), conn->rndv_ok || len > conn->o.max_msg_size ? "" :
+				" (the peer takes no larger messages by rendezvous)");
+	op = op_get(conn, fn);
+	if (!op)
+		return -ENOBUFS;
+	ret = conn_rndv_prepare(conn, op, iov, iovcnt, mr, off, len);
+	if (ret) {
+		conn_op_put(conn, op);
+		return ret;
+	}
+	prep_send(conn, op, OP_SEND_RNDV, RNDV_HDR_LEN, cb, op_arg);
+	if (op->sge.addr == (uintptr_t)op->inl)
+		op->wr.send_flags |= IBV_SEND_INLINE;
+	if (mr && !op->rndv_stage) {
+		/* Offered in place: the MR is in use until the acknowledgement. */
+		op->mr = mr;
+		mr->inflight++;
+	}
+	return op_submit(conn, op);
+}
+
+static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, uint32_t len,
 		      ez_op_cb cb, void *arg)
 {
 	op->kind = kind;
@@ -505,9 +570,7 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 	for (i = 0; i < iovcnt; i++)
 		len += iov[i].iov_len;
 	if (len > conn->peer_max_msg || len > conn->o.max_msg_size)
-		return ezi_fail(-EMSGSIZE, "ez_send: %zu bytes exceed the maximum message size %u",
-				len, conn->peer_max_msg < conn->o.max_msg_size ?
-				conn->peer_max_msg : conn->o.max_msg_size);
+		return send_large(conn, iov, iovcnt, NULL, 0, len, cb, op_arg, "ez_send");
 	op = op_get(conn, "ez_send");
 	if (!op)
 		return -ENOBUFS;
@@ -570,9 +633,8 @@ int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, e
 		ret = check_mr(conn, mr, off, len, "ez_send_mr");
 	if (ret)
 		return ret;
-	if (len > conn->peer_max_msg)
-		return ezi_fail(-EMSGSIZE, "ez_send_mr: %zu bytes exceed the peer's maximum message size %u",
-				len, conn->peer_max_msg);
+	if (len > conn->peer_max_msg || len > conn->o.max_msg_size)
+		return send_large(conn, NULL, 0, mr, off, len, cb, op_arg, "ez_send_mr");
 	op = op_get(conn, "ez_send_mr");
 	if (!op)
 		return -ENOBUFS;
@@ -780,6 +842,11 @@ static void op_done(struct ez_conn *conn, struct op *op, int status)
 		conn->credit_inflight = 0;
 	} else if (op->kind == OP_KA_PROBE || op->kind == OP_KA_ANSWER) {
 		conn_live_sent(conn, op, status);
+	} else if (op->kind == OP_RNDV_READ || op->kind == OP_RNDV_ACK) {
+		conn_rndv_op_done(conn, op, status);
+	} else if (op->kind == OP_SEND_RNDV) {
+		if (conn_rndv_sent(conn, op, status))
+			op_complete(conn, op, status);
 	} else if (op->kind != OP_PATH_DOWN) {
 		op_complete(conn, op, status);
 	}
@@ -806,6 +873,9 @@ static void op_describe(const struct op *op, char *out, size_t len)
 	case OP_ATOMIC_FADD:
 		snprintf(out, len, "%s of rkey 0x%x [0x%llx, +8)", op_kind_name(op->kind),
 			 op->wr.wr.atomic.rkey, (unsigned long long)op->wr.wr.atomic.remote_addr);
+		break;
+	case OP_SEND_RNDV:
+		snprintf(out, len, "rendezvous header of a %u-byte message", op->rndv_len);
 		break;
 	case OP_AUTH:
 		snprintf(out, len, "shared-secret message of %u bytes", bytes);
@@ -834,6 +904,9 @@ static void op_failed(struct ez_conn *conn, const struct op *op, const struct ib
 	/* A keepalive op's own completion (conn_live_sent()) names its failure
 	 * with the retry budget that ran out. */
 	if (!fatal || op->kind == OP_KA_PROBE || op->kind == OP_KA_ANSWER)
+		return;
+	/* A fetch names the peer's offer that failed it (rndv.c). */
+	if (op->kind == OP_RNDV_READ || op->kind == OP_RNDV_ACK)
 		return;
 	op_describe(op, what, sizeof(what));
 	conn_fail(conn, status, "%s: %s (QP %u, vendor error 0x%x)", what,
@@ -917,6 +990,8 @@ static void rx_view_of(const struct ez_conn *conn, struct rx_view *v)
 		if (conn->paths[i].live)
 			v->live |= (uint8_t)(1u << i);
 	v->auth = (uint8_t)auth_view(conn);
+	v->rndv = conn->rndv_ok;
+	v->rndv_max = conn->o.max_msg_size;
 	conn_live_view(conn, v);
 }
 
@@ -937,6 +1012,36 @@ static void recv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct 
 	ez_buf_release(buf);
 	rx_fault_format(f, in, v, why, sizeof(why));
 	conn_fail(conn, -EPROTO, "%s", why);
+}
+
+/* A rendezvous header's contents, or an acknowledgement's id, against the
+ * rules (rx_check.c) and, for an ack, our transfers: a lie ends the
+ * connection (-EPROTO) naming it. Fills *h (an ack's id in h->id). */
+static int rndv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct rx_view *v,
+			const struct rx_msg *m, struct rndv_hdr *h)
+{
+	const uint8_t *bytes = ez_buf_data(buf);
+	enum rx_fault f;
+	char why[200];
+
+	memset(h, 0, sizeof(*h));
+	if (m->kind == RX_RNDV) {
+		rndv_hdr_decode(bytes, h);
+		f = rx_check_rndv(h, v);
+	} else {
+		struct op *op;
+
+		h->id = rndv_ack_decode(bytes);
+		for (op = conn->rndv_tx; op && op->rndv_id != h->id; op = op->rndv_next)
+			;
+		f = rx_check_rndv_ack(v, h->id, op && !(op->rndv_flags & RNDV_TX_ACKED));
+	}
+	if (!f)
+		return 0;
+	ez_buf_release(buf);
+	rx_rndv_fault_format(f, h, v, why, sizeof(why));
+	conn_fail(conn, -EPROTO, "%s", why);
+	return 1;
 }
 
 static void deliver_write_imm(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
@@ -969,6 +1074,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	struct rx_in in;
 	struct rx_view v;
 	struct rx_msg m;
+	struct rndv_hdr rh;
 	enum rx_fault f;
 
 	if (!buf)
@@ -994,8 +1100,10 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		recv_refused(conn, buf, wc, &in, &v, f);
 		return;
 	}
+	if ((m.kind == RX_RNDV || m.kind == RX_RNDV_ACK) && rndv_refused(conn, buf, &v, &m, &rh))
+		return;
 	rx_commit(&conn->rxt, &v, &m);
-	if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM)
+	if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM || m.kind == RX_RNDV)
 		srqpool_credit_used(conn->pool, &conn->acct);
 	conn->send_credits += m.credits;
 	/* Nothing reaches the application before the shared secret is proved. */
@@ -1013,8 +1121,25 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	}
 	switch (m.kind) {
 	case RX_DATA:
-		deliver(conn, buf, wc);
+		if (conn->rq.n)
+			conn_rndv_on_small(conn, buf, wc->byte_len);
+		else
+			deliver(conn, buf, wc);
 		break;
+	case RX_RNDV:
+		ez_buf_release(buf);
+		conn_rndv_on_header(conn, &rh);
+		break;
+	case RX_RNDV_ACK: {
+		struct op *op;
+
+		ez_buf_release(buf);
+		conn->stats.credit_msgs_recv++;
+		op = conn_rndv_on_ack(conn, rh.id, &f);
+		if (op)
+			op_complete(conn, op, 0);
+		break;
+	}
 	case RX_WRITE_IMM:
 		deliver_write_imm(conn, buf, wc);
 		break;

@@ -147,6 +147,12 @@ const char *op_kind_name(enum op_kind kind)
 		return "RDMA atomic compare-and-swap";
 	case OP_ATOMIC_FADD:
 		return "RDMA atomic fetch-and-add";
+	case OP_SEND_RNDV:
+		return "rendezvous header";
+	case OP_RNDV_READ:
+		return "RDMA READ of a rendezvous transfer";
+	case OP_RNDV_ACK:
+		return "rendezvous acknowledgement";
 	}
 	return "operation";
 }

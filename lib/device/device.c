@@ -155,6 +155,8 @@ static void device_close(struct device *dev)
 	loop_timer_stop(dev->loop, &dev->slab_trim);
 	loop_watch_del(dev->loop, &dev->comp_watch);
 	loop_watch_del(dev->loop, &dev->async_watch);
+	if (dev->big_cache_free)
+		dev->big_cache_free(dev);
 	device_release(dev);
 }
 

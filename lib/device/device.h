@@ -81,6 +81,10 @@ struct device {
 		enum ez_sport_mech mech;
 	} mech_cache[DEVICE_MECH_CACHE];
 	unsigned int mech_next;	/* the entry the next miss replaces */
+	/* Registered large buffers kept for rendezvous (bigbuf.c), freed by
+	 * the function it registered when the device closes. */
+	void *big_cache;
+	void (*big_cache_free)(struct device *dev);
 	char name[64];
 };
 

@@ -4,5 +4,6 @@ lib_libezcore_la_SOURCES += \
 	lib/device/cq.h \
 	lib/device/sendslab.c lib/device/sendslab.h \
 	lib/device/mr.c lib/device/mr.h \
+	lib/device/bigbuf.c lib/device/bigbuf.h \
 	lib/device/flowdev.c \
 	lib/device/reaper.c lib/device/reaper.h

@@ -69,6 +69,16 @@ void ez_buf_release(struct ez_buf *h)
 	if (!b)
 		return;
 	pool = b->pool;
+	if (b->big_done) {
+		/* A large message's memory, not a receive buffer. */
+		void (*done)(struct ez_buf *) = b->big_done;
+
+		b->big_done = NULL;
+		b->state = SRQPOOL_BUF_FREE;
+		pool->in_use--;
+		done(b);
+		return;
+	}
 	if (srqpool_mark_released(pool, b)) {
 		ezi_log_err("%s", pool->errmsg);
 		return;
@@ -79,4 +89,51 @@ void ez_buf_release(struct ez_buf *h)
 		ezi_log_err("ez_buf_release: %s", pool->errmsg);
 	else if (pool->waiters)
 		srqpool_share_wake(pool, 0);
+}
+
+struct ez_buf *srqpool_big_deliver(struct ez_srqpool *pool, struct ez_buf *desc, void *data,
+				   uint32_t len, void (*done)(struct ez_buf *b))
+{
+	desc->pool = pool;
+	desc->data = data;
+	desc->size = len;
+	desc->len = len;
+	desc->state = SRQPOOL_BUF_IN_USE;
+	desc->big_done = done;
+	/* The descriptor is reused with its memory: the generation goes on,
+	 * so a handle kept from its last message is refused. */
+	if (!++desc->gen)
+		desc->gen = 1;
+	pool->in_use++;
+	return srqpool_handle(desc);
+}
+
+void srqpool_big_set_max(struct ez_srqpool *pool, uint64_t max)
+{
+	pool->big_max = max;
+}
+
+int srqpool_big_reserve(struct ez_srqpool *pool, uint32_t len)
+{
+	if (pool->big_bytes && pool->big_bytes + len > pool->big_max) {
+		if (!pool->big_waiting)
+			pool->big_waits++;
+		pool->big_waiting = 1;
+		return -EAGAIN;
+	}
+	pool->big_bytes += len;
+	return 0;
+}
+
+void srqpool_big_unreserve(struct ez_srqpool *pool, uint32_t len)
+{
+	pool->big_bytes -= len <= pool->big_bytes ? len : pool->big_bytes;
+	if (!pool->big_waiting)
+		return;
+	pool->big_waiting = 0;
+	/* Every attached connection may have a fetch waiting; each asks
+	 * again in turn (and sets waiting again if it still does not fit). */
+	for (struct srqpool_acct *a = pool->accts; a; a = a->next)
+		if (a->big_kick)
+			a->big_kick(a);
 }

@@ -13,6 +13,8 @@
 #define SRQPOOL_DEF_BUF_SIZE 4096u
 #define SRQPOOL_DEF_NBUFS 256u
 #define SRQPOOL_DEF_BATCH 32u
+/* Bytes of large messages (rendezvous) a pool's connections hold at once. */
+#define SRQPOOL_DEF_LARGE_MAX (64ull << 20)
 /* A RoCE/IB message is at most 2 GiB (port max_msg_sz). */
 #define SRQPOOL_MAX_BUF_SIZE (1u << 31)
 /* Buffers start on a cache line so the NIC's writes never share one. */
@@ -87,6 +89,11 @@ struct ez_srqpool {
 	uint32_t conn_granted_max;
 	uint64_t withheld, credit_waits, rebalances;
 	int waking;	/* srqpool_share_wake() is running */
+
+	/* Large messages (srqpool_big_reserve): bytes held, the bound, and
+	 * refusals; waiting: a connection was refused since the last kick. */
+	uint64_t big_bytes, big_max, big_waits;
+	int big_waiting;
 
 	uint64_t limit_events;
 	uint64_t refills;

@@ -273,6 +273,7 @@ int srqpool_create(struct ibv_pd *pd, const struct ez_srqpool_opts *opts,
 	ezi_owner_init(&pool->own);
 	pool->owner = &pool->own;
 	pool->expected = opts ? opts->expected_conns : 0;
+	pool->big_max = opts && opts->large_max_bytes ? opts->large_max_bytes : SRQPOOL_DEF_LARGE_MAX;
 	srqpool_limits_from_device(&da, &pool->lim);
 	rc = srqpool_resolve(opts, &pool->lim, &pool->p);
 	if (rc)
@@ -519,6 +520,9 @@ int ez_srqpool_stats_sz(const struct ez_srqpool *pool, struct ez_srqpool_stats *
 	st->credits_withheld = pool->withheld;
 	st->credit_waits = pool->credit_waits;
 	st->rebalances = pool->rebalances;
+	st->large_bytes = pool->big_bytes;
+	st->large_max_bytes = pool->big_max;
+	st->large_waits = pool->big_waits;
 	srqpool_rnr_counters(pool, &st->rnr_naks_sent, &st->rnr_naks_received);
 	ezi_struct_out(stats, stats_size, st, sizeof(*st));
 	return 0;

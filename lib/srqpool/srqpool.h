@@ -33,6 +33,9 @@ struct ez_buf {
 				 * the handle the application holds carries it (pool.h) */
 	struct ibv_sge sge;
 	struct ibv_recv_wr wr;
+	/* A large message fetched by rendezvous (srqpool_big_deliver): not a
+	 * receive buffer; its release calls this instead of reposting. */
+	void (*big_done)(struct ez_buf *b);
 };
 
 /* Creates the SRQ on pd, registers nbufs buffers, posts them, arms srq_limit.
@@ -82,6 +85,9 @@ struct srqpool_acct {
 	 * May run from ez_buf_release() or an async event; must not re-enter
 	 * the pool's share functions other than srqpool_credits_return(). */
 	void (*kick)(struct srqpool_acct *a);
+	/* Large-message memory came back while this connection may be
+	 * waiting for it (srqpool_big_reserve() refused). */
+	void (*big_kick)(struct srqpool_acct *a);
 };
 
 /* Connections drawing from the pool; each gets a share of its receive credits.
@@ -142,6 +148,20 @@ int srqpool_check_thread(const struct ez_srqpool *pool, const char *fn);
 uint32_t srqpool_in_use(const struct ez_srqpool *pool);
 /* Bytes of each receive buffer (for messages about a receive that failed). */
 uint32_t srqpool_buf_size(const struct ez_srqpool *pool);
+
+/* Large messages (rendezvous): the bytes the pool's connections may hold
+ * in fetched messages at once, fetching or held by the application. A
+ * reservation beyond the bound is refused (-EAGAIN, the connection waits
+ * and is kicked through big_kick when bytes come back), unless nothing is
+ * held: one message of any size always fits. */
+void srqpool_big_set_max(struct ez_srqpool *pool, uint64_t max);
+int srqpool_big_reserve(struct ez_srqpool *pool, uint32_t len);
+void srqpool_big_unreserve(struct ez_srqpool *pool, uint32_t len);
+/* A fetched message in desc (a descriptor the caller owns) goes to the
+ * application: returns its handle, counted as held (srqpool_in_use). Its
+ * ez_buf_release() calls done, which unreserves and frees the memory. */
+struct ez_buf *srqpool_big_deliver(struct ez_srqpool *pool, struct ez_buf *desc, void *data,
+				   uint32_t len, void (*done)(struct ez_buf *b));
 
 /* The pool's last error message (same as ez_srqpool_errmsg()). */
 const char *srqpool_errmsg(const struct ez_srqpool *pool);

@@ -73,6 +73,10 @@ static int put_msg(uint8_t *buf, size_t off, size_t size, const struct hs_msg *m
 	int n;
 
 	memset(z.auth + AUTH_NONCE_LEN, 0, mac_len);
+	/* Byte 7 (the rendezvous shift) was reserved and not covered before:
+	 * an older peer's MAC has 0 there. A changed shift only changes the
+	 * largest message the sender attempts; the receiver enforces its own. */
+	z.rndv_shift = 0;
 	n = hs_encode(&z, buf + off, size - off);
 	if (n < 0)
 		return n;

@@ -95,7 +95,7 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 	p[4] = HS_VERSION;
 	p[5] = m->kind;
 	p[6] = m->user_len;
-	p[7] = 0;
+	p[7] = (m->caps & HS_CAP_RNDV) ? m->rndv_shift : 0;
 	put16(p + 8, m->caps);
 	put16(p + 10, m->credits);
 	put32(p + 12, m->max_msg);
@@ -164,6 +164,11 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 	m->caps = get16(p + 8);
 	m->credits = get16(p + 10);
 	m->max_msg = get32(p + 12);
+	/* A rendezvous peer's large maximum; a shift no peer could mean
+	 * (0, or above 2 GiB) reads as 0, which turns rendezvous off rather
+	 * than fail. The caps stay as sent: the shared-secret MAC covers them. */
+	if ((m->caps & HS_CAP_RNDV) && p[7] >= 1 && p[7] <= HS_RNDV_SHIFT_MAX)
+		m->rndv_shift = p[7];
 	alen = hs_auth_len(kind, m->caps);
 	if (m->user_len + alen > hs_user_max(kind)) {
 		snprintf(why, whylen, "easyrdma handshake: user data length %u exceeds %zu for a %s%s",

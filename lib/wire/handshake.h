@@ -24,6 +24,13 @@
  * from QP 0's, which rdma_cm exchanges (hs_path_psn()).
  *
  * HS_CAP_KEEPALIVE (REQ and REP) adds no bytes: the sender answers probes.
+ *
+ * HS_CAP_RNDV (REQ and REP): the sender takes messages larger than its
+ * receive buffers by rendezvous (imm.h IMM_RNDV), up to 2^rndv_shift bytes,
+ * carried in the header's byte 7 (reserved before: an older peer sends 0
+ * there and ignores it; a shift outside 1..31 decodes as 0: no rendezvous).
+ * The max message size field keeps its meaning,
+ * the largest message sent eagerly into a receive buffer.
  */
 #define HS_MAGIC 0x455a5244u
 #define HS_VERSION 1
@@ -50,7 +57,12 @@ enum {
 	 * or not it sends any itself: a side probes only a peer that set it,
 	 * as an older peer refuses the probe's immediate bits. No bytes. */
 	HS_CAP_KEEPALIVE = 1u << 3,
+	/* Large messages by rendezvous, up to 2^rndv_shift bytes. No bytes. */
+	HS_CAP_RNDV = 1u << 4,
 };
+
+/* The largest shift a rendezvous peer may announce: 2 GiB, a RoCE message's most. */
+#define HS_RNDV_SHIFT_MAX 31
 
 /* Whether a peer's handshake (its caps) says it answers keepalive probes. */
 static inline int hs_peer_keepalive(uint16_t caps)
@@ -64,6 +76,7 @@ struct hs_msg {
 	uint16_t caps;
 	uint16_t credits;
 	uint32_t max_msg;
+	uint8_t rndv_shift;	/* with HS_CAP_RNDV: large messages up to 2^rndv_shift bytes */
 	uint8_t user_len;
 	uint8_t user[HS_REP_MAX - HS_HDR_LEN];
 	uint8_t auth[HS_AUTH_REP_LEN];	/* with HS_CAP_AUTH: hs_auth_len(kind) bytes */

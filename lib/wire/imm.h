@@ -8,6 +8,9 @@
  * A SEND's immediate (network order on the wire) carries:
  *   bits  0..15  credits handed back to the receiver of this message
  *   bits 16..18  a path index (with IMM_PATH_DOWN)
+ *   bit  25      IMM_RNDV: a large message's rendezvous header (RNDV_HDR_LEN
+ *                bytes, takes a credit like data), or with IMM_CREDIT_ONLY the
+ *                receiver's acknowledgement of one (RNDV_ACK_LEN bytes)
  *   bit  26      IMM_KA_REPLY: with IMM_KEEPALIVE, the answer to a probe
  *   bit  27      IMM_KEEPALIVE: a keepalive probe (HS_CAP_KEEPALIVE peers only)
  *   bit  28      IMM_AUTH: a shared-secret message (proof, verdict)
@@ -16,13 +19,15 @@
  *   bit  31      IMM_CREDIT_ONLY: consumed by the library, never delivered
  * IMM_AUTH, IMM_PATH_DOWN, IMM_BYE and IMM_KEEPALIVE are meaningful only
  * with IMM_CREDIT_ONLY. A peer older than HS_CAP_KEEPALIVE refuses bits
- * 26..27 (unknown bits), so nothing with them is sent to it. An RDMA WRITE with immediate is told apart by its
+ * 26..27 (unknown bits), so nothing with them is sent to it; likewise bit 25
+ * goes only to a peer that set HS_CAP_RNDV. An RDMA WRITE with immediate is told apart by its
  * completion's opcode: its 32 bits are the application's.
  */
 #define IMM_CREDITS_MASK 0x0000ffffu
 #define IMM_PATH_SHIFT 16
 #define IMM_PATH_MASK 0x7u
 #define IMM_PATH_FIELD (IMM_PATH_MASK << IMM_PATH_SHIFT)
+#define IMM_RNDV 0x02000000u
 #define IMM_KA_REPLY 0x04000000u
 #define IMM_KEEPALIVE 0x08000000u
 #define IMM_AUTH 0x10000000u
@@ -41,6 +46,10 @@
 #define IMM_KA_PROBE (IMM_CREDIT_ONLY | IMM_KEEPALIVE)
 #define IMM_KA_ANSWER (IMM_CREDIT_ONLY | IMM_KEEPALIVE | IMM_KA_REPLY)
 
+/* Rendezvous (lib/conn/rndv.c): the header a large send posts in place of
+ * its bytes, and the acknowledgement that the receiver has fetched them. */
+#define IMM_RNDV_ACK (IMM_CREDIT_ONLY | IMM_RNDV)
+
 /* Each field its own bits: a flag that shares a bit with another is read
  * as that other (IMM_AUTH and IMM_PATH_DOWN once were both 0x20000000). */
 _Static_assert((IMM_CREDITS_MASK & IMM_PATH_FIELD) == 0, "credits and path index overlap");
@@ -54,6 +63,9 @@ _Static_assert((IMM_AUTH & IMM_PATH_DOWN) == 0 && (IMM_AUTH & IMM_BYE) == 0 &&
 	       (IMM_AUTH & IMM_CREDIT_ONLY) == 0 && (IMM_PATH_DOWN & IMM_BYE) == 0 &&
 	       (IMM_PATH_DOWN & IMM_CREDIT_ONLY) == 0 && (IMM_BYE & IMM_CREDIT_ONLY) == 0,
 	       "two immediate-data flags share a bit");
+_Static_assert((IMM_RNDV & (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_KA_REPLY | IMM_KEEPALIVE |
+			   IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0,
+	       "the rendezvous flag shares a bit with another field");
 _Static_assert((IMM_PATH_MASK + 1) >= 8, "the path field cannot name EZ_MAX_PATHS paths");
 
 /* The path a IMM_PATH_DOWN notice names. */

@@ -23,6 +23,9 @@
 #define CONN_MIN_OP_TIMEOUT_MS 10
 #define CONN_MAX_DEPTH 16384
 #define CONN_MAX_MSG (1u << 30)
+/* A private pool's receive buffers are at most this large; larger
+ * messages come by rendezvous (lib/conn/rndv.c). */
+#define CONN_EAGER_MAX (64u << 10)
 /* Every EZ_CONN_OPTS_* bit this library knows. */
 #define CONN_OPTS_KNOWN (EZ_CONN_OPTS_INLINE_THRESHOLD | EZ_CONN_OPTS_QP_TIMEOUT | \
 			 EZ_CONN_OPTS_RETRY_COUNT | EZ_CONN_OPTS_RNR_RETRY | \

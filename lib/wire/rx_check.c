@@ -6,9 +6,10 @@
 
 #include "auth.h"
 #include "imm.h"
+#include "rndv.h"
 #include "rx_check.h"
 
-_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_KA_REPLY | IMM_KEEPALIVE |
+_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_RNDV | IMM_KA_REPLY | IMM_KEEPALIVE |
 				IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY),
 	       "RX_IMM_KNOWN is every bit of imm.h");
 _Static_assert(RX_MAX_CREDITS == IMM_CREDITS_MASK, "credits travel in 16 bits");
@@ -63,12 +64,22 @@ static enum rx_fault check_data(const struct rx_in *in, const struct rx_view *v,
 		return RX_F_PATH_BITS;
 	if (awaiting_auth(v))
 		return RX_F_AUTH_WRONG;
+	if ((in->imm & IMM_RNDV) && !v->rndv)
+		return RX_F_RNDV_OFF;
 	f = take_credit(v, out);
 	if (f)
 		return f;
-	if (in->byte_len > v->max_msg)
-		return RX_F_TOO_LONG;
-	out->kind = RX_DATA;
+	if (in->imm & IMM_RNDV) {
+		/* A header in place of the bytes: its contents are judged by
+		 * rx_check_rndv() once read. */
+		if (in->byte_len != RNDV_HDR_LEN)
+			return RX_F_RNDV_HDR_LEN;
+		out->kind = RX_RNDV;
+	} else {
+		if (in->byte_len > v->max_msg)
+			return RX_F_TOO_LONG;
+		out->kind = RX_DATA;
+	}
 	return take_returns(v, in->imm & IMM_CREDITS_MASK, out);
 }
 
@@ -161,6 +172,28 @@ static enum rx_fault check_keepalive(const struct rx_in *in, const struct rx_vie
 	return RX_OK;
 }
 
+/* The receiver fetched one of our large messages: 4 bytes (the id), no
+ * credits, and only while one of ours is outstanding, so the receive
+ * buffers acknowledgements take are bounded by our transfers. */
+static enum rx_fault check_rndv_ack(const struct rx_in *in, const struct rx_view *v,
+				    struct rx_msg *out)
+{
+	if (in->imm & CONTROL_FLAGS)
+		return RX_F_FLAG_MIX;
+	if (!v->rndv)
+		return RX_F_RNDV_OFF;
+	if (awaiting_auth(v))
+		return RX_F_AUTH_WRONG;
+	if (in->imm & IMM_CREDITS_MASK)
+		return RX_F_CONTROL_CREDITS;
+	if (in->byte_len != RNDV_ACK_LEN)
+		return RX_F_RNDV_ACK_LEN;
+	if (v->t->rndv_acked >= v->t->rndv_sent)
+		return RX_F_RNDV_ACK_NONE;
+	out->kind = RX_RNDV_ACK;
+	return RX_OK;
+}
+
 static enum rx_fault check_control(const struct rx_in *in, const struct rx_view *v,
 				   struct rx_msg *out)
 {
@@ -169,6 +202,8 @@ static enum rx_fault check_control(const struct rx_in *in, const struct rx_view 
 
 	if ((in->imm & IMM_PATH_FIELD) && !(flags & IMM_PATH_DOWN))
 		return RX_F_PATH_BITS;
+	if (in->imm & IMM_RNDV)
+		return check_rndv_ack(in, v, out);
 	if (flags & KA_FLAGS)
 		return check_keepalive(in, v, out);
 	if (flags == IMM_AUTH || flags == (IMM_AUTH | IMM_BYE))
@@ -239,6 +274,16 @@ void rx_commit(struct rx_track *t, const struct rx_view *v, const struct rx_msg 
 		if (m->slack)
 			t->recv_slack--;
 		break;
+	case RX_RNDV:
+		/* Its header's id is checked (rx_check_rndv) before the commit. */
+		t->used++;
+		t->rndv_recv++;
+		if (m->slack)
+			t->recv_slack--;
+		break;
+	case RX_RNDV_ACK:
+		t->rndv_acked++;
+		break;
 	case RX_BYE:
 		t->byes++;
 		break;
@@ -281,6 +326,17 @@ static const char *const names[RX_NFAULTS] = {
 	[RX_F_KA_OFF] = "keepalive message without HS_CAP_KEEPALIVE",
 	[RX_F_KA_UNASKED] = "keepalive answer without a probe",
 	[RX_F_KA_FLOOD] = "keepalive probes faster than answered",
+	[RX_F_RNDV_OFF] = "rendezvous message without HS_CAP_RNDV",
+	[RX_F_RNDV_HDR_LEN] = "rendezvous header of the wrong length",
+	[RX_F_RNDV_ZERO] = "rendezvous header offering no bytes",
+	[RX_F_RNDV_TOO_LONG] = "rendezvous header above max_msg_size",
+	[RX_F_RNDV_SEQ] = "rendezvous header out of turn",
+	[RX_F_RNDV_FLAGS] = "rendezvous header with unknown flags",
+	[RX_F_RNDV_READ] = "rendezvous key that fails the RDMA READ",
+	[RX_F_RNDV_ACK_LEN] = "rendezvous acknowledgement of the wrong length",
+	[RX_F_RNDV_ACK_NONE] = "rendezvous acknowledgement with no transfer outstanding",
+	[RX_F_RNDV_ACK_UNKNOWN] = "rendezvous acknowledgement of a transfer never offered",
+	[RX_F_RNDV_ACK_AGAIN] = "second rendezvous acknowledgement",
 };
 
 const char *rx_fault_name(enum rx_fault f)
@@ -385,8 +441,88 @@ char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_v
 		snprintf(buf, len, "peer sent %u keepalive probes while this side's answer to an earlier one was outstanding (at most %u)",
 			 t->ka_early + 1, RX_KA_MAX_UNANSWERED);
 		break;
+	case RX_F_RNDV_OFF:
+		snprintf(buf, len, "peer sent a rendezvous message (immediate 0x%08x) but did not announce rendezvous in its handshake",
+			 imm);
+		break;
+	case RX_F_RNDV_HDR_LEN:
+		snprintf(buf, len, "peer sent a %u-byte rendezvous header (%d expected)", in->byte_len,
+			 RNDV_HDR_LEN);
+		break;
+	case RX_F_RNDV_ACK_LEN:
+		snprintf(buf, len, "peer sent a %u-byte rendezvous acknowledgement (%d expected)",
+			 in->byte_len, RNDV_ACK_LEN);
+		break;
+	case RX_F_RNDV_ACK_NONE:
+		snprintf(buf, len, "peer acknowledged a rendezvous transfer while none of ours was outstanding (%u offered, %u acknowledged)",
+			 t->rndv_sent, t->rndv_acked);
+		break;
+	default: {
+		/* A header's or an ack's contents (rx_check_rndv*): named with
+		 * the fields unknown here. */
+		struct rndv_hdr h = { 0 };
+
+		return rx_rndv_fault_format(f, &h, v, buf, len);
+	}
+	}
+	return buf;
+}
+
+enum rx_fault rx_check_rndv(const struct rndv_hdr *h, const struct rx_view *v)
+{
+	if (h->id != v->t->rndv_recv)
+		return RX_F_RNDV_SEQ;
+	if (h->flags)
+		return RX_F_RNDV_FLAGS;
+	if (!h->len)
+		return RX_F_RNDV_ZERO;
+	if (h->len > v->rndv_max)
+		return RX_F_RNDV_TOO_LONG;
+	return RX_OK;
+}
+
+enum rx_fault rx_check_rndv_ack(const struct rx_view *v, uint32_t id, int outstanding)
+{
+	if (id >= v->t->rndv_sent)
+		return RX_F_RNDV_ACK_UNKNOWN;
+	if (!outstanding)
+		return RX_F_RNDV_ACK_AGAIN;
+	return RX_OK;
+}
+
+char *rx_rndv_fault_format(enum rx_fault f, const struct rndv_hdr *h, const struct rx_view *v,
+			   char *buf, size_t len)
+{
+	switch (f) {
+	case RX_F_RNDV_SEQ:
+		snprintf(buf, len, "peer's rendezvous header carries transfer id %u, expected %u",
+			 h->id, v->t->rndv_recv);
+		break;
+	case RX_F_RNDV_FLAGS:
+		snprintf(buf, len, "peer's rendezvous header %u has flags 0x%08x no easyrdma sets",
+			 h->id, h->flags);
+		break;
+	case RX_F_RNDV_ZERO:
+		snprintf(buf, len, "peer's rendezvous header %u offers 0 bytes (rkey 0x%x)", h->id,
+			 h->rkey);
+		break;
+	case RX_F_RNDV_TOO_LONG:
+		snprintf(buf, len, "peer's rendezvous header %u offers %u bytes, max_msg_size %u",
+			 h->id, h->len, v->rndv_max);
+		break;
+	case RX_F_RNDV_READ:
+		snprintf(buf, len, "peer's rendezvous header %u offered rkey 0x%x [0x%llx, +%u), which failed this side's RDMA READ",
+			 h->id, h->rkey, (unsigned long long)h->addr, h->len);
+		break;
+	case RX_F_RNDV_ACK_UNKNOWN:
+		snprintf(buf, len, "peer acknowledged rendezvous transfer %u, which this side never offered (%u offered)",
+			 h->id, v->t->rndv_sent);
+		break;
+	case RX_F_RNDV_ACK_AGAIN:
+		snprintf(buf, len, "peer acknowledged rendezvous transfer %u a second time", h->id);
+		break;
 	default:
-		snprintf(buf, len, "%s", rx_fault_name(f));
+		snprintf(buf, len, "peer broke a rule: %s", rx_fault_name(f));
 		break;
 	}
 	return buf;

@@ -25,6 +25,8 @@ enum rx_kind {
 	RX_AUTH_REFUSED, /* the listener's verdict: refused, closing */
 	RX_KA_PROBE,	/* a keepalive probe: out->answer says whether to answer it */
 	RX_KA_REPLY,	/* the answer to one of our probes */
+	RX_RNDV,	/* a large message's rendezvous header (takes a receive credit) */
+	RX_RNDV_ACK,	/* the peer fetched one of our large messages */
 };
 
 /* Which rule the peer broke (RX_OK: none). */
@@ -53,6 +55,17 @@ enum rx_fault {
 	RX_F_KA_OFF,		/* a keepalive message from a peer without HS_CAP_KEEPALIVE */
 	RX_F_KA_UNASKED,	/* a keepalive answer with no probe of ours unanswered */
 	RX_F_KA_FLOOD,		/* probes faster than this side's answers complete */
+	RX_F_RNDV_OFF,		/* a rendezvous message from a peer without HS_CAP_RNDV */
+	RX_F_RNDV_HDR_LEN,	/* a rendezvous header of the wrong length */
+	RX_F_RNDV_ZERO,		/* a rendezvous header offering 0 bytes */
+	RX_F_RNDV_TOO_LONG,	/* a rendezvous header above the large max_msg_size */
+	RX_F_RNDV_SEQ,		/* a rendezvous header out of turn (its transfer id) */
+	RX_F_RNDV_FLAGS,	/* a rendezvous header with flags no easyrdma sets */
+	RX_F_RNDV_READ,		/* the offered key and address failed our RDMA READ */
+	RX_F_RNDV_ACK_LEN,	/* an acknowledgement of the wrong length */
+	RX_F_RNDV_ACK_NONE,	/* an acknowledgement with none of our transfers outstanding */
+	RX_F_RNDV_ACK_UNKNOWN,	/* an acknowledgement of a transfer never offered */
+	RX_F_RNDV_ACK_AGAIN,	/* a second acknowledgement of a transfer */
 	RX_NFAULTS
 };
 
@@ -87,6 +100,9 @@ struct rx_track {
 	uint64_t rx_msgs;	/* messages accepted: the keepalive's sign of life */
 	uint64_t ka_probes;	/* keepalive probes we sent */
 	uint64_t ka_answers;	/* answers to them received */
+	uint32_t rndv_sent;	/* rendezvous headers we posted (the next transfer id) */
+	uint32_t rndv_acked;	/* acknowledgements of ours received */
+	uint32_t rndv_recv;	/* rendezvous headers received (the id the next must carry) */
 };
 
 /* The connection's view for one message; built by the caller each time. */
@@ -102,10 +118,12 @@ struct rx_view {
 	uint8_t auth;		/* enum rx_auth */
 	uint8_t ka;		/* the peer announced HS_CAP_KEEPALIVE */
 	uint8_t ka_answer_busy;	/* our answer to its last probe is not complete yet */
+	uint8_t rndv;		/* both sides announced HS_CAP_RNDV */
+	uint32_t rndv_max;	/* the largest message this side takes by rendezvous */
 };
 
 /* Every bit an easyrdma SEND's immediate may have. */
-#define RX_IMM_KNOWN 0xfc07ffffu
+#define RX_IMM_KNOWN 0xfe07ffffu
 
 /* A peer's receive window can never exceed what the handshake and the
  * immediate carry (16 bits), which is also the largest share a pool gives. */
@@ -126,6 +144,20 @@ struct rx_msg {
 
 /* Classifies the message. RX_OK with *out filled, or the fault. */
 enum rx_fault rx_check(const struct rx_in *in, const struct rx_view *v, struct rx_msg *out);
+
+struct rndv_hdr;
+
+/* A rendezvous header's contents (an RX_RNDV message's bytes): a length
+ * within 1..rndv_max, the transfer id expected next, no flags. */
+enum rx_fault rx_check_rndv(const struct rndv_hdr *h, const struct rx_view *v);
+
+/* An acknowledgement of transfer id: one we offered (id < rndv_sent) and
+ * still outstanding (the sender's table says). */
+enum rx_fault rx_check_rndv_ack(const struct rx_view *v, uint32_t id, int outstanding);
+
+/* The message of a rendezvous fault (header h, or ack id in h->id). */
+char *rx_rndv_fault_format(enum rx_fault f, const struct rndv_hdr *h, const struct rx_view *v,
+			   char *buf, size_t len);
 
 /* The credits of the most a peer may hand back now. */
 uint64_t rx_return_room(const struct rx_track *t);

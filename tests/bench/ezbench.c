@@ -724,7 +724,10 @@ static int client_data(void)
 	}
 	one_conn(flags, cfg.depth, cfg.send_depth);
 	if (cfg.test == T_BW || cfg.read_op) {
-		int ret = ez_mr_reg(ctx, NULL, cli.lbuf, cfg.size, 0, &cli.lmr);
+		/* A SEND above the peer's receive buffers goes by rendezvous: an
+		 * MR that may be given (read) is offered in place, not copied. */
+		int ret = ez_mr_reg(ctx, NULL, cli.lbuf, cfg.size,
+				    cfg.test == T_BW && !cfg.write_op ? EZ_MR_REMOTE_READ : 0, &cli.lmr);
 
 		if (ret)
 			die("ez_mr_reg", ret);

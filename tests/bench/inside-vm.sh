@@ -10,8 +10,8 @@
 set -u
 
 out=$1 rounds=$2 quick=$3 ez=$4
-# EZ_BENCH_ONLY: the sections to run (mem lat rate bw conn; default all).
-only=${EZ_BENCH_ONLY:-mem lat rate bw conn}
+# EZ_BENCH_ONLY: the sections to run (mem lat rate bw big conn; default all).
+only=${EZ_BENCH_ONLY:-mem lat rate bw big conn}
 want() { case " $only " in *" $1 "*) return 0 ;; esac; return 1; }
 cmserial=$(dirname "$ez")/cmserial
 addr=${EZ_TEST_ADDR:-192.0.2.1}
@@ -354,6 +354,38 @@ bw_round() {
 	done
 }
 
+# 4. 1 MiB messages (issue 24): easyrdma by rendezvous (the receiver's
+# private pool has 64 KiB buffers, so each message is a header, an RDMA READ
+# by the receiver and an acknowledgement), against ib_send_bw -s 1048576
+# (1 MiB receive buffers) and UCX's ucp_am_bw (its own rendezvous; the uct
+# am_bw of rate_64 takes at most 79 bytes on rc_verbs).
+big_round() {
+	local r=$1 n=$((bw_iters / 4))
+	[ "$n" -ge 20 ] || n=20
+	if ez_pair "--poll spin" --bw --op send --poll spin --size 1048576 --iters "$n" --send-depth 16 --depth 64; then
+		record bw_1m_send ez "$r" "$(field bw "$tmp/cli")"
+		record bw_1m_send_ucx ez "$r" "$(field bw "$tmp/cli")"
+	else
+		fail bw_1m_send ez "$r" "$(cat "$tmp/cli")"
+	fi
+	next_port
+	if tool_pair ib_send_bw "ib_send_bw $pt -p $port -s 1048576 -n $n" \
+		"ib_send_bw $pt -p $port -s 1048576 -n $n $addr"; then
+		record bw_1m_send anchor "$r" "$(pt_col 1048576 4)"
+	else
+		fail bw_1m_send anchor "$r" "$(tail -3 "$tmp/cli")"
+	fi
+	next_port
+	if tool_pair "ucx am_bw 1 MiB" "$ucx_env ucx_perftest -p $port" \
+		"$ucx_env ucx_perftest -p $port -t ucp_am_bw -s 1048576 -n $n $addr" &&
+		grep -q '^Final:' "$tmp/cli"; then
+		# ucx_perftest's Final line: ... bandwidth (MB/s: 2^20) average is the 6th field
+		record bw_1m_send_ucx anchor "$r" "$(awk '/^Final:/ { printf "%.3f", $6 }' "$tmp/cli")"
+	else
+		fail bw_1m_send_ucx anchor "$r" "$(grep -iE 'error|fail|unsupported' "$tmp/cli" "$tmp/srv" | head -3)$(tail -2 "$tmp/cli")"
+	fi
+}
+
 # cmtime's steps up to "connect" (its client side): each step runs for all N
 # connections before the next starts; "total ms" is the step's wall time.
 cm_sum() {
@@ -465,6 +497,7 @@ for r in $(seq 1 "$rounds"); do
 	want lat && { say "round $r of $rounds: latency"; lat_round "$r"; }
 	want rate && { say "round $r: message rate"; rate_round "$r"; }
 	want bw && { say "round $r: bandwidth"; bw_round "$r"; }
+	want big && { say "round $r: 1 MiB messages"; big_round "$r"; }
 	want conn && { say "round $r: connection setup"; conn_round "$r"; }
 done
 say "done"

@@ -60,6 +60,12 @@ METRICS.update({
                           "ib_send_bw -s 65536 (the bw_64k_send sample of the same round)", "MiB/s", "higher", None),
     "bw_64k_send": ("bandwidth 64 KiB SEND: ezbench --bw --op send (ez_send_mr, window 128, rx 512)",
                     "ib_send_bw -s 65536, BW average", "MiB/s", "higher", None),
+    "bw_1m_send": ("bandwidth 1 MiB messages: ezbench --bw --op send --size 1048576 (ez_send_mr by rendezvous:"
+                   " header, the receiver's RDMA READ, acknowledgement; window 16, 64 KiB receive buffers)",
+                   "ib_send_bw -s 1048576 (1 MiB receive buffers), BW average", "MiB/s", "higher", None),
+    "bw_1m_send_ucx": ("bandwidth 1 MiB messages: ezbench --bw --op send --size 1048576 (the bw_1m_send sample)",
+                       "ucx_perftest -t ucp_am_bw -s 1048576 (UCX's rendezvous), bandwidth average",
+                       "MiB/s", "higher", None),
 })
 for _n in ("20", "50", "100", "500"):
     # Like with like: one connection after the other on both sides. cmtime

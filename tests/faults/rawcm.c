@@ -225,6 +225,7 @@ static void raw_ez_qp(struct raw *r, int depth, uint32_t len)
 }
 
 uint16_t raw_ez_caps = HS_CAP_CREDITS;
+uint8_t raw_ez_rndv_shift;
 
 void raw_ez_connect(struct fb *b, struct raw *r, const char *port, uint16_t credits,
 		    uint32_t max_msg, int depth, uint32_t len)
@@ -233,7 +234,8 @@ void raw_ez_connect(struct fb *b, struct raw *r, const char *port, uint16_t cred
 	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1,
 				     .retry_count = 7, .rnr_retry_count = 7 };
 	struct hs_msg req = { .version = HS_VERSION, .kind = HS_REQ, .caps = raw_ez_caps,
-			      .credits = credits, .max_msg = max_msg }, rep;
+			      .credits = credits, .max_msg = max_msg,
+			      .rndv_shift = raw_ez_rndv_shift }, rep;
 	uint8_t wire[HS_REQ_MAX];
 	char why[160];
 	int n;

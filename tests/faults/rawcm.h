@@ -74,6 +74,8 @@ int raw_ez_send(struct raw *r, uint32_t imm, uint32_t len);
 /* The capabilities raw_ez_connect() announces [HS_CAP_CREDITS: a peer
  * older than keepalive]. */
 extern uint16_t raw_ez_caps;
+/* With HS_CAP_RNDV in raw_ez_caps: the large maximum's shift announced [0]. */
+extern uint8_t raw_ez_rndv_shift;
 /* Polls the raw CQ: counts sends done and failed, receives and the credits
  * their immediates carry (each receive is posted again); also notes a
  * DISCONNECTED event and then moves the QP to ERR (rdma_disconnect), as

@@ -7,6 +7,7 @@
 
 #include "wire/auth.h"
 #include "wire/imm.h"
+#include "wire/rndv.h"
 #include "wire/rx_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -79,6 +80,18 @@ static void check_accepted(const struct rx_in *in, const struct rx_view *v, cons
 		    v->t->ka_answers >= v->t->ka_probes)
 			abort();
 		break;
+	case RX_RNDV:
+		/* a header: a credit, exactly its length, from a peer that announced it */
+		if (!v->rndv || in->byte_len != RNDV_HDR_LEN ||
+		    (!v->recv_granted && !(m->slack && v->t->recv_slack)))
+			abort();
+		break;
+	case RX_RNDV_ACK:
+		/* an ack: its id only, no credits, never more than our transfers */
+		if (!v->rndv || in->byte_len != RNDV_ACK_LEN || (in->imm & IMM_CREDITS_MASK) ||
+		    v->t->rndv_acked >= v->t->rndv_sent)
+			abort();
+		break;
 	default:
 		abort();
 	}
@@ -109,6 +122,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	v.live = (uint8_t)((1u << v.npaths) - 1);
 	v.auth = hdr[1] % 4;
 	v.ka = hdr[1] >> 7;
+	v.rndv = (hdr[1] >> 6) & 1;
+	v.rndv_max = v.max_msg << (hdr[2] >> 4);
 	v.max_msg = 32u << (hdr[2] % 16);
 	v.recv_granted = v.recv_max_granted = hdr[3];
 	v.max_send_credits = RX_MAX_CREDITS;
@@ -128,6 +143,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				rx_note_ka_probe(&t);	/* a probe of ours goes out */
 			} else if (op & 4) {
 				v.ka_answer_busy = 0;	/* our answer completed */
+			} else if (op & 8) {
+				t.rndv_sent++;	/* a rendezvous header of ours goes out */
 			} else if (v.live) {
 				v.live &= (uint8_t)(v.live - 1);	/* our lowest live path fails */
 				rx_note_ungranted(&t, 1, 1);
@@ -153,9 +170,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;	/* the connection ends */
 		}
 		check_accepted(&in, &v, &m);
+		if (m.kind == RX_RNDV || m.kind == RX_RNDV_ACK) {
+			/* Its bytes: a header's fields, or the ack's id and whether
+			 * our table still has it outstanding. */
+			uint8_t raw[RNDV_HDR_LEN];
+			struct rndv_hdr h;
+
+			take(&data, &size, raw, sizeof(raw));
+			rndv_hdr_decode(raw, &h);
+			if (m.kind == RX_RNDV) {
+				f = rx_check_rndv(&h, &v);
+				if (!f && (!h.len || h.len > v.rndv_max || h.id != t.rndv_recv || h.flags))
+					abort();
+			} else {
+				f = rx_check_rndv_ack(&v, h.id, raw[23] & 1);
+				if (!f && (h.id >= t.rndv_sent || !(raw[23] & 1)))
+					abort();
+			}
+			if (f) {
+				if ((unsigned int)f >= RX_NFAULTS)
+					abort();
+				rx_rndv_fault_format(f, &h, &v, why, sizeof(why));
+				if (strncmp(why, "peer", 4))
+					abort();
+				return 0;
+			}
+		}
 		rx_commit(&t, &v, &m);
 		/* What the connection does with it. */
-		if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM) {
+		if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM || m.kind == RX_RNDV) {
 			if (v.recv_granted)
 				v.recv_granted--;
 			t.granted += op >> 6;	/* and hands some back */

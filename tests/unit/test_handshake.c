@@ -308,6 +308,48 @@ START_TEST(keepalive_capability)
 }
 END_TEST
 
+/* HS_CAP_RNDV carries the large maximum's shift in byte 7, which was
+ * reserved: 0 from an older peer. A shift no peer can mean turns the
+ * capability off instead of failing the handshake. */
+START_TEST(rndv_capability)
+{
+	static const enum hs_kind kinds[] = { HS_REQ, HS_REP };
+	uint8_t buf[HS_REP_MAX] = { 0 };
+	char why[160];
+	unsigned int k;
+
+	for (k = 0; k < 2; k++) {
+		struct hs_msg m = sample(kinds[k], 5), out;
+
+		m.caps = HS_CAP_CREDITS | HS_CAP_RNDV;
+		m.rndv_shift = 24;
+		ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), HS_HDR_LEN + 5);
+		ck_assert_uint_eq(buf[7], 24);
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_uint_eq(out.caps, HS_CAP_CREDITS | HS_CAP_RNDV);
+		ck_assert_uint_eq(out.rndv_shift, 24);
+		ck_assert_uint_eq(out.max_msg, m.max_msg);
+		/* Without the capability byte 7 stays 0, whatever the field. */
+		m.caps = HS_CAP_CREDITS;
+		hs_encode(&m, buf, sizeof(buf));
+		ck_assert_uint_eq(buf[7], 0);
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_uint_eq(out.rndv_shift, 0);
+		/* The bit with shift 0 or above 31: shift 0 (off); the caps
+		 * stay as sent, so a MAC over them still sees a flipped bit. */
+		m.caps = HS_CAP_CREDITS | HS_CAP_RNDV;
+		hs_encode(&m, buf, sizeof(buf));
+		buf[7] = 0;
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_uint_eq(out.caps, HS_CAP_CREDITS | HS_CAP_RNDV);
+		ck_assert_uint_eq(out.rndv_shift, 0);
+		buf[7] = 32;
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_uint_eq(out.rndv_shift, 0);
+	}
+}
+END_TEST
+
 START_TEST(paths_bad_block_refused)
 {
 	struct hs_msg m = with_paths(HS_REQ, 4, 4), out;
@@ -377,6 +419,7 @@ int main(void)
 	tcase_add_test(tc, paths_version_compatible);
 	tcase_add_test(tc, paths_bad_block_refused);
 	tcase_add_test(tc, keepalive_capability);
+	tcase_add_test(tc, rndv_capability);
 	tcase_add_test(tc, paths_psns_distinct_24_bit);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);

@@ -5,6 +5,7 @@
 
 #include "wire/auth.h"
 #include "wire/imm.h"
+#include "wire/rndv.h"
 #include "wire/rx_check.h"
 #include "../checkmain.h"
 
@@ -130,6 +131,80 @@ START_TEST(unknown_bits)
 	}
 	want_msg(RX_F_UNKNOWN_BITS, &v, 0x01000001u, 0,
 		 "peer's immediate 0x01000001 has bits 0x01000000 no easyrdma message uses");
+}
+END_TEST
+
+/* Rendezvous: a header takes a credit and has its exact length; an ack
+ * is credit-only, 4 bytes, and only while a transfer of ours is out; the
+ * contents: a length within 1..rndv_max, the id in turn, no flags. */
+START_TEST(rndv_rules)
+{
+	struct rx_view v = view();
+	struct rndv_hdr h = { .addr = 0x1000, .rkey = 0x77, .len = 4096, .id = 0 };
+	struct rx_msg m;
+	char buf[200];
+
+	/* Not announced: refused, whatever the rest. */
+	ck_assert_int_eq(check(&v, IMM_RNDV, RNDV_HDR_LEN, &m), RX_F_RNDV_OFF);
+	ck_assert_int_eq(check(&v, IMM_RNDV_ACK, RNDV_ACK_LEN, &m), RX_F_RNDV_OFF);
+	want_msg(RX_F_RNDV_OFF, &v, IMM_RNDV, RNDV_HDR_LEN,
+		 "peer sent a rendezvous message (immediate 0x02000000) but did not announce rendezvous in its handshake");
+	v.rndv = 1;
+	v.rndv_max = 1u << 24;
+	ck_assert_int_eq(check(&v, IMM_RNDV | 2, RNDV_HDR_LEN, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_RNDV);
+	ck_assert_uint_eq(m.credits, 2);
+	ck_assert_int_eq(check(&v, IMM_RNDV, 8, &m), RX_F_RNDV_HDR_LEN);
+	want_msg(RX_F_RNDV_HDR_LEN, &v, IMM_RNDV, 8, "peer sent a 8-byte rendezvous header (24 expected)");
+	ck_assert_int_eq(check(&v, IMM_RNDV | IMM_BYE, RNDV_HDR_LEN, &m), RX_F_FLAG_NOT_CONTROL);
+	v.recv_granted = 0;
+	ck_assert_int_eq(check(&v, IMM_RNDV, RNDV_HDR_LEN, &m), RX_F_NO_CREDIT);
+	v.recv_granted = 4;
+	/* Contents. */
+	ck_assert_int_eq(rx_check_rndv(&h, &v), RX_OK);
+	h.len = 0;
+	ck_assert_int_eq(rx_check_rndv(&h, &v), RX_F_RNDV_ZERO);
+	ck_assert_str_eq(rx_rndv_fault_format(RX_F_RNDV_ZERO, &h, &v, buf, sizeof(buf)),
+			 "peer's rendezvous header 0 offers 0 bytes (rkey 0x77)");
+	h.len = (1u << 24) + 1;
+	ck_assert_int_eq(rx_check_rndv(&h, &v), RX_F_RNDV_TOO_LONG);
+	ck_assert_str_eq(rx_rndv_fault_format(RX_F_RNDV_TOO_LONG, &h, &v, buf, sizeof(buf)),
+			 "peer's rendezvous header 0 offers 16777217 bytes, max_msg_size 16777216");
+	h.len = 4096;
+	h.flags = 1;
+	ck_assert_int_eq(rx_check_rndv(&h, &v), RX_F_RNDV_FLAGS);
+	h.flags = 0;
+	h.id = 1;
+	ck_assert_int_eq(rx_check_rndv(&h, &v), RX_F_RNDV_SEQ);
+	h.id = 0;
+	ck_assert_int_eq(check(&v, IMM_RNDV, RNDV_HDR_LEN, &m), RX_OK);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.rndv_recv, 1);
+	ck_assert_uint_eq(t.used, 1);
+	ck_assert_int_eq(rx_check_rndv(&h, &v), RX_F_RNDV_SEQ);
+	ck_assert_str_eq(rx_rndv_fault_format(RX_F_RNDV_SEQ, &h, &v, buf, sizeof(buf)),
+			 "peer's rendezvous header carries transfer id 0, expected 1");
+	/* Acks. */
+	ck_assert_int_eq(check(&v, IMM_RNDV_ACK, RNDV_ACK_LEN, &m), RX_F_RNDV_ACK_NONE);
+	want_msg(RX_F_RNDV_ACK_NONE, &v, IMM_RNDV_ACK, RNDV_ACK_LEN,
+		 "peer acknowledged a rendezvous transfer while none of ours was outstanding (0 offered, 0 acknowledged)");
+	t.rndv_sent = 2;
+	ck_assert_int_eq(check(&v, IMM_RNDV_ACK, RNDV_ACK_LEN, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_RNDV_ACK);
+	ck_assert_int_eq(check(&v, IMM_RNDV_ACK | 1, RNDV_ACK_LEN, &m), RX_F_CONTROL_CREDITS);
+	ck_assert_int_eq(check(&v, IMM_RNDV_ACK, 0, &m), RX_F_RNDV_ACK_LEN);
+	ck_assert_int_eq(check(&v, IMM_RNDV_ACK | IMM_BYE, RNDV_ACK_LEN, &m), RX_F_FLAG_MIX);
+	ck_assert_int_eq(rx_check_rndv_ack(&v, 1, 1), RX_OK);
+	ck_assert_int_eq(rx_check_rndv_ack(&v, 2, 1), RX_F_RNDV_ACK_UNKNOWN);
+	ck_assert_int_eq(rx_check_rndv_ack(&v, 0, 0), RX_F_RNDV_ACK_AGAIN);
+	h.id = 0;
+	ck_assert_str_eq(rx_rndv_fault_format(RX_F_RNDV_ACK_AGAIN, &h, &v, buf, sizeof(buf)),
+			 "peer acknowledged rendezvous transfer 0 a second time");
+	check(&v, IMM_RNDV_ACK, RNDV_ACK_LEN, &m);
+	rx_commit(&t, &v, &m);
+	check(&v, IMM_RNDV_ACK, RNDV_ACK_LEN, &m);
+	rx_commit(&t, &v, &m);
+	ck_assert_int_eq(check(&v, IMM_RNDV_ACK, RNDV_ACK_LEN, &m), RX_F_RNDV_ACK_NONE);
 }
 END_TEST
 
@@ -476,6 +551,7 @@ int main(void)
 	tcase_add_test(tc, too_long);
 	tcase_add_test(tc, no_immediate);
 	tcase_add_test(tc, unknown_bits);
+	tcase_add_test(tc, rndv_rules);
 	tcase_add_test(tc, credit_only);
 	tcase_add_test(tc, returns_bounded);
 	tcase_add_test(tc, bye);

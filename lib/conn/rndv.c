@@ -1,0 +1,576 @@
+/* rndv.c: large messages by rendezvous: the sender's window over its bytes and the transfers awaiting acknowledgement; the receiver's fetches (RDMA READ into the pool's bounded large memory), acknowledgements and in-order delivery. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rndv.h"
+#include "conn_export.h"
+#include "conn_fsm.h"
+#include "sendq.h"
+#include "base/log.h"
+#include "device/bigbuf.h"
+
+/* One fetch of the receiver: the header it answers, the memory it lands
+ * in, and its op (the READ, then the acknowledgement). */
+struct rndv_rx {
+	struct op op;
+	struct rndv_hdr h;
+	struct bigbuf *bb;	/* set while the pool's bound counts it (reserved) */
+	uint8_t state;		/* RX_WAIT, RX_READING, RX_FETCHED */
+	uint8_t busy;		/* op is on the send queue */
+	uint8_t queued;		/* in the delivery queue */
+	struct rndv_rx *all_next;
+};
+
+enum { RX_WAIT, RX_READING, RX_FETCHED };
+
+/* ---- the handshake ---- */
+
+int conn_rndv_can(const struct ez_conn *conn)
+{
+	/* A connection with a PD of its own (conn_pd.c) binds no window (they
+	 * are on the device's PD) and fetches into no device-wide buffer: it
+	 * keeps the receive buffers' limit, both ways. */
+	return conn->o.paths <= 1 && conn->dev && !conn->own_pd && device_has_mw2(conn->dev) &&
+	       conn->o.initiator_depth && conn->o.responder_resources;
+}
+
+uint8_t conn_rndv_shift(const struct ez_conn *conn)
+{
+	uint8_t k = 1;
+
+	while (k < HS_RNDV_SHIFT_MAX && (2ull << k) <= conn->o.max_msg_size)
+		k++;
+	return k;
+}
+
+void conn_rndv_peer(struct ez_conn *conn, uint16_t caps, uint8_t shift)
+{
+	conn->peer_rndv_shift = (caps & HS_CAP_RNDV) ? shift : 0;
+}
+
+void conn_rndv_settle(struct ez_conn *conn)
+{
+	conn->rndv_ok = conn->peer_rndv_shift && conn_rndv_can(conn);
+	conn->peer_rndv_max = conn->rndv_ok ? (uint32_t)(1ull << conn->peer_rndv_shift) : 0;
+}
+
+/* ---- sender ---- */
+
+static int can_bind(const struct ez_conn *conn, const struct ez_mr *mr)
+{
+	return mr && (mr_access_flags(conn->dev, mr->access) & IBV_ACCESS_MW_BIND);
+}
+
+/* The MR went while a window of ours was on it: cannot happen while the
+ * op counts in mr->inflight (ez_mr_dereg refuses), kept safe anyway. */
+static void rndv_mr_gone(struct mw *w)
+{
+	mw_free(w);
+}
+
+static void tx_release(struct ez_conn *conn, struct op *op)
+{
+	struct op **pp;
+
+	for (pp = &conn->rndv_tx; *pp; pp = &(*pp)->rndv_next)
+		if (*pp == op) {
+			*pp = op->rndv_next;
+			break;
+		}
+	op->rndv_next = NULL;
+	/* Deallocating the window invalidates the key at once: the peer can
+	 * read nothing more of these bytes. */
+	mw_free(&op->rndv_w);
+	if (op->rndv_stage) {
+		bigbuf_put(op->rndv_stage);
+		op->rndv_stage = NULL;
+	}
+	op->rndv_flags = 0;
+}
+
+/* The bind WR, as an op of its own on path 0 ahead of the header. */
+static int post_bind(struct ez_conn *conn, struct op *op, uint64_t addr, uint32_t len)
+{
+	struct conn_path *p = &conn->paths[0];
+	struct ibv_send_wr *bad;
+	struct op *bop = conn->free_ops;
+	int err;
+
+	if (!bop)
+		return ezi_fail(-ENOBUFS, "ez_send: a large message takes two operations (its window's bind and its header); %u already outstanding (send_depth)",
+				conn->o.send_depth);
+	conn->free_ops = bop->next;
+	bop->conn = conn;
+	bop->kind = OP_BIND;
+	bop->path = p;
+	bop->cb = NULL;
+	bop->arg = NULL;
+	bop->pin = 0;
+	bop->aged = 0;
+	bop->mr = NULL;
+	bop->wr.next = NULL;
+	bop->wr.send_flags = IBV_SEND_SIGNALED;
+	bop->wr.imm_data = 0;
+	bop->sge.length = 0;
+	mw_bind_wr(&op->rndv_w, addr, len, IBV_ACCESS_REMOTE_READ, &bop->wr);
+	err = ibv_post_send(p->qp, &bop->wr, &bad);
+	if (err) {
+		if (err < 0)
+			err = errno ? errno : EIO;
+		conn_op_put(conn, bop);
+		return ezi_fail(-err, "ibv_post_send(IBV_WR_BIND_MW for a large message, QP %u): %s",
+				p->qpn, ez_strerror(err));
+	}
+	conn_sq_append(conn, bop);
+	return 0;
+}
+
+static void copy_in(uint8_t *dst, const struct iovec *iov, int iovcnt, const uint8_t *src,
+		    size_t len)
+{
+	size_t off = 0;
+
+	if (src) {
+		memcpy(dst, src, len);
+		return;
+	}
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len)
+			memcpy(dst + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+}
+
+int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *iov, int iovcnt,
+		      struct ez_mr *mr, size_t off, size_t len)
+{
+	struct ez_mr *src;
+	uint64_t addr;
+	int ret;
+
+	op->rndv_stage = NULL;
+	op->rndv_flags = 0;
+	op->rndv_next = NULL;
+	memset(&op->rndv_w, 0, sizeof(op->rndv_w));
+	if (can_bind(conn, mr)) {
+		src = mr;
+		addr = (uintptr_t)mr->mr->addr + off;
+	} else {
+		/* ez_send's bytes (or an MR that cannot bind a window) are
+		 * copied: the caller may reuse its buffer on return. */
+		ret = bigbuf_get(conn->dev, len, &op->rndv_stage);
+		if (ret)
+			return ret;
+		copy_in(op->rndv_stage->mem, iov, iovcnt,
+			mr ? (const uint8_t *)mr->mr->addr + off : NULL, len);
+		src = op->rndv_stage->mr;
+		addr = (uintptr_t)op->rndv_stage->mem;
+	}
+	/* The QP admits remote reads: through windows bound to it only (the
+	 * MRs' own keys grant nothing; shared MRs already had it). */
+	if (!(conn->export_access & EZ_MR_REMOTE_READ)) {
+		conn->export_access |= EZ_MR_REMOTE_READ;
+		ret = conn_access_apply(conn);
+		if (ret)
+			goto fail;
+	}
+	ret = mw_alloc(src, &op->rndv_w);
+	if (ret)
+		goto fail;
+	op->rndv_w.on_mr_gone = rndv_mr_gone;
+	ret = post_bind(conn, op, addr, (uint32_t)len);
+	if (ret)
+		goto fail;
+	op->rndv_addr = addr;
+	op->rndv_len = (uint32_t)len;
+	if (conn->max_inline >= RNDV_HDR_LEN) {
+		op->sge.addr = (uintptr_t)op->inl;
+		op->sge.lkey = 0;
+	} else if ((ret = conn_op_copy_slot(conn, op, RNDV_HDR_LEN))) {
+		/* The window is bound; deallocating it undoes that. */
+		goto fail;
+	}
+	return 0;
+fail:
+	mw_free(&op->rndv_w);
+	if (op->rndv_stage) {
+		bigbuf_put(op->rndv_stage);
+		op->rndv_stage = NULL;
+	}
+	return ret;
+}
+
+void conn_rndv_posted(struct ez_conn *conn, struct op *op)
+{
+	struct rndv_hdr h = {
+		.addr = op->rndv_addr,
+		.rkey = op->rndv_w.rkey,
+		.len = op->rndv_len,
+		.id = conn->rxt.rndv_sent++,
+	};
+	struct op **pp;
+
+	rndv_hdr_encode(&h, (uint8_t *)(uintptr_t)op->sge.addr);
+	op->rndv_id = h.id;
+	op->rndv_flags = RNDV_TX_POSTED;
+	for (pp = &conn->rndv_tx; *pp; pp = &(*pp)->rndv_next)
+		;
+	*pp = op;
+	op->rndv_next = NULL;
+}
+
+void conn_rndv_unposted(struct ez_conn *conn, struct op *op)
+{
+	struct op **pp;
+
+	/* Taken back in reverse order of the posts (post_chain), so the id
+	 * goes back with it. */
+	if (conn->rxt.rndv_sent)
+		conn->rxt.rndv_sent--;
+	for (pp = &conn->rndv_tx; *pp; pp = &(*pp)->rndv_next)
+		if (*pp == op) {
+			*pp = op->rndv_next;
+			break;
+		}
+	op->rndv_next = NULL;
+	op->rndv_flags = 0;
+}
+
+int conn_rndv_sent(struct ez_conn *conn, struct op *op, int status)
+{
+	if (status || (op->rndv_flags & RNDV_TX_ACKED)) {
+		tx_release(conn, op);
+		return 1;
+	}
+	op->rndv_flags |= RNDV_TX_SENT;
+	return 0;
+}
+
+struct op *conn_rndv_on_ack(struct ez_conn *conn, uint32_t id, enum rx_fault *fault)
+{
+	struct op *op;
+
+	*fault = RX_OK;
+	for (op = conn->rndv_tx; op && op->rndv_id != id; op = op->rndv_next)
+		;
+	if (!op || (op->rndv_flags & RNDV_TX_ACKED)) {
+		*fault = id >= conn->rxt.rndv_sent ? RX_F_RNDV_ACK_UNKNOWN : RX_F_RNDV_ACK_AGAIN;
+		return NULL;
+	}
+	op->rndv_flags |= RNDV_TX_ACKED;
+	/* The ack may come before our CQ shows the header's completion. */
+	if (!(op->rndv_flags & RNDV_TX_SENT))
+		return NULL;
+	tx_release(conn, op);
+	return op;
+}
+
+struct op *conn_rndv_cancel_next(struct ez_conn *conn)
+{
+	struct op *op;
+
+	/* Every window goes before the QP (a bound window holds it). */
+	for (op = conn->rndv_tx; op; op = op->rndv_next)
+		mw_free(&op->rndv_w);
+	for (op = conn->rndv_tx; op; op = op->rndv_next)
+		if (op->rndv_flags & RNDV_TX_SENT) {
+			tx_release(conn, op);
+			return op;
+		}
+	return NULL;
+}
+
+/* ---- receiver ---- */
+
+static void big_done(struct ez_buf *desc)
+{
+	struct bigbuf *bb = container_of(desc, struct bigbuf, desc);
+	struct ez_srqpool *pool = desc->pool;
+	uint32_t len = desc->len;
+
+	bigbuf_put(bb);
+	srqpool_big_unreserve(pool, len);
+}
+
+static void rx_free(struct ez_conn *conn, struct rndv_rx *e)
+{
+	struct rndv_rx **pp;
+
+	for (pp = &conn->rndv_all; *pp; pp = &(*pp)->all_next)
+		if (*pp == e) {
+			*pp = e->all_next;
+			break;
+		}
+	if (e->bb) {
+		bigbuf_put(e->bb);
+		srqpool_big_unreserve(conn->pool, e->h.len);
+	}
+	conn_op_release_copy(conn, &e->op);
+	free(e);
+}
+
+static int q_push(struct ez_conn *conn, uintptr_t item)
+{
+	struct rndv_queue *q = &conn->rq;
+
+	if (q->n == q->cap) {
+		uint32_t cap = q->cap ? 2 * q->cap : 16;
+		uintptr_t *n = malloc(cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < q->n; i++)
+			n[i] = q->item[(q->head + i) % q->cap];
+		free(q->item);
+		q->item = n;
+		q->head = 0;
+		q->cap = cap;
+	}
+	q->item[(q->head + q->n) % q->cap] = item;
+	q->n++;
+	return 0;
+}
+
+static uintptr_t q_pop(struct ez_conn *conn)
+{
+	struct rndv_queue *q = &conn->rq;
+	uintptr_t item = q->item[q->head];
+
+	q->head = (q->head + 1) % q->cap;
+	q->n--;
+	return item;
+}
+
+static void deliver_one(struct ez_conn *conn, struct ez_buf *buf, uint32_t len)
+{
+	conn->stats.msgs_recv++;
+	conn->stats.bytes_recv += len;
+	conn->stats.path_msgs_recv[0]++;
+	if (conn->cbs.on_recv)
+		conn->cbs.on_recv(conn, buf, conn->arg);
+	else
+		ez_buf_release(buf);
+}
+
+/* Hands the application what is ready at the head of the queue, in
+ * arrival order (the sender's order). A callback that releases a buffer
+ * may kick another fetch that completes nothing now; one that closes the
+ * connection stops the loop. */
+static void deliver_ready(struct ez_conn *conn)
+{
+	if (conn->rndv_delivering)
+		return;
+	conn->rndv_delivering = 1;
+	while (conn->rq.n && conn->state == CS_CONNECTED && !conn->app_closed) {
+		uintptr_t item = conn->rq.item[conn->rq.head];
+
+		if (item & 1) {
+			struct rndv_rx *e = (struct rndv_rx *)(item & ~(uintptr_t)1);
+			struct bigbuf *bb = e->bb;
+			uint32_t len = e->h.len;
+			struct ez_buf *h;
+
+			if (e->state != RX_FETCHED)
+				break;
+			q_pop(conn);
+			e->queued = 0;
+			e->bb = NULL;	/* the application's now, still counted by the pool */
+			h = srqpool_big_deliver(conn->pool, &bb->desc, bb->mem, len, big_done);
+			if (!e->busy)
+				rx_free(conn, e);
+			deliver_one(conn, h, len);
+		} else {
+			struct ez_buf *buf = (struct ez_buf *)item;
+
+			q_pop(conn);
+			deliver_one(conn, buf, (uint32_t)ez_buf_len(buf));
+		}
+	}
+	conn->rndv_delivering = 0;
+}
+
+/* The oldest fetch not started: fetches start in arrival order. */
+static struct rndv_rx *next_waiting(struct ez_conn *conn)
+{
+	struct rndv_queue *q = &conn->rq;
+
+	for (uint32_t i = 0; i < q->n; i++) {
+		uintptr_t item = q->item[(q->head + i) % q->cap];
+		struct rndv_rx *e = (struct rndv_rx *)(item & ~(uintptr_t)1);
+
+		if ((item & 1) && e->state == RX_WAIT)
+			return e;
+	}
+	return NULL;
+}
+
+static int post_read(struct ez_conn *conn, struct rndv_rx *e)
+{
+	struct op *op = &e->op;
+	struct conn_path *p = &conn->paths[0];
+	struct ibv_send_wr *bad;
+	int err;
+
+	op->conn = conn;
+	op->kind = OP_RNDV_READ;
+	op->path = p;
+	op->cb = NULL;
+	op->arg = NULL;
+	op->pin = 0;
+	op->aged = 0;
+	op->mr = NULL;
+	op->wr.next = NULL;
+	op->wr.sg_list = &op->sge;
+	op->wr.num_sge = 1;
+	op->wr.opcode = IBV_WR_RDMA_READ;
+	op->wr.send_flags = IBV_SEND_SIGNALED;
+	op->wr.imm_data = 0;
+	op->wr.wr.rdma.remote_addr = e->h.addr;
+	op->wr.wr.rdma.rkey = e->h.rkey;
+	op->sge.addr = (uintptr_t)e->bb->mem;
+	op->sge.length = e->h.len;
+	op->sge.lkey = e->bb->mr->mr->lkey;
+	err = ibv_post_send(p->qp, &op->wr, &bad);
+	if (err)
+		return err < 0 ? -(errno ? errno : EIO) : -err;
+	conn_sq_append(conn, op);
+	return 0;
+}
+
+/* Starts the fetches a slot and the pool's bound allow, oldest first. At
+ * the bound the rest wait (the peer's sends wait on their
+ * acknowledgements, and the receive buffers held behind them on credits)
+ * until released memory kicks the connection (conn_rndv_kick). */
+static void pump(struct ez_conn *conn)
+{
+	struct rndv_rx *e;
+	int ret;
+
+	while (conn->state == CS_CONNECTED && conn->rndv_slots < RNDV_SLOTS &&
+	       (e = next_waiting(conn))) {
+		if (srqpool_big_reserve(conn->pool, e->h.len))
+			return;
+		ret = bigbuf_get(conn->dev, e->h.len, &e->bb);
+		if (ret) {
+			srqpool_big_unreserve(conn->pool, e->h.len);
+			e->bb = NULL;
+			conn_fail(conn, ret, "rendezvous fetch of transfer %u (%u bytes): %s", e->h.id,
+				  e->h.len, ez_errmsg());
+			return;
+		}
+		ret = post_read(conn, e);
+		if (ret) {
+			conn_fail(conn, ret, "ibv_post_send(RDMA READ of rendezvous transfer %u, %u bytes): %s",
+				  e->h.id, e->h.len, ez_strerror(-ret));
+			return;
+		}
+		e->state = RX_READING;
+		e->busy = 1;
+		conn->rndv_slots++;
+	}
+}
+
+void conn_rndv_on_header(struct ez_conn *conn, const struct rndv_hdr *h)
+{
+	struct rndv_rx *e = calloc(1, sizeof(*e));
+
+	if (!e || q_push(conn, (uintptr_t)e | 1)) {
+		free(e);
+		conn_fail(conn, -ENOMEM, "rendezvous transfer %u (%u bytes): out of memory", h->id,
+			  h->len);
+		return;
+	}
+	e->h = *h;
+	e->state = RX_WAIT;
+	e->queued = 1;
+	e->op.conn = conn;
+	conn->op_bind(&e->op);
+	e->all_next = conn->rndv_all;
+	conn->rndv_all = e;
+	pump(conn);
+}
+
+void conn_rndv_on_small(struct ez_conn *conn, struct ez_buf *buf, uint32_t len)
+{
+	if (!conn->rq.n) {
+		deliver_one(conn, buf, len);
+		return;
+	}
+	if (q_push(conn, (uintptr_t)buf)) {
+		ez_buf_release(buf);
+		conn_fail(conn, -ENOMEM, "a message queued behind a rendezvous fetch: out of memory");
+	}
+}
+
+static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
+{
+	struct op *op = &e->op;
+	uint8_t id[RNDV_ACK_LEN];
+	char why[200];
+	struct rx_view v = { .t = &conn->rxt, .rndv_max = conn->o.max_msg_size };
+	int ret;
+
+	if (status) {
+		e->busy = 0;
+		conn->rndv_slots--;
+		if (status == -ECANCELED || conn_is_ended(conn))
+			return;
+		/* The peer's key or address does not hold what it offered. */
+		rx_rndv_fault_format(RX_F_RNDV_READ, &e->h, &v, why, sizeof(why));
+		conn_fail(conn, -EPROTO, "%s (%s)", why, ez_strerror(-status));
+		return;
+	}
+	e->state = RX_FETCHED;
+	rndv_ack_encode(e->h.id, id);
+	ret = conn_post_ctrl(conn, op, OP_RNDV_ACK, &conn->paths[0], IMM_RNDV_ACK, id, sizeof(id));
+	if (ret) {
+		e->busy = 0;
+		conn->rndv_slots--;
+		conn_fail(conn, ret, "ibv_post_send(rendezvous acknowledgement of transfer %u): %s",
+			  e->h.id, ez_strerror(-ret));
+		return;
+	}
+	deliver_ready(conn);
+}
+
+void conn_rndv_op_done(struct ez_conn *conn, struct op *op, int status)
+{
+	struct rndv_rx *e = container_of(op, struct rndv_rx, op);
+
+	if (op->kind == OP_RNDV_READ) {
+		read_done(conn, e, status);
+		return;
+	}
+	conn_op_release_copy(conn, op);
+	e->busy = 0;
+	conn->rndv_slots--;
+	if (status && status != -ECANCELED && !conn_is_ended(conn))
+		conn_fail(conn, status, "rendezvous acknowledgement of transfer %u: %s", e->h.id,
+			  ez_strerror(-status));
+	if (!e->queued)
+		rx_free(conn, e);
+	pump(conn);
+}
+
+void conn_rndv_kick(struct srqpool_acct *a)
+{
+	pump(container_of(a, struct ez_conn, acct));
+}
+
+void conn_rndv_fini(struct ez_conn *conn)
+{
+	while (conn->rq.n) {
+		uintptr_t item = q_pop(conn);
+
+		if (!(item & 1))
+			ez_buf_release((struct ez_buf *)item);
+	}
+	free(conn->rq.item);
+	conn->rq.item = NULL;
+	conn->rq.cap = 0;
+	while (conn->rndv_all)
+		rx_free(conn, conn->rndv_all);
+}

@@ -1,0 +1,237 @@
+/* test_hostile_rndv.c: a raw-verbs peer that announced rendezvous lies in a header or an acknowledgement: the server ends that connection with -EPROTO and a message naming the lie; an honest connection on the same pool keeps echoing. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fault.h"
+#include "rawcm.h"
+#include "wire/handshake.h"
+#include "wire/imm.h"
+#include "wire/rndv.h"
+#include "../checkmain.h"
+
+#define BIG_MAX (16u << 20)
+
+struct bench {
+	struct fb b;
+	struct srv s;
+	struct ez_srqpool *pool;
+	struct ep honest;
+	uint64_t seq;
+};
+
+/* A server on a shared pool of 4 KiB buffers taking 16 MiB messages by
+ * rendezvous, and an honest client that has echoed once. */
+static void bench_start(struct bench *t)
+{
+	struct ez_srqpool_opts po = { .buf_size = 4096, .nbufs = 128 };
+
+	memset(t, 0, sizeof(*t));
+	fb_init(&t->b);
+	ck_assert_int_eq(ez_srqpool_new(t->b.ctx, NULL, &po, &t->pool), 0);
+	t->s.opts.srqpool = t->pool;
+	t->s.opts.max_msg_size = BIG_MAX;
+	srv_start(&t->b, &t->s, 16);
+	ck_assert_int_eq(ep_connect(&t->b, &t->honest, t->s.port, NULL), 0);
+	ck_assert(fb_run(&t->b, &t->honest.connected, 1, 10));
+	ck_assert_int_eq(t->honest.connect_status, 0);
+	ck_assert(fb_run(&t->b, &t->s.connected, 1, 5));
+	raw_ez_caps = HS_CAP_CREDITS | HS_CAP_RNDV;
+	raw_ez_rndv_shift = 24;
+}
+
+static void honest_echo(struct bench *t, int n)
+{
+	int want = t->honest.received + n, i;
+
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(ep_send_seq(&t->honest, t->seq++), 0);
+	ck_assert(fb_run(&t->b, &t->honest.received, want, 10));
+	ck_assert_int_eq(t->honest.bad_seq, 0);
+	ck_assert_int_eq(t->honest.disconnected, 0);
+	ck_assert_int_eq(t->s.eps[0].disconnected, 0);
+}
+
+static void bench_stop(struct bench *t)
+{
+	raw_ez_caps = HS_CAP_CREDITS;
+	raw_ez_rndv_shift = 0;
+	ep_close(&t->honest);
+	ck_assert(fb_run(&t->b, &t->honest.disconnected, 1, 5));
+	srv_stop(&t->s);
+	ck_assert_int_eq(ez_srqpool_free(t->pool), 0);
+	fb_fini(&t->b);
+}
+
+/* A raw peer that announced rendezvous, connected; its server side in *e. */
+static void raw_join(struct bench *t, struct raw *r, struct ep **e)
+{
+	int idx = t->s.neps;
+
+	t->s.no_echo = 1;
+	raw_ez_connect(&t->b, r, t->s.port, 8, 4096, 16, 16384);
+	ck_assert_msg(r->rep_caps & HS_CAP_RNDV, "the reply's caps 0x%x lack HS_CAP_RNDV", r->rep_caps);
+	ck_assert(fb_run(&t->b, &t->s.neps, idx + 1, 5));
+	*e = &t->s.eps[idx];
+	ck_assert(fb_run(&t->b, &(*e)->connected, 1, 5));
+}
+
+/* The server's side ends with -EPROTO and exactly want (or starting with
+ * it); the raw peer sees the disconnect; the honest connection echoes. */
+static void expect_cut(struct bench *t, struct raw *r, struct ep *e, const char *want, int whole)
+{
+	ck_assert(fb_run(&t->b, &e->disconnected, 1, 10));
+	ck_assert_int_eq(e->received, 0);
+	ck_assert_msg(e->disconnect_status == -EPROTO, "status %d (%s), wanted -EPROTO",
+		      e->disconnect_status, e->disconnect_msg);
+	if (whole)
+		ck_assert_str_eq(e->disconnect_msg, want);
+	else
+		ck_assert_msg(strncmp(e->disconnect_msg, want, strlen(want)) == 0,
+			      "\"%s\" does not start with \"%s\"", e->disconnect_msg, want);
+	printf("server on_disconnect(%d) \"%s\"\n", e->disconnect_status, e->disconnect_msg);
+	for (double end = now_s() + 5; now_s() < end && !r->disconnected;) {
+		raw_ez_poll(r);
+		fb_spin(&t->b, 0.01);
+	}
+	ck_assert_msg(r->disconnected, "raw peer: no DISCONNECTED (last event %s)",
+		      rdma_event_str(r->last));
+	honest_echo(t, 10);
+	raw_free(r);
+	t->s.no_echo = 0;
+}
+
+/* A forged header (imm IMM_RNDV, no credits) of hlen bytes. */
+static void lie_header(struct bench *t, uint64_t addr, uint32_t rkey, uint32_t len, uint32_t id,
+		       uint32_t hlen, const char *want, int whole)
+{
+	struct rndv_hdr h = { .addr = addr, .rkey = rkey, .len = len, .id = id };
+	struct raw r;
+	struct ep *e;
+
+	raw_join(t, &r, &e);
+	rndv_hdr_encode(&h, r.xbuf);
+	ck_assert_int_eq(raw_ez_send(&r, IMM_RNDV, hlen), 0);
+	expect_cut(t, &r, e, want, whole);
+}
+
+START_TEST(lying_headers)
+{
+	struct bench t;
+
+	bench_start(&t);
+	honest_echo(&t, 5);
+	lie_header(&t, 0x10000, 0x1234, 0, 0, RNDV_HDR_LEN,
+		   "peer's rendezvous header 0 offers 0 bytes (rkey 0x1234)", 1);
+	lie_header(&t, 0x10000, 0x1234, 32u << 20, 0, RNDV_HDR_LEN,
+		   "peer's rendezvous header 0 offers 33554432 bytes, max_msg_size 16777216", 1);
+	lie_header(&t, 0x10000, 0x1234, 4096, 5, RNDV_HDR_LEN,
+		   "peer's rendezvous header carries transfer id 5, expected 0", 1);
+	lie_header(&t, 0x10000, 0x1234, 4096, 0, 8,
+		   "peer sent a 8-byte rendezvous header (24 expected)", 1);
+	/* A key that names nothing of the peer's: our READ fails. */
+	lie_header(&t, 0x10000, 0x1234, 65536, 0, RNDV_HDR_LEN,
+		   "peer's rendezvous header 0 offered rkey 0x1234 [0x10000, +65536), which failed this side's RDMA READ", 0);
+	bench_stop(&t);
+}
+END_TEST
+
+/* An acknowledgement (credit-only, IMM_RNDV, the 4-byte id). */
+static void send_ack(struct raw *r, uint32_t id)
+{
+	rndv_ack_encode(id, r->xbuf);
+	ck_assert_int_eq(raw_ez_send(r, IMM_RNDV_ACK, RNDV_ACK_LEN), 0);
+}
+
+/* The server offers n large messages to the raw peer, which receives
+ * their headers and acknowledges as the test says, fetching nothing. */
+static void offer(struct bench *t, struct raw *r, struct ep *e, int n)
+{
+	static uint8_t big[100000];
+
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(ez_send(e->conn, big, sizeof(big), NULL, NULL) == 0, "ez_send: %s",
+			      ez_errmsg());
+	for (double end = now_s() + 10; now_s() < end && r->recvs < (uint64_t)n;) {
+		raw_ez_poll(r);
+		fb_spin(&t->b, 0.01);
+	}
+	ck_assert_uint_eq(r->recvs, (uint64_t)n);
+}
+
+START_TEST(lying_acks)
+{
+	struct bench t;
+	struct raw r;
+	struct ep *e;
+
+	bench_start(&t);
+	raw_join(&t, &r, &e);
+	send_ack(&r, 0);
+	expect_cut(&t, &r, e,
+		   "peer acknowledged a rendezvous transfer while none of ours was outstanding (0 offered, 0 acknowledged)", 1);
+
+	raw_join(&t, &r, &e);
+	offer(&t, &r, e, 1);
+	send_ack(&r, 9);
+	expect_cut(&t, &r, e,
+		   "peer acknowledged rendezvous transfer 9, which this side never offered (1 offered)", 1);
+
+	raw_join(&t, &r, &e);
+	offer(&t, &r, e, 2);
+	send_ack(&r, 0);
+	send_ack(&r, 0);
+	expect_cut(&t, &r, e, "peer acknowledged rendezvous transfer 0 a second time", 1);
+
+	raw_join(&t, &r, &e);
+	rndv_ack_encode(0, r.xbuf);
+	ck_assert_int_eq(raw_ez_send(&r, IMM_RNDV_ACK, 12), 0);
+	expect_cut(&t, &r, e, "peer sent a 12-byte rendezvous acknowledgement (4 expected)", 1);
+	bench_stop(&t);
+}
+END_TEST
+
+/* A peer that did not announce rendezvous gets the old limit, and its
+ * rendezvous bits are refused. */
+START_TEST(without_the_capability)
+{
+	struct bench t;
+	struct raw r;
+	struct ep *e;
+	static uint8_t big[8192];
+	int idx;
+
+	bench_start(&t);
+	raw_ez_caps = HS_CAP_CREDITS;
+	raw_ez_rndv_shift = 0;
+	idx = t.s.neps;
+	t.s.no_echo = 1;
+	raw_ez_connect(&t.b, &r, t.s.port, 8, 4096, 16, 16384);
+	ck_assert(fb_run(&t.b, &t.s.neps, idx + 1, 5));
+	e = &t.s.eps[idx];
+	ck_assert(fb_run(&t.b, &e->connected, 1, 5));
+	ck_assert_int_eq(ez_send(e->conn, big, sizeof(big), NULL, NULL), -EMSGSIZE);
+	ck_assert_str_eq(ez_errmsg(), "ez_send: 8192 bytes exceed the maximum message size 4096 (the peer takes no larger messages by rendezvous)");
+	ck_assert_int_eq(raw_ez_send(&r, IMM_RNDV, RNDV_HDR_LEN), 0);
+	expect_cut(&t, &r, e,
+		   "peer sent a rendezvous message (immediate 0x02000000) but did not announce rendezvous in its handshake", 1);
+	bench_stop(&t);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("hostile_rndv");
+	TCase *tc = tcase_create("forged");
+
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, lying_headers);
+	tcase_add_test(tc, lying_acks);
+	tcase_add_test(tc, without_the_capability);
+	suite_add_tcase(s, tc);
+	return check_run_suite(s, CK_NORMAL);
+}
