@@ -111,7 +111,8 @@ struct ez_conn {
 	struct ez_srqpool *pool;
 	int own_pool;
 	int pool_attached;
-	int cq_reserved;
+	struct device_cq_room cqr;	/* its sends' room, on its QPs' send CQ */
+	struct device_cq *rcq;		/* its QPs' recv CQ: the pool's */
 
 	struct op *ops;
 	struct op *free_ops;
