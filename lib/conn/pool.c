@@ -27,6 +27,7 @@ struct pool_rec {
 };
 
 static struct pool_rec *pools;
+static unsigned int orphans;	/* records with orphan set: pool_reap() looks only then */
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int pool_new(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
@@ -139,6 +140,8 @@ int pool_destroy(struct ez_srqpool *pool)
 	pthread_mutex_lock(&pools_lock);
 	pp = find(pool);
 	*pp = rec->next;
+	if (rec->orphan)
+		orphans--;
 	pthread_mutex_unlock(&pools_lock);
 	device_cq_unclaim(rec->dev, &rec->cqr);
 	if (rec->count)
@@ -153,8 +156,13 @@ static void set_orphan(struct ez_srqpool *pool, int orphan)
 
 	pthread_mutex_lock(&pools_lock);
 	pp = find(pool);
-	if (pp)
+	if (pp && (*pp)->orphan != orphan) {
 		(*pp)->orphan = orphan;
+		if (orphan)
+			orphans++;
+		else
+			orphans--;
+	}
 	pthread_mutex_unlock(&pools_lock);
 }
 
@@ -184,7 +192,9 @@ void pool_reap(struct ez_ctx *ctx)
 		struct pool_rec *rec;
 
 		pthread_mutex_lock(&pools_lock);
-		for (rec = pools; rec && !victim; rec = rec->next)
+		/* Called at every close: with 10,000 private pools a walk each
+		 * time made closing them all quadratic. */
+		for (rec = orphans ? pools : NULL; rec && !victim; rec = rec->next)
 			if (rec->ctx == ctx && rec->orphan && !srqpool_in_use(rec->pool))
 				victim = rec->pool;
 		pthread_mutex_unlock(&pools_lock);
