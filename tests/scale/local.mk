@@ -3,4 +3,4 @@ check_PROGRAMS += tests/scale/ezscale
 tests_scale_ezscale_SOURCES = tests/scale/ezscale.c
 tests_scale_ezscale_LDADD = lib/libezcore.la
 dist_noinst_SCRIPTS += tests/scale/run-10k.sh
-EXTRA_DIST += tests/scale/README.md
+EXTRA_DIST += tests/scale/README.md doc/scaling.md
