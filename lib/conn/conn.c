@@ -139,15 +139,21 @@ static void conn_destroy_id(struct ez_conn *conn)
 		ezi_log_warn("rdma_destroy_id: %s", ez_strerror(errno));
 }
 
+/* Its QPs' CQs: the sends' and the pool's (the same CQ, often). */
+static void conn_poll_cqs(struct ez_conn *conn)
+{
+	cq_poll(conn->cqr.cq);
+	if (conn->rcq != conn->cqr.cq)
+		cq_poll(conn->rcq);
+}
+
 /* CA_FINISH, from the deferred work: never inside the application's call
  * or a CQ poll. Destroys what the connection holds, then the final callback. */
 static void release_and_report(struct ez_conn *conn)
 {
-	if (conn->dev) {
-		/* Completions of this QP still in the CQ point at its ops and
-		 * buffers: dispatch them while everything is alive. */
-		cq_poll(conn->dev);
-	}
+	/* Completions of this QP still in its CQs point at its ops and
+	 * buffers: dispatch them while everything is alive. */
+	conn_poll_cqs(conn);
 	conn_cancel_pending(conn);
 	/* A bound type-2 window holds its QP: freed before the QPs. */
 	conn_exports_drop(conn);
@@ -159,17 +165,17 @@ static void release_and_report(struct ez_conn *conn)
 		conn->qp = NULL;
 		/* A receive flushed between that poll and the destroy (Soft-RoCE
 		 * leaves it in the CQ) goes back to the pool while it is attached. */
-		cq_poll(conn->dev);
+		conn_poll_cqs(conn);
 	}
 	if (conn->pool_attached) {
 		srqpool_detach(conn->pool, &conn->acct);
 		conn->pool_attached = 0;
 	}
 	conn_ops_fini(conn);
-	if (conn->cq_reserved) {
-		device_cq_release(conn->dev, conn->cq_reserved);
-		conn->cq_reserved = 0;
-	}
+	/* Its QPs are gone and polled: nothing of it can complete now. */
+	if (conn->cqr.cq)
+		device_cq_unclaim(conn->dev, &conn->cqr);
+	conn->rcq = NULL;
 	if (conn->id) {
 		/* The port is asked again, not remembered from the teardown: it
 		 * can go down after the teardown sent its DREQ (rxe fails the
@@ -282,10 +288,10 @@ static int take_full(struct ez_conn *conn)
 	int ret;
 
 	if (conn->held_cq) {
-		ret = device_cq_reserve(conn->dev, conn->held_cq);
+		/* Promised at setup on the QP's CQ: it cannot move. */
+		ret = device_cq_take(conn->dev, &conn->cqr, conn->held_cq);
 		if (ret)
 			return ret;
-		conn->cq_reserved += conn->held_cq;
 		conn->held_cq = 0;
 	}
 	if (conn->held_recv) {
@@ -451,14 +457,13 @@ static int conn_setup(struct ez_conn *conn)
 	/* Set by the calls below on success; initialized because LTO inlines
 	 * them and GCC then cannot see that (-Wmaybe-uninitialized). */
 	uint32_t buf_size = 0, credits = 0;
+	struct device *pdev = NULL;
 
 	if (conn->o.srqpool) {
-		struct device *pdev = NULL;
-
 		ret = conn_pd_choose(conn, dev);
 		if (ret < 0)
 			return conn_fail_ret(conn, ret);
-		ret = pool_lookup(conn->o.srqpool, &pdev, &buf_size);
+		ret = pool_lookup(conn->o.srqpool, &pdev, &buf_size, &conn->rcq);
 		if (ret)
 			return conn_fail_ret(conn, ret);
 		if (pdev != dev)
@@ -491,8 +496,10 @@ static int conn_setup(struct ez_conn *conn)
 			ret = conn_pd_open(conn, dev);
 		if (ret)
 			return conn_fail_ret(conn, ret);
+		/* The growth's CQ room is promised now: on the pool's CQ, which
+		 * its QP cannot leave. */
 		ret = pool_create(conn->ctx, &conn->ctx->owner, dev, conn_pd_of(conn), &po,
-				  &conn->pool);
+				  conn->held_recv, &conn->pool);
 		if (ret)
 			return conn_fail_ret(conn, ret);
 		if (conn->own_pd) {
@@ -500,7 +507,9 @@ static int conn_setup(struct ez_conn *conn)
 			conn_pd_handed_to_pool(conn);
 		}
 		conn->own_pool = 1;
-		buf_size = po.buf_size;
+		ret = pool_lookup(conn->pool, &pdev, &buf_size, &conn->rcq);
+		if (ret)
+			return conn_fail_ret(conn, ret);
 	}
 	/* The pool decides the first grant (its share of the pool, within the
 	 * buffers posted) and keeps receives back for credit messages. */
@@ -525,23 +534,18 @@ static int conn_setup(struct ez_conn *conn)
 	 * keepalive probe and answer (keepalive.h). */
 	n = (int)conn->o.send_depth + 2 * (int)conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
 	/* Not yet established, the passive side sends only its verdict or
-	 * refusal and its goodbyes; the data path's room comes with it (a
-	 * request the CQ could not take at all is still refused here). */
-	if (!conn->active) {
-		ret = device_cq_check(dev, n + (conn->held_recv ? (int)conn->held_recv - CONN_PENDING_RECV : 0));
-		if (ret)
-			return conn_fail_ret(conn, ret);
+	 * refusal and its goodbyes; the data path's room is promised on the
+	 * same CQ and taken as it comes up (take_full). */
+	if (!conn->active)
 		conn->held_cq = (int)conn->o.send_depth - 1;
-		n -= conn->held_cq;
-	}
-	ret = device_cq_reserve(dev, n);
+	ret = device_cq_claim(dev, &conn->cqr, n - conn->held_cq, conn->held_cq);
 	if (ret)
 		return conn_fail_ret(conn, ret);
-	conn->cq_reserved = n;
 
 	ia.qp_context = conn;
-	ia.send_cq = dev->cq;
-	ia.recv_cq = dev->cq;
+	ia.send_cq = conn->cqr.cq->cq;
+	/* The pool's CQ, whatever CQ the sends use (pool.c says why). */
+	ia.recv_cq = conn->rcq->cq;
 	ia.srq = srqpool_srq(conn->pool);
 	ia.qp_type = IBV_QPT_RC;
 	/* Sends and writes are signalled selectively (msg.c). */
@@ -560,8 +564,9 @@ static int conn_setup(struct ez_conn *conn)
 	}
 	if (!conn->qp)
 		return conn_fail_ret(conn, ezi_fail(-errno,
-			"ibv_create_qp(%s, RC, max_send_wr %u, srq): %s", dev->name,
-			ia.cap.max_send_wr, ez_strerror(errno)));
+			"ibv_create_qp(%s, RC, max_send_wr %u, srq): %s (this context has %u QPs on "
+			"it; device max_qp %d)", dev->name, ia.cap.max_send_wr, ez_strerror(errno),
+			dev->nqp, dev->attr.max_qp));
 	conn->qpn = conn->qp->qp_num;
 	/* Every step below is validated against the device's cached limits
 	 * and this view, so the ladder costs one ibv_modify_qp() a step. */
@@ -909,8 +914,7 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 	case RDMA_CM_EVENT_DISCONNECTED:
 		/* Messages (and the goodbye) that arrived before the disconnect
 		 * are delivered first. */
-		if (conn->dev)
-			cq_poll(conn->dev);
+		conn_poll_cqs(conn);
 		if (conn_is_ended(conn))
 			break;
 		if (conn->state == CS_CONNECTED && conn->peer_bye) {

@@ -133,7 +133,8 @@ struct ez_conn {
 	int own_pool;
 	struct conn_pd *own_pd;	/* EZ_EXPORT_PD: its PD (conn_pd.c); NULL: the device's */
 	int pool_attached;
-	int cq_reserved;
+	struct device_cq_room cqr;	/* its sends' room, on its QPs' send CQ */
+	struct device_cq *rcq;		/* its QPs' recv CQ: the pool's */
 
 	struct op *ops;
 	struct op *free_ops;

@@ -100,5 +100,5 @@ int ez_srqpool_new_sz(struct ez_ctx *ctx, const char *device, const struct ez_sr
 	ret = device_by_name(ctx, device, &dev);
 	if (ret)
 		return ret;
-	return pool_make(ctx, &ctx->owner, dev, NULL, &o, &ctx->npools, pool);
+	return pool_make(ctx, &ctx->owner, dev, &o, &ctx->npools, pool);
 }

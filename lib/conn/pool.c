@@ -1,4 +1,4 @@
-/* pool.c: SRQ pools on a device, with the CQ room their buffers need; ez_srqpool_free. */
+/* pool.c: SRQ pools on a device, with the CQ room their buffers need on their one receive CQ; ez_srqpool_free. */
 #include "config.h"
 
 #include <errno.h>
@@ -21,16 +21,18 @@ struct pool_rec {
 	int orphan;	/* its connection is gone; buffers were still held */
 	struct device *dev;
 	uint32_t buf_size;
-	int cq_share;
+	int cq_share;		/* buffers the pool may have: its room taken */
+	struct device_cq_room cqr;	/* on the receive CQ of all its QPs */
 	int *count;	/* made by ez_srqpool_new: its context's count of pools */
 };
 
 static struct pool_rec *pools;
+static unsigned int orphans;	/* records with orphan set: pool_reap() looks only then */
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
-	      struct ibv_pd *pd, const struct ez_srqpool_opts *opts, int *count,
-	      struct ez_srqpool **out)
+static int pool_new(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
+		    struct ibv_pd *pd, const struct ez_srqpool_opts *opts, uint32_t grow_to,
+		    int *count, struct ez_srqpool **out)
 {
 	struct ez_srqpool_opts o = opts ? *opts : (struct ez_srqpool_opts){ 0 };
 	struct pool_rec *rec;
@@ -47,16 +49,26 @@ int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *
 	rec->ctx = ctx;
 	rec->buf_size = o.buf_size;
 	rec->count = count;
-	/* Every buffer on the SRQ may complete before the CQ is polled. */
+	/* A receive completes on the recv CQ of the QP that took it, and any
+	 * QP on the SRQ may take any posted buffer: a peer that ignores its
+	 * credits (nothing from the wire is trusted) consumes as many as are
+	 * posted before we poll and see it. So a CQ that the pool's QPs
+	 * spread over would each need room for every buffer of the pool, the
+	 * pool's size once per CQ. All the pool's QPs take this one CQ as
+	 * their recv CQ instead (their sends go to any CQ with room): it holds
+	 * at most every buffer the pool can have, whatever the number of
+	 * connections (max_bufs, the most it grows to). A connection on the
+	 * pool claims only its send room. */
 	rec->cq_share = (int)(o.max_bufs > o.nbufs ? o.max_bufs : o.nbufs);
-	ret = device_cq_reserve(dev, rec->cq_share);
+	ret = device_cq_claim(dev, &rec->cqr, rec->cq_share,
+			      (int)grow_to > rec->cq_share ? (int)grow_to - rec->cq_share : 0);
 	if (ret) {
 		free(rec);
 		return ret;
 	}
 	ret = srqpool_create(pd ? pd : dev->pd, &o, &rec->pool);
 	if (ret) {
-		device_cq_release(dev, rec->cq_share);
+		device_cq_unclaim(dev, &rec->cqr);
 		free(rec);
 		return ret;
 	}
@@ -71,10 +83,17 @@ int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *
 	return 0;
 }
 
-int pool_create(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
-		struct ibv_pd *pd, const struct ez_srqpool_opts *opts, struct ez_srqpool **out)
+int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
+	      const struct ez_srqpool_opts *opts, int *count, struct ez_srqpool **out)
 {
-	return pool_make(ctx, owner, dev, pd, opts, NULL, out);
+	return pool_new(ctx, owner, dev, NULL, opts, 0, count, out);
+}
+
+int pool_create(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *dev,
+		struct ibv_pd *pd, const struct ez_srqpool_opts *opts, uint32_t grow_to,
+		struct ez_srqpool **out)
+{
+	return pool_new(ctx, owner, dev, pd, opts, grow_to, NULL, out);
 }
 
 static struct pool_rec **find(const struct ez_srqpool *pool)
@@ -87,7 +106,8 @@ static struct pool_rec **find(const struct ez_srqpool *pool)
 	return NULL;
 }
 
-int pool_lookup(const struct ez_srqpool *pool, struct device **dev, uint32_t *buf_size)
+int pool_lookup(const struct ez_srqpool *pool, struct device **dev, uint32_t *buf_size,
+		struct device_cq **cq)
 {
 	struct pool_rec **pp;
 	int ret = -ENOENT;
@@ -97,6 +117,7 @@ int pool_lookup(const struct ez_srqpool *pool, struct device **dev, uint32_t *bu
 	if (pp) {
 		*dev = (*pp)->dev;
 		*buf_size = (*pp)->buf_size;
+		*cq = (*pp)->cqr.cq;
 		ret = 0;
 	}
 	pthread_mutex_unlock(&pools_lock);
@@ -120,8 +141,10 @@ int pool_destroy(struct ez_srqpool *pool)
 	pthread_mutex_lock(&pools_lock);
 	pp = find(pool);
 	*pp = rec->next;
+	if (rec->orphan)
+		orphans--;
 	pthread_mutex_unlock(&pools_lock);
-	device_cq_release(rec->dev, rec->cq_share);
+	device_cq_unclaim(rec->dev, &rec->cqr);
 	if (rec->count)
 		(*rec->count)--;
 	free(rec);
@@ -134,8 +157,13 @@ static void set_orphan(struct ez_srqpool *pool, int orphan)
 
 	pthread_mutex_lock(&pools_lock);
 	pp = find(pool);
-	if (pp)
+	if (pp && (*pp)->orphan != orphan) {
 		(*pp)->orphan = orphan;
+		if (orphan)
+			orphans++;
+		else
+			orphans--;
+	}
 	pthread_mutex_unlock(&pools_lock);
 }
 
@@ -165,7 +193,9 @@ void pool_reap(struct ez_ctx *ctx)
 		struct pool_rec *rec;
 
 		pthread_mutex_lock(&pools_lock);
-		for (rec = pools; rec && !victim; rec = rec->next)
+		/* Called at every close: with 10,000 private pools a walk each
+		 * time made closing them all quadratic. */
+		for (rec = orphans ? pools : NULL; rec && !victim; rec = rec->next)
 			if (rec->ctx == ctx && rec->orphan && !srqpool_in_use(rec->pool))
 				victim = rec->pool;
 		pthread_mutex_unlock(&pools_lock);
@@ -192,15 +222,15 @@ int pool_grow_to(struct ez_srqpool *pool, uint32_t total)
 	extra = (int)total - rec->cq_share;
 	if (extra <= 0)
 		return 0;
-	ret = device_cq_reserve(rec->dev, extra);
+	/* On its own CQ: the pool's QPs are there already. The room stays
+	 * taken if the growth fails (given back with the pool). */
+	ret = device_cq_take(rec->dev, &rec->cqr, extra);
 	if (ret)
 		return ret;
-	ret = srqpool_grow_to(pool, total);
-	if (ret) {
-		device_cq_release(rec->dev, extra);
-		return ezi_fail(ret, "%s", srqpool_errmsg(pool));
-	}
 	rec->cq_share += extra;
+	ret = srqpool_grow_to(pool, total);
+	if (ret)
+		return ezi_fail(ret, "%s", srqpool_errmsg(pool));
 	return 0;
 }
 

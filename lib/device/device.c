@@ -1,4 +1,4 @@
-/* device.c: opens a device for the context (PD, completion channel, CQ), keeps its QP registry, hands its async events to the QPs' owners, and polls its CQ (cq.h). */
+/* device.c: opens a device for the context (PD, completion channel, CQs), keeps its QP registry, hands its async events to the QPs' owners, and polls its CQs (cq.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -12,11 +12,13 @@
 #include "base/log.h"
 #include "srqpool/srqpool.h"
 
-#define CQ_INITIAL 1024
 /* Async events handled per loop pass (a port event reaches every QP). */
 #define DEVICE_ASYNC_PER_PASS 32
 
 static void on_async(struct loop_watch *w);
+static void cq_free(struct device_cq *c);
+static int cq_new(struct device *dev, struct device_cq **out);
+static void on_cq_reap(struct loop_defer *d);
 
 /* Frees the verbs objects of a device; a failure (EBUSY: something still
  * uses them) is a leak worth a log line, not a reason to stop closing. */
@@ -24,8 +26,9 @@ static void device_release(struct device *dev)
 {
 	int err;
 
-	if (dev->cq && (err = ibv_destroy_cq(dev->cq)))
-		ezi_log_err("ibv_destroy_cq(%s): %s", dev->name, ez_strerror(err));
+	while (dev->cqs)
+		cq_free(dev->cqs);
+	free(dev->qps);
 	if (dev->cc && (err = ibv_destroy_comp_channel(dev->cc)))
 		ezi_log_err("ibv_destroy_comp_channel(%s): %s", dev->name, ez_strerror(err));
 	sendslab_fini(&dev->slab, dev->name);
@@ -151,7 +154,7 @@ int device_slot_get(struct device *dev, size_t len, struct slab_slot **out)
 static void device_close(struct device *dev)
 {
 	unpark(dev, 0);
-	loop_defer_cancel(dev->loop, &dev->poll_more);
+	loop_defer_cancel(dev->loop, &dev->cq_reap);
 	loop_timer_stop(dev->loop, &dev->slab_trim);
 	loop_watch_del(dev->loop, &dev->comp_watch);
 	loop_watch_del(dev->loop, &dev->async_watch);
@@ -184,7 +187,7 @@ int device_set_poll(struct device_set *set)
 	int c = 0;
 
 	for (struct device *dev = set->list; dev; dev = dev->next)
-		c += cq_poll(dev);
+		c += device_poll(dev);
 	return c;
 }
 
@@ -208,7 +211,7 @@ int device_set_get(struct device_set *set, struct ibv_context *verbs, struct dev
 	loop_defer_list_init(&dev->after_batch);
 	dev->comp_watch.fd = -1;
 	dev->async_watch.fd = -1;
-	dev->poll_more.fn = cq_on_poll_more;
+	dev->cq_reap.fn = on_cq_reap;
 	dev->slab_trim.fn = on_slab_trim;
 	snprintf(dev->name, sizeof(dev->name), "%s", ibv_get_device_name(verbs->device));
 	/* Our own verbs context, not rdma_cm's: rdma_cm keeps one per device
@@ -241,20 +244,18 @@ int device_set_get(struct device_set *set, struct ibv_context *verbs, struct dev
 		ret = ezi_fail(-errno, "ibv_create_comp_channel(%s): %s", dev->name, ez_strerror(errno));
 		goto err;
 	}
-	dev->cq_size = CQ_INITIAL < dev->attr.max_cqe ? CQ_INITIAL : dev->attr.max_cqe;
-	dev->cq = ibv_create_cq(verbs, dev->cq_size, dev, dev->cc, 0);
-	if (!dev->cq) {
-		ret = ezi_fail(-errno, "ibv_create_cq(%s, cqe=%d): %s", dev->name, dev->cq_size,
-			       ez_strerror(errno));
+	dev->busy_poll = set->busy_poll;
+	dev->qp_buckets = DEVICE_QPN_BUCKETS;
+	dev->qps = calloc(dev->qp_buckets, sizeof(*dev->qps));
+	if (!dev->qps) {
+		ret = ezi_fail(-ENOMEM, "device %s: out of memory (QP registry)", dev->name);
 		goto err;
 	}
-	dev->cq_size = dev->cq->cqe;
-	/* In busy-poll mode the context polls the CQ on every pass; an armed
-	 * CQ would only add an interrupt and a wakeup per completion. */
-	if (!set->busy_poll && ibv_req_notify_cq(dev->cq, 0)) {
-		ret = ezi_fail(-errno, "ibv_req_notify_cq(%s): %s", dev->name, ez_strerror(errno));
+	/* The first CQ stays as long as the device: a context that connects
+	 * and closes in turn does not make and free one each time. */
+	ret = cq_new(dev, NULL);
+	if (ret)
 		goto err;
-	}
 	dev->comp_watch.fd = dev->cc->fd;
 	dev->comp_watch.fn = cq_on_channel;
 	ret = loop_watch_add(dev->loop, &dev->comp_watch);
@@ -300,46 +301,211 @@ int device_set_by_name(struct device_set *set, const char *name, struct device *
 	return ret;
 }
 
-int device_cq_check(const struct device *dev, int n)
-{
-	int want = dev->cq_reserved + n;
+/* ---- the CQs: room claimed by connections and pools (device.h) ---- */
 
-	if (want > dev->attr.max_cqe)
-		return ezi_fail(-ENOSPC, "CQ of %s: %d completions outstanding would exceed max_cqe %d",
-				dev->name, want, dev->attr.max_cqe);
+/* Appended, so the oldest CQs fill first and the newest empty first. */
+static int cq_new(struct device *dev, struct device_cq **out)
+{
+	struct device_cq *c, **pp;
+	int size = CQ_INITIAL < dev->attr.max_cqe ? CQ_INITIAL : dev->attr.max_cqe;
+
+	if (dev->attr.max_cq && dev->ncq >= dev->attr.max_cq)
+		return ezi_fail(-ENOSPC, "CQs of %s: a new one would exceed the device's max_cq %d",
+				dev->name, dev->attr.max_cq);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return ezi_fail(-ENOMEM, "device %s: out of memory (CQ %d)", dev->name, dev->ncq + 1);
+	c->dev = dev;
+	c->poll_more.fn = cq_on_poll_more;
+	c->serial = ++dev->cq_serial;
+	c->cq = ibv_create_cq(dev->verbs, size, c, dev->cc, 0);
+	if (!c->cq) {
+		int err = errno ? errno : ENOMEM;
+
+		free(c);
+		return ezi_fail(-err, "ibv_create_cq(%s, cqe=%d): %s (this context has %d CQs on it, "
+				"%d completions taken; device max_cq %d)", dev->name, size,
+				ez_strerror(err), dev->ncq, dev->cq_reserved, dev->attr.max_cq);
+	}
+	c->size = c->cq->cqe;
+	/* In busy-poll mode the context polls the CQs on every pass; an armed
+	 * CQ would only add an interrupt and a wakeup per completion. */
+	if (!dev->busy_poll && ibv_req_notify_cq(c->cq, 0)) {
+		int err = errno;
+
+		ibv_destroy_cq(c->cq);
+		free(c);
+		return ezi_fail(-err, "ibv_req_notify_cq(%s): %s", dev->name, ez_strerror(err));
+	}
+	for (pp = &dev->cqs; *pp; pp = &(*pp)->next)
+		;
+	*pp = c;
+	dev->ncq++;
+	dev->cqs_made++;
+	if (dev->ncq > dev->ncq_max)
+		dev->ncq_max = dev->ncq;
+	if (out)
+		*out = c;
 	return 0;
 }
 
-int device_cq_reserve(struct device *dev, int n)
+/* A CQ goes once nothing holds room on it: every QP that used it is
+ * destroyed and its owner polled it after the destroy, so a completion
+ * still in it would belong to a freed op or pool. It is not polled. */
+static void cq_free(struct device_cq *c)
 {
-	int want = dev->cq_reserved + n, size;
-	int ret = device_cq_check(dev, n);
+	struct device *dev = c->dev;
+	struct device_cq **pp;
+	int err;
 
+	for (pp = &dev->cqs; *pp != c; pp = &(*pp)->next)
+		;
+	*pp = c->next;
+	dev->ncq--;
+	dev->cqs_freed++;
+	loop_defer_cancel(dev->loop, &c->poll_more);
+	if ((err = ibv_destroy_cq(c->cq)))
+		ezi_log_err("ibv_destroy_cq(%s, CQ %u): %s", dev->name, c->serial, ez_strerror(err));
+	free(c);
+}
+
+/* Deferred, never from inside a poll of the CQ (a callback that closes the
+ * last holder runs under it), and once for a burst of closes. */
+static void on_cq_reap(struct loop_defer *d)
+{
+	struct device *dev = container_of(d, struct device, cq_reap);
+	struct device_cq *c, *next;
+
+	for (c = dev->cqs; c; c = next) {
+		next = c->next;
+		if (!c->holders && dev->ncq > 1)
+			cq_free(c);
+	}
+}
+
+/* Resizes c to hold its taken room (doubling, within max_cqe). */
+static int cq_fit(struct device_cq *c, int want)
+{
+	struct device *dev = c->dev;
+	int size;
+
+	if (want <= c->size)
+		return 0;
+	size = c->size * 2 > want ? c->size * 2 : want;
+	if (size > dev->attr.max_cqe)
+		size = dev->attr.max_cqe;
+	if (ibv_resize_cq(c->cq, size))
+		return ezi_fail(-ENOSPC, "ibv_resize_cq(%s, CQ %u, %d): %s (%d completions taken on it)",
+				dev->name, c->serial, size, ez_strerror(errno), want);
+	c->size = c->cq->cqe;
+	return 0;
+}
+
+static int cq_fits(const struct device_cq *c, int n)
+{
+	return c->taken + c->promised + n <= c->dev->attr.max_cqe;
+}
+
+int device_cq_claim(struct device *dev, struct device_cq_room *r, int take, int promise)
+{
+	struct device_cq *c;
+	int ret;
+
+	if (take < 0 || promise < 0 || take + promise > dev->attr.max_cqe)
+		return ezi_fail(-ENOSPC, "CQ of %s: %d completions outstanding would exceed max_cqe %d",
+				dev->name, take + promise, dev->attr.max_cqe);
+	/* First fit from the oldest: the newest CQs are the ones that empty
+	 * and go when connections close. */
+	for (c = dev->cqs; c && !cq_fits(c, take + promise); c = c->next)
+		;
+	if (!c) {
+		ret = cq_new(dev, &c);
+		if (ret)
+			return ret;
+	}
+	ret = cq_fit(c, c->taken + take);
+	if (ret) {
+		if (!c->holders)
+			loop_defer(dev->loop, &dev->cq_reap);
+		return ret;
+	}
+	c->taken += take;
+	c->promised += promise;
+	c->holders++;
+	dev->cq_reserved += take;
+	*r = (struct device_cq_room){ .cq = c, .taken = take, .promised = promise };
+	return 0;
+}
+
+int device_cq_take(struct device *dev, struct device_cq_room *r, int n)
+{
+	struct device_cq *c = r->cq;
+	int from_promise = n < r->promised ? n : r->promised;
+	int beyond = n - from_promise, ret;
+
+	if (beyond > 0 && !cq_fits(c, beyond))
+		return ezi_fail(-ENOSPC, "CQ %u of %s: %d completions outstanding would exceed max_cqe %d",
+				c->serial, dev->name, c->taken + c->promised + beyond, dev->attr.max_cqe);
+	ret = cq_fit(c, c->taken + n);
 	if (ret)
 		return ret;
-	if (want > dev->cq_size) {
-		size = dev->cq_size * 2 > want ? dev->cq_size * 2 : want;
-		if (size > dev->attr.max_cqe)
-			size = dev->attr.max_cqe;
-		if (ibv_resize_cq(dev->cq, size))
-			return ezi_fail(-ENOSPC, "ibv_resize_cq(%s, %d): %s (%d completions outstanding)",
-					dev->name, size, ez_strerror(errno), want);
-		dev->cq_size = dev->cq->cqe;
-	}
-	dev->cq_reserved = want;
+	c->taken += n;
+	c->promised -= from_promise;
+	r->taken += n;
+	r->promised -= from_promise;
+	dev->cq_reserved += n;
 	return 0;
 }
 
-void device_cq_release(struct device *dev, int n)
+void device_cq_unclaim(struct device *dev, struct device_cq_room *r)
 {
-	dev->cq_reserved -= n;
+	struct device_cq *c = r->cq;
+
+	if (!c)
+		return;
+	c->taken -= r->taken;
+	c->promised -= r->promised;
+	dev->cq_reserved -= r->taken;
+	*r = (struct device_cq_room){ 0 };
+	if (--c->holders == 0 && dev->ncq > 1)
+		loop_defer(dev->loop, &dev->cq_reap);
+}
+
+static unsigned int qp_bucket(const struct device *dev, uint32_t qpn)
+{
+	return qpn & (dev->qp_buckets - 1);
+}
+
+/* Doubles the table while it holds more QPs than buckets. A failed
+ * allocation keeps the old one: longer chains, same answers. */
+static void qp_table_grow(struct device *dev)
+{
+	unsigned int n = dev->qp_buckets * 2, i;
+	struct device_qp **t, *dq, *next;
+
+	t = calloc(n, sizeof(*t));
+	if (!t)
+		return;
+	for (i = 0; i < dev->qp_buckets; i++) {
+		for (dq = dev->qps[i]; dq; dq = next) {
+			next = dq->next;
+			dq->next = t[dq->qpn & (n - 1)];
+			t[dq->qpn & (n - 1)] = dq;
+		}
+	}
+	free(dev->qps);
+	dev->qps = t;
+	dev->qp_buckets = n;
 }
 
 void device_qp_add(struct device *dev, struct device_qp *dq, struct ibv_qp *qp,
 		   const struct device_qp_ops *ops)
 {
-	struct device_qp **b = &dev->qps[qp->qp_num % DEVICE_QPN_BUCKETS];
+	struct device_qp **b;
 
+	if (++dev->nqp > dev->qp_buckets)
+		qp_table_grow(dev);
+	b = &dev->qps[qp_bucket(dev, qp->qp_num)];
 	dq->qpn = qp->qp_num;
 	dq->qp = qp;
 	dq->ops = ops;
@@ -351,9 +517,10 @@ void device_qp_del(struct device *dev, struct device_qp *dq)
 {
 	struct device_qp **pp;
 
-	for (pp = &dev->qps[dq->qpn % DEVICE_QPN_BUCKETS]; *pp; pp = &(*pp)->next) {
+	for (pp = &dev->qps[qp_bucket(dev, dq->qpn)]; *pp; pp = &(*pp)->next) {
 		if (*pp == dq) {
 			*pp = dq->next;
+			dev->nqp--;
 			return;
 		}
 	}
@@ -363,7 +530,7 @@ struct device_qp *device_qp_find(struct device *dev, uint32_t qpn)
 {
 	struct device_qp *dq;
 
-	for (dq = dev->qps[qpn % DEVICE_QPN_BUCKETS]; dq; dq = dq->next)
+	for (dq = dev->qps[qp_bucket(dev, qpn)]; dq; dq = dq->next)
 		if (dq->qpn == qpn)
 			return dq;
 	return NULL;
@@ -386,7 +553,7 @@ static void tell_all(struct device *dev, const struct device_event *ev)
 	struct device_qp *dq, *next;
 	int i;
 
-	for (i = 0; i < DEVICE_QPN_BUCKETS; i++) {
+	for (i = 0; i < (int)dev->qp_buckets; i++) {
 		for (dq = dev->qps[i]; dq; dq = next) {
 			next = dq->next;
 			dq->ops->on_async_event(dq, ev);
@@ -414,6 +581,14 @@ static void on_qp_error(struct device *dev, const struct ibv_async_event *raw)
 	tell_owner(dev, raw->element.qp, &ev);
 }
 
+static void cq_overrun(struct device *dev, struct ibv_cq *cq)
+{
+	struct device_cq *c = cq->cq_context;
+
+	ezi_log_err("device %s: CQ %u overrun (%d completions claimed, cqe %d): its QPs fail",
+		    dev->name, c ? c->serial : 0, c ? c->taken : 0, cq->cqe);
+}
+
 /* Acks before handling: ibv_destroy_qp() waits for the acks of its events.
  * At most DEVICE_ASYNC_PER_PASS a pass: the fd stays readable for the rest. */
 static void on_async(struct loop_watch *w)
@@ -430,8 +605,9 @@ static void on_async(struct loop_watch *w)
 		switch (ev.event_type) {
 		case IBV_EVENT_SRQ_LIMIT_REACHED:
 			/* The pool judges "dry" by its posted count, which only
-			 * polled completions lower. */
-			cq_poll(dev);
+			 * polled completions lower (a pool's receives are on one
+			 * CQ, but which one is the pool's business). */
+			device_poll(dev);
 			if (ev.element.srq->srq_context)
 				srqpool_on_limit_event(ev.element.srq->srq_context);
 			break;
@@ -475,6 +651,10 @@ static void on_async(struct loop_watch *w)
 			ezi_log_debug("device %s: async event %s", dev->name,
 				      ibv_event_type_str(ev.event_type));
 			break;
+		case IBV_EVENT_CQ_ERR:
+			/* An overrun: the room claimed on it was too small, a bug. */
+			cq_overrun(dev, ev.element.cq);
+			break;
 		case IBV_EVENT_SRQ_ERR:
 			ezi_log_err("device %s: SRQ error", dev->name);
 			break;
@@ -486,24 +666,26 @@ static void on_async(struct loop_watch *w)
 	}
 }
 
-/* ---- the CQ: notification, batched polling, dispatch by wr_id (cq.h) ---- */
+/* ---- the CQs: notification, batched polling, dispatch by wr_id (cq.h) ---- */
 
-/* Polls up to max_batches batches, fewer if the CQ empties first. */
-static int poll_some(struct device *dev, int max_batches)
+/* Polls up to max_batches batches of c, fewer if it empties first; *full
+ * (if set) says how many batches were full. */
+static int poll_some(struct device_cq *c, int max_batches, int *full)
 {
+	struct device *dev = c->dev;
 	struct ibv_wc wc[CQ_POLL_BATCH];
 	int n, i, total = 0, batches = 0;
 
 	for (;;) {
-		n = ibv_poll_cq(dev->cq, CQ_POLL_BATCH, wc);
+		n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
 		if (n < 0) {
-			ezi_log_err("ibv_poll_cq(%s): %d", dev->name, n);
-			return total;
+			ezi_log_err("ibv_poll_cq(%s, CQ %u): %d", dev->name, c->serial, n);
+			break;
 		}
 		/* An empty poll dispatches nothing: after_batch only fills
 		 * while a batch is dispatched, and runs at its end. */
 		if (n == 0)
-			return total;
+			break;
 		dev->dispatching++;
 		for (i = 0; i < n; i++) {
 			if (wc[i].wr_id & CQ_OP_TAG) {
@@ -531,52 +713,83 @@ static int poll_some(struct device *dev, int max_batches)
 		if (--dev->dispatching == 0)
 			loop_defer_list_run(&dev->after_batch);
 		total += n;
-		if (n < CQ_POLL_BATCH || ++batches == max_batches)
-			return total;
+		if (n < CQ_POLL_BATCH)
+			break;
+		if (++batches == max_batches)
+			break;
 	}
+	if (full)
+		*full = batches;
+	return total;
 }
 
 /* A CQ holds at most cqe completions: this many batches reach every one
  * that was there when the call began (the CQ is a FIFO), and the loop ends
  * even when a peer streaming as fast as its completions are handled keeps
  * the CQ from ever emptying (each echo adds a send completion too). */
-int cq_poll(struct device *dev)
+int cq_poll(struct device_cq *c)
 {
-	return poll_some(dev, dev->cq->cqe / CQ_POLL_BATCH + 1);
+	return c ? poll_some(c, c->cq->cqe / CQ_POLL_BATCH + 1, NULL) : 0;
 }
 
-/* A peer that sends as fast as we handle its messages keeps the CQ from
- * ever emptying: each turn polls a bounded number of completions and
- * comes back as deferred work (the loop's next pass), so CM events, timers
- * and the application's own watchers still get their turn. */
-static void poll_bounded(struct device *dev)
+int device_poll(struct device *dev)
 {
-	if (poll_some(dev, CQ_POLL_TURN) == CQ_POLL_TURN * CQ_POLL_BATCH)
-		loop_defer(dev->loop, &dev->poll_more);
+	struct device_cq *c;
+	int n = 0;
+
+	for (c = dev->cqs; c; c = c->next)
+		n += cq_poll(c);
+	return n;
+}
+
+/* A peer that sends as fast as we handle its messages keeps a CQ from
+ * ever emptying: each turn polls a bounded number of batches and comes
+ * back as deferred work (the loop's next pass), so CM events, timers and
+ * the application's own watchers still get their turn. Returns the
+ * batches used of max. */
+static int poll_bounded(struct device_cq *c, int max)
+{
+	int full = 0;
+
+	poll_some(c, max, &full);
+	if (full == max) {
+		loop_defer(c->dev->loop, &c->poll_more);
+		return max;
+	}
+	return full + 1;
 }
 
 void cq_on_poll_more(struct loop_defer *d)
 {
-	poll_bounded(container_of(d, struct device, poll_more));
+	poll_bounded(container_of(d, struct device_cq, poll_more), CQ_POLL_TURN);
 }
 
+/* Each event names the CQ that has completions: only those are polled, so
+ * a wake-up costs the same with 10 connections as with 10,000 idle ones on
+ * other CQs. One wake-up polls CQ_POLL_TURN batches over all the CQs it
+ * names; a CQ whose event comes after the budget is spent is polled from
+ * its poll_more, in the next pass. */
 void cq_on_channel(struct loop_watch *w)
 {
 	struct device *dev = container_of(w, struct device, comp_watch);
+	int max = dev->ncq > 1 ? CQ_EVENTS_PER_PASS : 1, budget = CQ_POLL_TURN, i;
 	struct ibv_cq *cq;
 	void *cq_ctx;
-	unsigned int events = 0;
 
-	/* One event per arm, and the CQ is armed once per wake-up (below):
-	 * a second read would only return EAGAIN, a system call per wake-up.
-	 * An event left over (none is) keeps the fd readable for the next. */
-	if (ibv_get_cq_event(dev->cc, &cq, &cq_ctx) == 0)
-		events++;
-	if (!events)
-		return;
-	ibv_ack_cq_events(dev->cq, events);
-	/* Arm before the final poll so a completion racing it is not missed. */
-	if (ibv_req_notify_cq(dev->cq, 0))
-		ezi_log_err("ibv_req_notify_cq(%s): %s", dev->name, ez_strerror(errno));
-	poll_bounded(dev);
+	/* One event per arm, and a CQ is armed once per event (below). With
+	 * one CQ a second read would only return EAGAIN, a system call per
+	 * wake-up; an event left over keeps the fd readable for the next. */
+	for (i = 0; i < max && ibv_get_cq_event(dev->cc, &cq, &cq_ctx) == 0; i++) {
+		struct device_cq *c = cq_ctx;
+
+		ibv_ack_cq_events(cq, 1);
+		/* Arm before the poll so a completion racing it is not missed. */
+		if (ibv_req_notify_cq(cq, 0))
+			ezi_log_err("ibv_req_notify_cq(%s, CQ %u): %s", dev->name, c->serial,
+				    ez_strerror(errno));
+		if (budget > 0)
+			budget -= poll_bounded(c, budget);
+		else
+			loop_defer(dev->loop, &c->poll_more);
+	}
 }

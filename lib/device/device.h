@@ -1,4 +1,4 @@
-/* device.h: a verbs device as the context uses it: PD, completion channel, CQ, async events, the QP registry; a context's set of them. */
+/* device.h: a verbs device as the context uses it: PD, completion channel, CQs, async events, the QP registry; a context's set of them. */
 #ifndef EZ_DEVICE_DEVICE_H
 #define EZ_DEVICE_DEVICE_H
 
@@ -11,6 +11,8 @@
 #include "sendslab.h"
 #include "reaper.h"
 
+/* The QP registry's first table; it doubles while it holds more QPs than
+ * buckets, so a receive's lookup stays one or two steps at 10,000 QPs. */
 #define DEVICE_QPN_BUCKETS 256
 #define DEVICE_MECH_CACHE 8
 
@@ -46,6 +48,30 @@ struct device_qp {
 	struct device_qp *next;	/* its bucket */
 };
 
+/* One CQ of a device, on the device's one completion channel. Its room is
+ * claimed by connections (their sends) and pools (their receives), so it
+ * never holds more completions than were claimed; its size follows what is
+ * taken (ibv_resize_cq), up to the device's max_cqe. */
+struct device_cq {
+	struct device_cq *next;	/* the device's, oldest first */
+	struct device *dev;
+	struct ibv_cq *cq;
+	int size;		/* its cqe now */
+	int taken;		/* completions that may be outstanding at once */
+	int promised;		/* kept for holders that take it later */
+	int holders;		/* claims on it (struct device_cq_room) */
+	unsigned int serial;	/* the device's n-th CQ, for messages */
+	struct loop_defer poll_more;	/* completions left over from a bounded turn */
+};
+
+/* A holder's claim on one CQ: a connection's for its sends, a pool's for
+ * its receives. */
+struct device_cq_room {
+	struct device_cq *cq;	/* NULL: nothing claimed */
+	int taken;
+	int promised;
+};
+
 struct device {
 	struct device *next;	/* the set's */
 	struct loop *loop;	/* watches and timers */
@@ -59,13 +85,19 @@ struct device {
 	struct sendslab slab;	/* every connection's send copies */
 	struct loop_timer slab_trim;	/* armed while the slab has chunks to trim */
 	struct ibv_comp_channel *cc;
-	struct ibv_cq *cq;
-	int cq_size;
-	int cq_reserved;	/* completions that may be outstanding at once */
+	int busy_poll;		/* the set's: CQs are never armed */
+	struct device_cq *cqs;	/* on cc; at least one while the device is open */
+	int ncq;
+	int ncq_max;		/* the most at once */
+	uint64_t cqs_made, cqs_freed;
+	unsigned int cq_serial;
+	int cq_reserved;	/* completions taken on all its CQs */
+	struct loop_defer cq_reap;	/* frees CQs left without holders */
 	struct loop_watch comp_watch;
 	struct loop_watch async_watch;
-	struct loop_defer poll_more;	/* completions left over from a bounded turn */
-	struct device_qp *qps[DEVICE_QPN_BUCKETS];	/* by QP number */
+	struct device_qp **qps;	/* by QP number, qp_buckets (a power of 2) chains */
+	unsigned int qp_buckets;
+	unsigned int nqp;
 	/* While completions are dispatched, work the callbacks submit waits
 	 * here and goes out after the batch (a connection's: one chain). */
 	int dispatching;
@@ -103,7 +135,7 @@ void device_set_fini(struct device_set *set);
 int device_set_get(struct device_set *set, struct ibv_context *verbs, struct device **out);
 /* By name (NULL: the first rdma_cm knows). */
 int device_set_by_name(struct device_set *set, const char *name, struct device **out);
-/* cq_poll() on every device; the completions handled. */
+/* cq_poll() on every CQ of every device; the completions handled. */
 int device_set_poll(struct device_set *set);
 
 /* flowdev_mech() for a QP on port with this source GID, from the cache. */
@@ -114,12 +146,17 @@ int device_sport_mech(struct device *dev, uint8_t port, int is_global, unsigned 
  * when the slab has grown beyond one chunk a class. */
 int device_slot_get(struct device *dev, size_t len, struct slab_slot **out);
 
-/* Keeps the CQ large enough for n more completions, resizing it if needed. */
-int device_cq_reserve(struct device *dev, int n);
-/* What device_cq_reserve(dev, n) would say, with nothing reserved (0 or
- * -ENOSPC with the message): room promised now, taken later. */
-int device_cq_check(const struct device *dev, int n);
-void device_cq_release(struct device *dev, int n);
+/* Claims room on one CQ of the device for r's holder: take completions now
+ * (the CQ resized to hold them) and promise more for later
+ * (device_cq_take), on the oldest CQ where both fit, or on a new one. Fails
+ * with the limit named: max_cqe for what one claim asks, max_cq, memory. */
+int device_cq_claim(struct device *dev, struct device_cq_room *r, int take, int promise);
+/* Takes n more on r's CQ, its promise first (0, or -ENOSPC with the
+ * message: a QP cannot move to another CQ). */
+int device_cq_take(struct device *dev, struct device_cq_room *r, int n);
+/* Gives everything of r back; a CQ left without holders goes (the last one
+ * stays), from deferred work. */
+void device_cq_unclaim(struct device *dev, struct device_cq_room *r);
 
 /* Registers qp (in ibv_qp *, by its number) with its owner's ops. */
 void device_qp_add(struct device *dev, struct device_qp *dq, struct ibv_qp *qp,

@@ -76,6 +76,10 @@ INTEGRATION_TESTS += tests/faults/test_liveness
 tests_faults_test_liveness_SOURCES = tests/faults/test_liveness.c $(FAULT_SRC)
 tests_faults_test_liveness_CFLAGS = $(TEST_CFLAGS)
 tests_faults_test_liveness_LDADD = $(TEST_LDADD)
+INTEGRATION_TESTS += tests/faults/test_scale
+tests_faults_test_scale_SOURCES = tests/faults/test_scale.c $(FAULT_SRC)
+tests_faults_test_scale_CFLAGS = $(TEST_CFLAGS)
+tests_faults_test_scale_LDADD = $(TEST_LDADD)
 endif
 
 # Two VMs (testbed pair): run by tests/faults/linkdown.sh, not by check-integration.

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# tests/scale/run-10k.sh: 10,000 connections held by one server process on one rxe device (default options, one shared pool), connected at once from several client processes, each echoed, then closed; connect rate against cmtime, memory per connection, poll cost at 10k against 10.
+# usage: tests/scale/run-10k.sh [BUILD_DIR]       (from the source tree; boots a test-bed VM)
+# environment: EZ_SCALE_N (10000), EZ_SCALE_CLIENTS (4), EZ_SCALE_WINDOW (connects in
+#   flight per client, 0: all at once; default 0), EZ_SCALE_MARKS (1000,5000,10000),
+#   EZ_SCALE_CMTIME (the cmtime -c sizes, "1000 10000"; empty: none), EZ_SCALE_PING_S (10),
+#   EZ_VM_MEM (MiB, default here 4096), EZ_VM_SMP; EZ_SCALE_TIMEOUT (s, 5400).
+# Prints the server's samples ("sample MARK: conns= rss_kb= heap_b= reg_b= cqs= res=[...]"),
+# the clients' connect rates, cmtime's, and the ping-pong's server CPU per message with
+# 10 connections and with N; exits 0 only if every connection came up, echoed and closed.
+set -uo pipefail
+
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.1f", n / (b - a) }'; }
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(cd "$here/../.." && pwd)
+
+if [ "${1:-}" != --inside ]; then
+	build=$(cd "${1:-$top/build}" && pwd)
+	[ -x "$build/tests/scale/ezscale" ] || {
+		echo "run-10k.sh: $build/tests/scale/ezscale missing: make -C $build integration-programs" >&2
+		exit 2
+	}
+	export EZ_VM_MEM=${EZ_VM_MEM:-4096}
+	exec "$top/tests/testbed/testbed" run --cwd "$build" --timeout "${EZ_SCALE_TIMEOUT:-5400}" -- \
+		"$here/run-10k.sh" --inside "$build"
+fi
+
+build=$2
+ez=$build/tests/scale/ezscale
+n=${EZ_SCALE_N:-10000}
+k=${EZ_SCALE_CLIENTS:-4}
+window=${EZ_SCALE_WINDOW:-0}
+marks=${EZ_SCALE_MARKS:-1000,5000,10000}
+cmsizes=${EZ_SCALE_CMTIME-1000 10000}
+ping_s=${EZ_SCALE_PING_S:-10}
+addr=${EZ_TEST_ADDR:-192.0.2.1}
+dir=$(mktemp -d /tmp/ezscale.XXXXXX)
+status=0
+
+echo "run-10k: $n connections from $k clients (window ${window:-all}), marks $marks; $(nproc) CPU, $(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo) MiB"
+ulimit -n 65536 2>/dev/null || true
+echo "device limits: $(ibv_devinfo -v -d "${EZ_DEVICE:-rxe0}" | awk '/max_(qp|cq|cqe|srq|srq_wr|mr):/ { printf "%s %s ", $1, $2 }')"
+
+# cmtime: all N at once, each step for every connection before the next.
+cm_port=7471
+for c in $cmsizes; do
+	cm_port=$((cm_port + 1))
+	timeout -k 5 900 cmtime -b "$addr" -p "$cm_port" -c "$c" >"$dir/cmtime-srv" 2>&1 &
+	spid=$!
+	sleep 2
+	t0=$(date +%s.%N)
+	if timeout -k 5 900 cmtime -s "$addr" -p "$cm_port" -c "$c" >"$dir/cmtime-cli" 2>&1; then
+		t1=$(date +%s.%N)
+		awk -v n="$c" -v wall="$(secs "$t0" "$t1")" '
+			/^(create id|resolve addr|resolve route|create qp|connect) *:/ {
+				sub(/^[^:]*: */, ""); split($0, f, / +/); t += f[1] }
+			END { printf "cmtime -c %d: steps to connect %.0f ms (%.1f connections/s); process wall %s s\n",
+				n, t, n / (t / 1000), wall }' "$dir/cmtime-cli"
+	else
+		echo "cmtime -c $c failed: $(tail -3 "$dir/cmtime-cli" | tr '\n' ' ')"
+	fi
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+done
+
+pool_bufs=$((n + n / 4 + 256))
+"$ez" server "$addr" 0 "$pool_bufs" "$marks" "$dir/port" >"$dir/server" 2>&1 &
+srv=$!
+for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.2; done
+[ -s "$dir/port" ] || { echo "server did not listen: $(cat "$dir/server")"; exit 1; }
+export EZ_SCALE_ADDR=$addr EZ_SCALE_PORT
+EZ_SCALE_PORT=$(cat "$dir/port")
+
+ping() {
+	"$ez" ping 10 "$ping_s" "$dir" "ping$1" >"$dir/ping$1" 2>&1 || { echo "ping $1 failed"; status=1; }
+	cat "$dir/ping$1"
+	sleep 1
+	grep "^ping:" "$dir/server" | tail -1
+}
+
+echo "== ping-pong, 10 connections alone"
+ping 0
+
+echo "== $n connections from $k clients at once"
+t0=$(date +%s.%N)
+per=$((n / k))
+pids=()
+for i in $(seq 0 $((k - 1))); do
+	cnt=$per
+	[ "$i" -eq $((k - 1)) ] && cnt=$((n - per * (k - 1)))
+	"$ez" client $((i * per)) "$cnt" "$window" "$dir" "c$i" >"$dir/c$i.out" 2>&1 &
+	pids+=($!)
+done
+# Each client writes cI.up once all its connections have echoed (or one failed).
+while [ "$(ls "$dir"/c*.up 2>/dev/null | wc -l)" -lt "$k" ]; do
+	alive=0
+	for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+	[ "$alive" -eq 0 ] && break
+	sleep 1
+done
+t1=$(date +%s.%N)
+cat "$dir"/c*.out
+grep -h . "$dir"/c*.up 2>/dev/null | grep -q failed && { echo "a client failed"; status=1; }
+echo "all $n up and echoed in $(secs "$t0" "$t1") s: $(rate "$n" "$t0" "$t1") connections/s"
+grep -E "^(up|sample)" "$dir/server"
+
+echo "== ping-pong, 10 connections beside $n idle ones"
+ping 1
+
+echo "== closing"
+t0=$(date +%s.%N)
+touch "$dir/close"
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+t1=$(date +%s.%N)
+echo "closed in $(secs "$t0" "$t1") s"
+for _ in $(seq 60); do grep -q "^sample closed" "$dir/server" && break; sleep 1; done
+kill -USR1 "$srv"
+sleep 2
+kill -TERM "$srv"
+wait "$srv" || status=1
+grep -E "^sample (closed|now|end)|^server:" "$dir/server"
+grep -vE "^(up|sample|ping|server:)" "$dir/server" | head -20
+for i in $(seq 0 $((k - 1))); do grep -q ok "$dir/c$i.done" 2>/dev/null || { echo "client c$i: $(cat "$dir/c$i.done" 2>/dev/null || echo no result)"; status=1; }; done
+grep -q "cqs=1 " <(grep "^sample end" "$dir/server") || { echo "the server's CQs did not shrink back to one"; status=1; }
+echo "run-10k: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+rm -rf "$dir"
+exit $status
