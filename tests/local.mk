@@ -37,7 +37,11 @@ check-integration: $(INTEGRATION_TESTS)
 # the guest's `make check` compiles them, which took minutes of the ASan tier.
 integration-programs: $(check_PROGRAMS)
 
-.PHONY: check-integration integration-programs
+# The tier's tests, in order, for tests/run-asan.sh's shards.
+print-integration-tests:
+	@echo $(INTEGRATION_TESTS)
+
+.PHONY: check-integration integration-programs print-integration-tests
 
 # The README's example must build against the installed library and its
 # pkg-config file (make installcheck; distcheck runs it).

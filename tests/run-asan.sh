@@ -6,7 +6,8 @@
 #   TEST, every test of `make check-integration` runs; else only those named
 #   (e.g. tests/faults/test_kill). Exits 0 when every test passed and no test
 #   log holds a sanitizer report. EZ_TESTBED_TIMEOUT (default 1800 s) bounds
-#   the whole run.
+#   the whole run (each shard's guest). EZ_ASAN_SHARDS (default 2; 1 with
+#   TESTs named) splits the tier over that many guests run in parallel.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -30,12 +31,48 @@ find "$bdir/tests" \( -name '*.log' -o -name '*.trs' \) -delete 2>/dev/null
 asan="detect_leaks=1:abort_on_error=0:halt_on_error=1:exitcode=23:strict_string_checks=1"
 asan="$asan:detect_stack_use_after_return=1"
 t0=$(date +%s)
-"$here/testbed/testbed" run --timeout "${EZ_TESTBED_TIMEOUT:-1800}" --cwd "$bdir" -- \
-	env ASAN_OPTIONS="$asan" \
-	LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0" \
-	UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-	make "${target[@]}"
-st=$?
+# One guest per shard, in parallel (EZ_ASAN_SHARDS, default 2 for the whole
+# tier, 1 for tests named): a TCG guest has one vCPU, so one guest leaves a
+# host core idle. Shard i takes every SHARDS-th test from the i-th, so the
+# slow ones spread; each runs the device probe first, writes its own suite
+# log, and a test's .log/.trs are its own files either way.
+run_shard() {
+	local name=$1; shift
+	"$here/testbed/testbed" run --timeout "${EZ_TESTBED_TIMEOUT:-1800}" --cwd "$bdir" -- \
+		env ASAN_OPTIONS="$asan" \
+		LSAN_OPTIONS="suppressions=$here/lsan.supp:print_suppressions=0" \
+		UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
+		"$@" 2>&1 | sed -u "s/^/[$name] /"
+	return "${PIPESTATUS[0]}"
+}
+shards=${EZ_ASAN_SHARDS:-2}
+[ $# -gt 0 ] && shards=${EZ_ASAN_SHARDS:-1}
+# Guests side by side must find nothing to build (each `make check` would
+# compile the same objects at once).
+if [ "$shards" -gt 1 ] && [ $# -gt 0 ]; then
+	make -C "$bdir" -j2 >/dev/null && make -C "$bdir" -j2 integration-programs >/dev/null || exit 1
+fi
+if [ "$shards" -le 1 ]; then
+	run_shard asan make "${target[@]}"
+	st=$?
+else
+	if [ $# -gt 0 ]; then
+		all=("$@")
+	else
+		read -r -a all <<<"$(make -s -C "$bdir" print-integration-tests | tail -n 1)"
+	fi
+	pids=()
+	for ((k = 0; k < shards; k++)); do
+		part=()
+		for ((i = k; i < ${#all[@]}; i += shards)); do part+=("${all[$i]}"); done
+		run_shard "asan$k" sh -c 'EZ_REQUIRE_DEVICE=1 "$3" &&
+			exec make check TESTS="$1" TEST_SUITE_LOG="$2"' sh "${part[*]}" \
+			"tests/test-suite-asan$k.log" "$here/integration/device-probe.sh" &
+		pids+=($!)
+	done
+	st=0
+	for p in "${pids[@]}"; do wait "$p" || st=1; done
+fi
 reports=$(grep -lE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" \
 	$(find "$bdir/tests" -name '*.log' ! -name test-suite.log) /dev/null)
 if [ -n "$reports" ]; then

@@ -1,4 +1,4 @@
-/* test_scale.c: more connections than one CQ holds: 1,500 with default options and thousands on a shared pool in one server context, each echoed once, then closed; the server's CQs grow and shrink back to one. */
+/* test_scale.c: more connections than one CQ holds: 1,000 with default options (EZ_SCALE_DEFAULT_N) and 600 on a shared pool (EZ_SCALE_POOL_N) in one server context, each echoed once, then closed; the server's CQs grow and shrink back to one. */
 #include "config.h"
 
 #include <check.h>
@@ -343,7 +343,7 @@ START_TEST(default_options_beyond_one_cq)
 	struct bench b;
 	struct ez_conn_opts so = { 0 };
 
-	bench_init(&b, env_n("EZ_SCALE_DEFAULT_N", 1500), &so, 0);
+	bench_init(&b, env_n("EZ_SCALE_DEFAULT_N", 1000), &so, 0);
 	scale_run(&b, SEND_ROOM + 64, 0, 600);
 	bench_fini(&b);
 }
@@ -355,7 +355,7 @@ START_TEST(shared_pool_beyond_one_cq)
 {
 	struct bench b;
 	struct ez_conn_opts so = { 0 };
-	int n = env_n("EZ_SCALE_POOL_N", 1000);
+	int n = env_n("EZ_SCALE_POOL_N", 600);
 
 	bench_init(&b, n, &so, (uint32_t)(n + n / 4 + 64));
 	scale_run(&b, SEND_ROOM, n + n / 4 + 64, 600);
