@@ -13,16 +13,63 @@
 struct conn_lreg {
 	struct mr_copy c;	/* first: on_src_gone's container */
 	struct conn_pd *owner;
-	struct conn_lreg *next;
+	struct conn_lreg *next;	/* in its bucket */
 };
 
+/* The registrations are found by MR in a hash table (an application that
+ * alternates between many MRs does not walk a list per op), with the last
+ * one looked up in front: ops come in runs on one MR. */
 struct conn_pd {
 	struct ibv_pd *pd;
 	int pool_has_pd;	/* the private pool deallocates it */
 	struct sendslab slab;
-	struct conn_lreg *lregs;
-	struct conn_lreg *last;	/* the last one looked up: ops come in runs on one MR */
+	struct conn_lreg **buckets;
+	unsigned int nbuckets;	/* a power of two, or 0 before the first */
+	unsigned int nlregs;
+	struct conn_lreg *last;
 };
+
+static unsigned int lreg_bucket(const struct conn_pd *p, const struct ez_mr *mr)
+{
+	uint64_t h = (uint64_t)(uintptr_t)mr * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned int)(h >> 32) & (p->nbuckets - 1);
+}
+
+/* Twice the buckets when the table is full (a load of 1): rehashes every
+ * registration, at most log2(n) times in a connection's life. */
+static int lregs_grow(struct conn_pd *p)
+{
+	unsigned int i, old_n = p->nbuckets, n = old_n ? old_n * 2 : 8;
+	struct conn_lreg **old = p->buckets, **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return ezi_fail(-ENOMEM, "a connection's registrations of MRs: out of memory for %u buckets", n);
+	p->buckets = b;
+	p->nbuckets = n;
+	for (i = 0; i < old_n; i++)
+		while (old[i]) {
+			struct conn_lreg *r = old[i];
+			unsigned int k = lreg_bucket(p, r->c.src);
+
+			old[i] = r->next;
+			r->next = b[k];
+			b[k] = r;
+		}
+	free(old);
+	return 0;
+}
+
+static struct conn_lreg *lreg_find(const struct conn_pd *p, const struct ez_mr *mr)
+{
+	struct conn_lreg *r;
+
+	if (!p->nbuckets)
+		return NULL;
+	for (r = p->buckets[lreg_bucket(p, mr)]; r && r->c.src != mr; r = r->next)
+		;
+	return r;
+}
 
 int conn_pd_choose(struct ez_conn *conn, struct device *dev)
 {
@@ -72,11 +119,12 @@ static void lreg_free(struct conn_lreg *r)
 	struct conn_pd *p = r->owner;
 	struct conn_lreg **pp;
 
-	for (pp = &p->lregs; *pp; pp = &(*pp)->next)
+	for (pp = &p->buckets[lreg_bucket(p, r->c.src)]; *pp; pp = &(*pp)->next)
 		if (*pp == r) {
 			*pp = r->next;
 			break;
 		}
+	p->nlregs--;
 	if (p->last == r)
 		p->last = NULL;
 	mr_copy_dereg(&r->c);
@@ -96,9 +144,12 @@ int conn_pd_lkey_slow(struct ez_conn *conn, struct ez_mr *mr, uint32_t *lkey)
 	int ret;
 
 	if (!r || r->c.src != mr)
-		for (r = p->lregs; r && r->c.src != mr; r = r->next)
-			;
+		r = lreg_find(p, mr);
 	if (!r) {
+		unsigned int k;
+
+		if (p->nlregs >= p->nbuckets && (ret = lregs_grow(p)))
+			return ret;
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return ezi_fail(-ENOMEM, "a connection's registration of an MR: out of memory");
@@ -109,8 +160,10 @@ int conn_pd_lkey_slow(struct ez_conn *conn, struct ez_mr *mr, uint32_t *lkey)
 		}
 		r->c.on_src_gone = lreg_src_gone;
 		r->owner = p;
-		r->next = p->lregs;
-		p->lregs = r;
+		k = lreg_bucket(p, mr);
+		r->next = p->buckets[k];
+		p->buckets[k] = r;
+		p->nlregs++;
 	}
 	p->last = r;
 	*lkey = r->c.mr->lkey;
@@ -140,8 +193,10 @@ void conn_pd_close(struct ez_conn *conn)
 
 	if (!p)
 		return;
-	while (p->lregs)
-		lreg_free(p->lregs);
+	for (unsigned int i = 0; i < p->nbuckets; i++)
+		while (p->buckets[i])
+			lreg_free(p->buckets[i]);
+	free(p->buckets);
 	sendslab_fini(&p->slab, conn->dev ? conn->dev->name : "?");
 	if (!p->pool_has_pd && (err = ibv_dealloc_pd(p->pd)))
 		ezi_log_err("ibv_dealloc_pd(a connection's own PD): %s", ez_strerror(err));

@@ -657,6 +657,64 @@ START_TEST(pd_needs_private_pool)
 END_TEST
 #endif
 
+#ifdef EZ_TEST_EXPORT_PD
+/* A connection with its own PD registers each of the application's MRs
+ * there on first use and finds it again by MR (a hash table): 24 MRs used
+ * in turn, twice, each WRITE landing its own bytes; 12 of them deregistered
+ * (their registrations on the connection go with them), the other 12 used
+ * again; every byte of X checked each time. */
+#define NMRS 24
+#define PIECE (XLEN / NMRS / 64 * 64)
+static void write_pieces(struct bench *t, struct honest *h, struct ez_mr **mrs, uint8_t *mem,
+			 int step, char base)
+{
+	int i, want = h->ops;
+
+	for (i = 0; i < NMRS; i += step) {
+		memset(mem + (size_t)i * PIECE, base + i, PIECE);
+		ck_assert_msg(ez_write(h->e.conn, mrs[i], 0, PIECE, &h->key, (uint64_t)i * PIECE,
+				       hon_op_done, h) == 0, "ez_write %d: %s", i, ez_errmsg());
+		want++;
+		ck_assert(fb_run(&t->b, &h->ops, want, 5));
+		ck_assert_int_eq(h->last_status, 0);
+	}
+	for (i = 0; i < NMRS; i += step)
+		ck_assert_int_eq(first_not(t->x + (size_t)i * PIECE, PIECE, (uint8_t)(base + i)), -1);
+}
+
+START_TEST(many_mrs)
+{
+	struct bench t;
+	struct honest h;
+	struct ez_mr *mrs[NMRS];
+	uint8_t *mem = aligned_alloc(4096, (size_t)NMRS * 4096);
+	int i;
+
+	ck_assert_ptr_nonnull(mem);
+	bench_up(&t, 0, 0);
+	honest_up(&t, &h, NULL);
+	for (i = 0; i < NMRS; i++)
+		ck_assert_int_eq(ez_mr_reg(t.b.ctx, NULL, mem + (size_t)i * PIECE, PIECE, 0, &mrs[i]), 0);
+	write_pieces(&t, &h, mrs, mem, 1, 'a');
+	for (i = 0; i < NMRS; i++)
+		ck_assert_ptr_nonnull(mrs[i]->copies);
+	write_pieces(&t, &h, mrs, mem, 1, 'A');
+	for (i = 1; i < NMRS; i += 2)
+		ck_assert_int_eq(ez_mr_dereg(mrs[i]), 0);
+	write_pieces(&t, &h, mrs, mem, 2, '0');
+	ep_close(&h.e);
+	ck_assert(fb_run(&t.b, &h.e.disconnected, 1, 5));
+	for (i = 0; i < NMRS; i += 2) {
+		ck_assert_ptr_null(mrs[i]->copies);
+		ck_assert_int_eq(ez_mr_dereg(mrs[i]), 0);
+	}
+	ck_assert_int_eq(ez_mr_dereg(h.lmr), 0);
+	bench_down(&t);
+	free(mem);
+}
+END_TEST
+#endif
+
 int main(void)
 {
 #ifdef EZ_TEST_EXPORT_PD
@@ -687,6 +745,7 @@ int main(void)
 	tcase_add_test(tc, multipath);
 #ifdef EZ_TEST_EXPORT_PD
 	tcase_add_test(tc, pd_needs_private_pool);
+	tcase_add_test(tc, many_mrs);
 #endif
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);
