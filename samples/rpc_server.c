@@ -1,12 +1,16 @@
 /* rpc_server.c: sample RPC server; all connections receive from one shared SRQ pool. */
 /*
- * Usage: rpc_server [-a ADDRESS] [-p PORT] [-d DEVICE] [-b BUFFERS] [-t THREADS] [-w WORK_US]
+ * Usage: rpc_server [-a ADDRESS] [-p PORT] [-d DEVICE] [-b BUFFERS] [-t THREADS] [-w WORK_US] [-c]
  *
  * With -t N (--threads N) the connections are spread over N worker threads,
  * each with its own libev loop, context and pool (ez_ctx_take_requests);
  * the main thread only listens and hands each request to the worker with
  * the fewest connections (ez_listen_opts.workers). -w spins that many
- * microseconds per request: the application's work, for benchmarks.
+ * microseconds per request: the application's work, for benchmarks; with
+ * -c (--cpu-work) the spin counts the thread's own CPU time
+ * (CLOCK_THREAD_CPUTIME_ID) instead of the wall clock, so that the work
+ * advances only while the thread really runs: two workers sharing one CPU
+ * then gain nothing, as with real computation.
  *
  * Serves the protocol of rpc_proto.h (ECHO, SUM) to any number of clients.
  * Every connection draws its receive buffers from ONE ez_srqpool, so memory
@@ -56,6 +60,7 @@ struct server {			/* one per serving thread: its loop, context and pool */
 };
 
 static unsigned int work_us;	/* -w: spun per request */
+static clockid_t work_clock = CLOCK_MONOTONIC;	/* -c: CLOCK_THREAD_CPUTIME_ID */
 
 /* The application's work per request: a spin, so it costs CPU and not sleep. */
 static void do_work(void)
@@ -64,9 +69,9 @@ static void do_work(void)
 
 	if (!work_us)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(work_clock, &t0);
 	do
-		clock_gettime(CLOCK_MONOTONIC, &t);
+		clock_gettime(work_clock, &t);
 	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)work_us);
 }
 
@@ -376,6 +381,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "work-us", required_argument, NULL, 'w' },
+		{ "cpu-work", no_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -383,7 +389,7 @@ int main(int argc, char **argv)
 	struct ez_ctx **wctx = NULL;
 	int threads = 0;
 
-	while ((opt = getopt_long(argc, argv, "a:p:d:b:t:w:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "a:p:d:b:t:w:c", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': port = optarg; break;
@@ -391,9 +397,10 @@ int main(int argc, char **argv)
 		case 'b': po.nbufs = (uint32_t)atoi(optarg); break;
 		case 't': threads = atoi(optarg); break;
 		case 'w': work_us = (unsigned int)atoi(optarg); break;
+		case 'c': work_clock = CLOCK_THREAD_CPUTIME_ID; break;
 		default:
 			fprintf(stderr, "usage: %s [-a ADDRESS] [-p PORT (0: any)] [-d DEVICE] [-b BUFFERS] "
-				"[-t|--threads N] [-w|--work-us US]\n", argv[0]);
+				"[-t|--threads N] [-w|--work-us US] [-c|--cpu-work]\n", argv[0]);
 			return 2;
 		}
 	}

@@ -154,6 +154,9 @@ START_TEST(perf_server_threads)
 	double rate = 0;
 	const char *j;
 	int p = 0, st, i;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 
 	ck_assert_int_eq(child_start(&srv, sargv), 0);
 	ck_assert_msg(child_wait_line(&srv, "listening on", line, sizeof(line), 90000) == 0,
@@ -186,6 +189,9 @@ START_TEST(perf_server_threads)
 	ck_assert_uint_eq(total_c, 4);
 	/* Each client thread: 200 ping-pongs and at least 200 streamed messages. */
 	ck_assert_uint_ge(total_m, 4 * 400);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("perf -l -T 2 x perf -T 4: %.1f s\n",
+	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 }
 END_TEST
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spawn.h"
@@ -98,7 +99,11 @@ START_TEST(threads_workers_blocks_verified)
 	char line[512], tag[32];
 	unsigned long conns, writes, reads, errors, cbs, off_thread, total = 0;
 	unsigned long long wb, rb;
-	int port = start_daemon_threads(&d, "2"), i;
+	int port, i;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	port = start_daemon_threads(&d, "2");
 
 	for (i = 0; i < 4; i++)
 		start_client(&c[i], port, "12", i % 2 ? "1" : "4", off[i]);
@@ -144,6 +149,9 @@ START_TEST(threads_workers_blocks_verified)
 		total += wc;
 	}
 	ck_assert_uint_eq(total, 4);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("storage --threads 2 x 4 clients: %.1f s\n",
+	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 }
 END_TEST
 
