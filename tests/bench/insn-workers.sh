@@ -29,7 +29,7 @@ run() {
 	t=$1 n=$2 log=$out/$1.$2.log
 	rm -f "$out/$t.$n.out"*
 	$vg --callgrind-out-file="$out/$t.$n.out" ./samples/rpc_server -a "$addr" -p 0 \
-		--threads "$t" >"$log" 2>&1 &
+		--threads "$t" -H 120000 -Q 20 >"$log" 2>&1 &
 	srv=$!
 	port=
 	for _ in $(seq 1200); do
@@ -40,7 +40,7 @@ run() {
 	[ -n "$port" ] || { echo "insn-workers: rpc_server did not start"; cat "$log"; kill $srv; exit 1; }
 	pids=
 	for _ in $(seq "$clients"); do
-		./samples/rpc_client -a "$addr" -p "$port" -n "$n" -w "$win" >>"$log.cli" 2>&1 &
+		./samples/rpc_client -a "$addr" -p "$port" -n "$n" -w "$win" -C 120000 -Q 20 >>"$log.cli" 2>&1 &
 		pids="$pids $!"
 	done
 	for p in $pids; do wait "$p" || { echo "insn-workers: a client failed"; cat "$log.cli"; exit 1; }; done

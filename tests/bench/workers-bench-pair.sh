@@ -21,6 +21,11 @@ win=${WINDOW:-8}
 rounds=${ROUNDS:-3}
 threads=${THREADS:-"1 2"}
 cpuflag=
+# QP_TIMEOUT: both sides' ez_conn_opts.qp_timeout (4.096 us * 2^n; default
+# 20, 4 s): an emulated, overloaded host delays ACKs past the library's
+# default (14: 67 ms, 7 retries), and the client's send then fails
+# "Connection timed out".
+qpt=${QP_TIMEOUT:-20}
 [ "${CPU_WORK:-0}" = 1 ] && cpuflag=--cpu-work
 
 wait_for() {	# FILE SECONDS
@@ -36,7 +41,7 @@ cpu_line() { awk '/^cpu / { print $2 + $3, $4, $7, $8, $5 + $6 }' /proc/stat; }	
 
 server_run() {	# ROUND THREADS
 	out=$(mktemp)
-	./samples/rpc_server -a "$EZ_TEST_ADDR" -p 0 --threads "$2" --work-us "$work" $cpuflag \
+	./samples/rpc_server -a "$EZ_TEST_ADDR" -p 0 --threads "$2" --work-us "$work" $cpuflag -Q "$qpt" -H 60000 \
 		>"$out" 2>&1 &
 	srv=$!
 	port=
@@ -71,7 +76,7 @@ client_run() {	# ROUND THREADS
 	t0=$(date +%s.%N)
 	pids=
 	for i in $(seq "$clients"); do
-		./samples/rpc_client -a "$EZ_PEER_ADDR" -p "$port" -n "$n" -w "$win" \
+		./samples/rpc_client -a "$EZ_PEER_ADDR" -p "$port" -n "$n" -w "$win" -Q "$qpt" -C 60000 \
 			>"$dir/client.$1.$2.$i.log" 2>&1 &
 		pids="$pids $!"
 	done
