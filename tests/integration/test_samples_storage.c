@@ -110,7 +110,7 @@ START_TEST(threads_workers_blocks_verified)
 	for (i = 0; i < 4; i++) {
 		int st = child_finish(&c[i], 180000);
 
-		ck_assert_msg(st == 0, "client %d exited %d: %s", i, st, c[i].buf);
+		ck_assert_msg(st == 0, "client %d exited %d: %s; daemon: %s", i, st, c[i].buf, d.buf);
 		ck_assert_msg(strstr(c[i].buf, "12 blocks (") &&
 			      strstr(c[i].buf, "all checksums verified"), "client %d: %s", i,
 			      c[i].buf);
