@@ -427,7 +427,8 @@ int main(int argc, char **argv)
 	if (!ret && !threads) {
 		ret = ez_srqpool_new(srv.ctx, device, &po, &srv.pool);
 		if (!ret)
-			ret = ez_listen(srv.ctx, addr, port, &lo, on_request, &srv, &srv.listener);
+			ret = ez_listen(srv.ctx, addr, port, handshake_ms ? &lo : NULL, on_request,
+					&srv, &srv.listener);
 	} else if (!ret) {
 		/* Workers first: a listener names contexts that take requests. */
 		lo.placement = EZ_PLACE_LEAST_CONNS;
