@@ -1,6 +1,10 @@
 /* rpc_client.c: sample RPC client keeping a window of requests in flight and timing them. */
 /*
  * Usage: rpc_client [-a HOST] [-p PORT] [-n REQUESTS] [-w WINDOW] [-s PAYLOAD]
+ *                   [-C CONNECT_MS] [-Q QP_TIMEOUT]
+ *
+ * -C and -Q (ez_conn_opts.connect_timeout_ms, .qp_timeout) are for slow
+ * setups: a server under valgrind, or an emulated, overloaded machine.
  *
  * Sends REQUESTS requests (alternately ECHO and SUM) over one connection,
  * keeping WINDOW of them outstanding, checks every reply (id, method,
@@ -235,16 +239,18 @@ int main(int argc, char **argv)
 	if (!cl)
 		return 1;
 	cl->total = 10000, cl->window = 16, cl->payload = 64;
-	while ((opt = getopt(argc, argv, "a:p:n:w:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:p:n:w:s:C:Q:")) != -1) {
 		switch (opt) {
 		case 'a': host = optarg; break;
 		case 'p': port = optarg; break;
 		case 'n': cl->total = (uint32_t)atoi(optarg); break;
 		case 'w': cl->window = (uint32_t)atoi(optarg); break;
 		case 's': cl->payload = (uint32_t)atoi(optarg); break;
+		case 'C': o.connect_timeout_ms = (uint32_t)atoi(optarg); break;
+		case 'Q': o.qp_timeout = (uint8_t)atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: %s [-a HOST] [-p PORT] [-n REQUESTS] [-w WINDOW (1..256)] "
-				"[-s PAYLOAD (8..%d)]\n", argv[0], RPC_MAX_PAYLOAD);
+				"[-s PAYLOAD (8..%d)] [-C CONNECT_MS] [-Q QP_TIMEOUT]\n", argv[0], RPC_MAX_PAYLOAD);
 			return 2;
 		}
 	}

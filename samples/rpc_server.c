@@ -1,12 +1,17 @@
 /* rpc_server.c: sample RPC server; all connections receive from one shared SRQ pool. */
 /*
- * Usage: rpc_server [-a ADDRESS] [-p PORT] [-d DEVICE] [-b BUFFERS] [-t THREADS] [-w WORK_US]
+ * Usage: rpc_server [-a ADDRESS] [-p PORT] [-d DEVICE] [-b BUFFERS] [-t THREADS] [-w WORK_US] [-c]
+ *                   [-H HANDSHAKE_MS] [-Q QP_TIMEOUT]
  *
  * With -t N (--threads N) the connections are spread over N worker threads,
  * each with its own libev loop, context and pool (ez_ctx_take_requests);
  * the main thread only listens and hands each request to the worker with
  * the fewest connections (ez_listen_opts.workers). -w spins that many
- * microseconds per request: the application's work, for benchmarks.
+ * microseconds per request: the application's work, for benchmarks; with
+ * -c (--cpu-work) the spin counts the thread's own CPU time
+ * (CLOCK_THREAD_CPUTIME_ID) instead of the wall clock, so that the work
+ * advances only while the thread really runs: two workers sharing one CPU
+ * then gain nothing, as with real computation.
  *
  * Serves the protocol of rpc_proto.h (ECHO, SUM) to any number of clients.
  * Every connection draws its receive buffers from ONE ez_srqpool, so memory
@@ -56,6 +61,11 @@ struct server {			/* one per serving thread: its loop, context and pool */
 };
 
 static unsigned int work_us;	/* -w: spun per request */
+/* -H, -Q: the listener's handshake_timeout_ms and each connection's
+ * qp_timeout, for slow setups (valgrind, an overloaded emulator). */
+static uint32_t handshake_ms;
+static uint8_t qp_timeout;
+static clockid_t work_clock = CLOCK_MONOTONIC;	/* -c: CLOCK_THREAD_CPUTIME_ID */
 
 /* The application's work per request: a spin, so it costs CPU and not sleep. */
 static void do_work(void)
@@ -64,9 +74,9 @@ static void do_work(void)
 
 	if (!work_us)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(work_clock, &t0);
 	do
-		clock_gettime(CLOCK_MONOTONIC, &t);
+		clock_gettime(work_clock, &t);
 	while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < (long)work_us);
 }
 
@@ -206,6 +216,7 @@ static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg
 		.srqpool = srv->pool,		/* receive from the shared pool */
 		.max_msg_size = RPC_MAX_MSG,
 		.send_depth = 512,		/* >= any client's window, with room */
+		.qp_timeout = qp_timeout,	/* 0: the default */
 	};
 	struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = on_recv, .on_disconnect = on_disconnect };
 	struct client *c;
@@ -376,14 +387,16 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "work-us", required_argument, NULL, 'w' },
+		{ "cpu-work", no_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 	struct ez_ctx **wctx = NULL;
+	struct ez_listen_opts lo = { 0 };
 	int threads = 0;
 
-	while ((opt = getopt_long(argc, argv, "a:p:d:b:t:w:", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "a:p:d:b:t:w:cH:Q:", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'a': addr = optarg; break;
 		case 'p': port = optarg; break;
@@ -391,9 +404,13 @@ int main(int argc, char **argv)
 		case 'b': po.nbufs = (uint32_t)atoi(optarg); break;
 		case 't': threads = atoi(optarg); break;
 		case 'w': work_us = (unsigned int)atoi(optarg); break;
+		case 'c': work_clock = CLOCK_THREAD_CPUTIME_ID; break;
+		case 'H': handshake_ms = (uint32_t)atoi(optarg); break;
+		case 'Q': qp_timeout = (uint8_t)atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: %s [-a ADDRESS] [-p PORT (0: any)] [-d DEVICE] [-b BUFFERS] "
-				"[-t|--threads N] [-w|--work-us US]\n", argv[0]);
+				"[-t|--threads N] [-w|--work-us US] [-c|--cpu-work] [-H HANDSHAKE_MS] "
+				"[-Q QP_TIMEOUT]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -405,14 +422,16 @@ int main(int argc, char **argv)
 	srv.loop = EV_DEFAULT;
 
 	/* The library's watchers go on OUR loop: one ev_run() drives both. */
+	lo.handshake_timeout_ms = handshake_ms;	/* 0: the default */
 	ret = ez_ctx_new(srv.loop, 0, &srv.ctx);
 	if (!ret && !threads) {
 		ret = ez_srqpool_new(srv.ctx, device, &po, &srv.pool);
 		if (!ret)
-			ret = ez_listen(srv.ctx, addr, port, NULL, on_request, &srv, &srv.listener);
+			ret = ez_listen(srv.ctx, addr, port, handshake_ms ? &lo : NULL, on_request,
+					&srv, &srv.listener);
 	} else if (!ret) {
 		/* Workers first: a listener names contexts that take requests. */
-		struct ez_listen_opts lo = { .placement = EZ_PLACE_LEAST_CONNS };
+		lo.placement = EZ_PLACE_LEAST_CONNS;
 
 		wctx = calloc((size_t)threads, sizeof(*wctx));
 		ret = wctx && !workers_start(threads, &mu, &cv, wctx) ? 0 : -1;

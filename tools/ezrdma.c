@@ -151,10 +151,23 @@ struct sconn {
 	struct sconn *next, **pprev;
 };
 
-static struct sconn *sconns;
+/* Per serving thread: the main one, or with `perf -l -T N` each of N
+ * workers, each with its own loop, context and connections (the listener's
+ * thread hands each request to one of them, ez_listen(3) "Workers"). */
+static __thread struct sconn *sconns;
 static __thread struct ez_ctx *ctx;
 static struct ez_listener *listener;
-static int stopping;
+static __thread int stopping;
+/* What a thread served: its connections, messages received, and the
+ * callbacks that ran on another thread than the connection's (always 0). */
+static __thread unsigned long s_conns, s_msgs, s_offthread;
+static __thread pthread_t s_tid;
+
+static void s_on_thread(void)
+{
+	if (!pthread_equal(pthread_self(), s_tid))
+		s_offthread++;
+}
 
 static void sconn_drop(struct sconn *s)
 {
@@ -175,6 +188,8 @@ static void s_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 	struct msg m = { 0 };
 	size_t len = ez_buf_len(buf);
 
+	s_on_thread();
+	s_msgs++;
 	memcpy(&m, ez_buf_data(buf), len < sizeof(m) ? len : sizeof(m));
 	if (m.type == M_PING) {		/* the whole message goes back */
 		if (ez_send(conn, ez_buf_data(buf), len, NULL, NULL))
@@ -207,6 +222,7 @@ static void s_end(struct ez_conn *conn, int status, void *arg)
 {
 	struct sconn *s = arg;
 
+	s_on_thread();
 	if (!s->closed)
 		ez_conn_close(conn);
 	sconn_drop(s);
@@ -214,8 +230,12 @@ static void s_end(struct ez_conn *conn, int status, void *arg)
 
 static void s_connect(struct ez_conn *conn, int status, void *arg)
 {
-	if (status)
+	if (status) {
 		s_end(conn, status, arg);
+		return;
+	}
+	s_on_thread();
+	s_conns++;
 }
 
 static void s_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
@@ -228,6 +248,7 @@ static void s_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 	const void *d = ez_conn_req_data(req, &len);
 	struct sconn *s = calloc(1, sizeof(*s));
 
+	s_on_thread();
 	if (d && len == sizeof(h))
 		memcpy(&h, d, sizeof(h));
 	if (h.magic == HELLO_MAGIC && h.max_msg > o.max_msg_size)
@@ -244,8 +265,9 @@ static void s_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 	sconns = s;
 }
 
-/* SIGUSR1 (`ezrdma stat PID`): one line of ez_conn_stats() per connection. */
-static void s_usr1(struct ev_loop *l, ev_signal *w, int revents)
+/* SIGUSR1 (`ezrdma stat PID`): one line of ez_conn_stats() per connection,
+ * printed by the thread the connections belong to. */
+static void s_print_stats(void)
 {
 	for (struct sconn *s = sconns; s; s = s->next) {
 		struct ez_conn_stats st;
@@ -265,26 +287,164 @@ static void s_usr1(struct ev_loop *l, ev_signal *w, int revents)
 		printf("stat: no connections\n");
 }
 
-/* SIGINT/SIGTERM: close everything; the last connection's end breaks the loop. */
-static void s_stop(struct ev_loop *l, ev_signal *w, int revents)
+/* This thread's connections close; the last one's end breaks its loop. */
+static void s_close_all(void)
 {
 	if (stopping++)
 		return;
-	ez_listener_close(listener);
 	if (!sconns)
-		ev_break(l, EVBREAK_ALL);
+		ev_break(loop, EVBREAK_ALL);
 	for (struct sconn *s = sconns; s; s = s->next) {
 		s->closed = 1;
 		ez_conn_close(s->conn);
 	}
 }
 
-static int serve(const char *addr, const char *port)
+struct sworker {		/* perf -l -T N: one serving thread */
+	pthread_t th;
+	struct ev_loop *loop;
+	struct ez_ctx *ctx;
+	ev_async stop, usr1;	/* from the main thread's signal watchers */
+	int ready, failed;
+	unsigned long conns, msgs, offthread;	/* read after the join */
+};
+static struct sworker *sworkers;
+static int nsworkers;
+static pthread_mutex_t sw_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sw_cv = PTHREAD_COND_INITIALIZER;
+
+/* SIGINT/SIGTERM: the listener goes, then every serving thread closes its
+ * connections (the workers told by ev_async, libev's thread-safe call). */
+static void s_stop(struct ev_loop *l, ev_signal *w, int revents)
+{
+	if (stopping)
+		return;
+	ez_listener_close(listener);
+	s_close_all();
+	for (int i = 0; i < nsworkers; i++)
+		ev_async_send(sworkers[i].loop, &sworkers[i].stop);
+}
+
+
+static void sw_async(struct ev_loop *l, ev_async *w, int revents)
+{
+	struct sworker *sw = w->data;
+
+	if (w == &sw->stop)
+		s_close_all();
+	else
+		s_print_stats();
+}
+
+static void s_usr1(struct ev_loop *l, ev_signal *w, int revents)
+{
+	if (!nsworkers)
+		s_print_stats();
+	for (int i = 0; i < nsworkers; i++)
+		ev_async_send(sworkers[i].loop, &sworkers[i].usr1);
+}
+
+static void *sw_main(void *arg)
+{
+	struct sworker *sw = arg;
+	int ret;
+
+	s_tid = pthread_self();
+	loop = sw->loop = ev_loop_new(EVFLAG_AUTO);
+	ret = loop ? ez_ctx_new(loop, 0, &ctx) : -ENOMEM;
+	if (!ret)
+		ret = ez_ctx_take_requests(ctx, s_request, NULL);
+	if (ret)
+		fprintf(stderr, "ezrdma: worker: %s\n", ez_errmsg());
+	if (!ret) {
+		ev_async_init(&sw->stop, sw_async);
+		ev_async_init(&sw->usr1, sw_async);
+		sw->stop.data = sw->usr1.data = sw;
+		ev_async_start(loop, &sw->stop);
+		ev_async_start(loop, &sw->usr1);
+	}
+	pthread_mutex_lock(&sw_mu);
+	sw->ctx = ctx;
+	sw->failed = !!ret;
+	sw->ready = 1;
+	pthread_cond_broadcast(&sw_cv);
+	pthread_mutex_unlock(&sw_mu);
+	if (!ret)
+		ev_run(loop, 0);
+	if (ctx && ez_ctx_free(ctx))
+		fprintf(stderr, "ezrdma: worker: ez_ctx_free: %s\n", ez_errmsg());
+	if (loop)
+		ev_loop_destroy(loop);
+	sw->conns = s_conns, sw->msgs = s_msgs, sw->offthread = s_offthread;
+	return NULL;
+}
+
+/* Starts n serving threads; their contexts go in ctxs. */
+static int sw_start(int n, struct ez_ctx **ctxs)
+{
+	int failed = 0;
+
+	sworkers = calloc((size_t)n, sizeof(*sworkers));
+	if (!sworkers)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		if (pthread_create(&sworkers[i].th, NULL, sw_main, &sworkers[i]))
+			return -1;
+		nsworkers = i + 1;
+	}
+	pthread_mutex_lock(&sw_mu);
+	for (int i = 0; i < nsworkers; i++) {
+		while (!sworkers[i].ready)
+			pthread_cond_wait(&sw_cv, &sw_mu);
+		failed |= sworkers[i].failed;
+		ctxs[i] = sworkers[i].ctx;
+	}
+	pthread_mutex_unlock(&sw_mu);
+	return failed ? -1 : 0;
+}
+
+/* After the main loop (or a failed start): each worker stopped, joined, and
+ * its line printed. Returns the callbacks that ran off their thread. */
+static unsigned long sw_join(void)
+{
+	unsigned long off = 0;
+
+	for (int i = 0; i < nsworkers; i++) {
+		struct sworker *sw = &sworkers[i];
+
+		if (!stopping && !sw->failed)
+			ev_async_send(sw->loop, &sw->stop);
+		pthread_join(sw->th, NULL);
+		printf("ezrdma: worker %d: %lu connections, %lu messages, %lu callbacks off-thread\n",
+		       i, sw->conns, sw->msgs, sw->offthread);
+		off += sw->offthread;
+	}
+	free(sworkers);
+	return off;
+}
+
+static int serve(const char *addr, const char *port, int threads)
 {
 	ev_signal si, st, su;
+	struct ez_listen_opts lo = { .placement = EZ_PLACE_ROUND_ROBIN };
+	struct ez_ctx **wctx = NULL;
+	unsigned long off;
 
-	if (ez_ctx_new(loop, 0, &ctx) ||
-	    ez_listen(ctx, addr, port, NULL, s_request, NULL, &listener))
+	s_tid = pthread_self();
+	if (ez_ctx_new(loop, 0, &ctx))
+		die("ez_ctx_new");
+	if (threads) {	/* the workers first: the listener names their contexts */
+		wctx = calloc((size_t)threads, sizeof(*wctx));
+		if (!wctx || sw_start(threads, wctx)) {
+			fprintf(stderr, "ezrdma: %d serving threads: start-up failed\n", threads);
+			stopping = 1;
+			sw_join();
+			exit(1);
+		}
+		lo.nworkers = (uint32_t)threads;
+		lo.workers = wctx;
+	}
+	if (ez_listen(ctx, addr, port, &lo, threads ? NULL : s_request, NULL, &listener))
 		die("listen");
 	ev_signal_init(&si, s_stop, SIGINT);
 	ev_signal_init(&st, s_stop, SIGTERM);
@@ -292,13 +452,18 @@ static int serve(const char *addr, const char *port)
 	ev_signal_start(loop, &si);
 	ev_signal_start(loop, &st);
 	ev_signal_start(loop, &su);
-	printf("ezrdma: listening on %s port %u (pid %d)\n", addr ? addr : "*",
+	printf("ezrdma: listening on %s port %u (pid %d)", addr ? addr : "*",
 	       ez_listener_port(listener), (int)getpid());
+	if (threads)
+		printf(", %d serving threads", threads);
+	printf("\n");
 	ev_run(loop, 0);
+	off = sw_join();
+	free(wctx);
 	if (ez_ctx_free(ctx))
 		die("ez_ctx_free");
 	printf("ezrdma: server stopped\n");
-	return 0;
+	return off ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -830,9 +995,9 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: ezrdma devices\n"
-		"       ezrdma ping -l [-a ADDRESS] [-p PORT]          (server for ping and perf)\n"
+		"       ezrdma ping -l [-a ADDRESS] [-p PORT] [-T THREADS]  (server for ping and perf)\n"
 		"       ezrdma ping HOST [-p PORT] [-c COUNT] [-i SECONDS] [-s SIZE]\n"
-		"       ezrdma perf -l [-a ADDRESS] [-p PORT]\n"
+		"       ezrdma perf -l [-a ADDRESS] [-p PORT] [-T THREADS]\n"
 		"       ezrdma perf HOST [-p PORT] [-t lat,rate,bw,conn] [-n N] [-s SIZE]\n"
 		"                   [-b BLOCK] [-w WINDOW] [-T THREADS] [--json]\n"
 		"       ezrdma stat PID                                (a server prints its counters)\n"
@@ -908,7 +1073,7 @@ int main(int argc, char **argv)
 	loop = EV_DEFAULT;
 	signal(SIGPIPE, SIG_IGN);
 	if (listen)
-		return serve(addr, C.port);
+		return threads < 0 || threads > 64 ? usage() : serve(addr, C.port, threads);
 	if (!C.host || C.size < sizeof(struct msg) || C.size > MAX_MSG_CAP || !X.tests ||
 	    !X.window || !X.bsize || X.bsize > MAX_MR_CAP || P.interval <= 0)
 		return usage();

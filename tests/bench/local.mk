@@ -16,6 +16,8 @@ dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/
 	tests/bench/plot.py tests/bench/test-plot.sh \
 	tests/bench/insn tests/bench/insn-inside.sh tests/bench/insn-summarize.py \
 	tests/bench/workers-bench.sh
+# Issue 21 (cores): the two-VM worker benchmark and the per-worker instruction count.
+dist_noinst_SCRIPTS += tests/bench/workers-bench-pair.sh tests/bench/insn-workers.sh
 # The pictures of doc/performance.md (plot.py) are drawn from fixed data.
 TESTS += tests/bench/test-plot.sh
 EXTRA_DIST += tests/bench/README.md tests/bench/insn-budget.json tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \

@@ -137,6 +137,64 @@ START_TEST(perf_json_summary)
 }
 END_TEST
 
+/* perf -l -T 2 (two serving threads, each its own context) against perf -T 4
+ * (four client threads, one connection each): the listener hands the
+ * connections round-robin, two to each worker; every message of every
+ * client is counted by the worker that owns its connection, and no server
+ * callback ran off its worker's thread (the server exits 1 if one did). */
+START_TEST(perf_server_threads)
+{
+	struct child srv, c;
+	char port[16], line[256], tag[32];
+	char *sargv[] = { (char *)EZRDMA, "perf", "-l", "-a", (char *)test_addr(), "-p", "0",
+			  "-T", "2", NULL };
+	char *argv[] = { (char *)EZRDMA, "perf", (char *)test_addr(), "-p", port, "-T", "4",
+			 "-t", "lat,rate", "-n", "200", "--json", NULL };
+	unsigned long conns, msgs, off, total_c = 0, total_m = 0;
+	double rate = 0;
+	const char *j;
+	int p = 0, st, i;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+
+	ck_assert_int_eq(child_start(&srv, sargv), 0);
+	ck_assert_msg(child_wait_line(&srv, "listening on", line, sizeof(line), 90000) == 0,
+		      "ezrdma perf -l -T 2 did not say it listens: %s", srv.buf);
+	ck_assert_msg(strstr(line, ", 2 serving threads"), "listening line: %s", line);
+	ck_assert_int_eq(sscanf(strstr(line, "port"), "port %d", &p), 1);
+	snprintf(port, sizeof(port), "%d", p);
+	ck_assert_int_eq(child_start(&c, argv), 0);
+	st = child_finish(&c, 180000);
+	ck_assert_msg(st == 0, "perf -T 4 exited %d: %s", st, c.buf);
+	j = strstr(c.buf, "{\"host\"");
+	ck_assert_msg(j && strstr(j, "\"threads\": 4"), "no JSON in: %s", c.buf);
+	ck_assert_int_eq(sscanf(strstr(j, "\"msg_rate\""), "\"msg_rate\": %lf", &rate), 1);
+	ck_assert_msg(rate > 0, "rate: %s", j);
+	stop_server(&srv);
+	for (i = 0; i < 2; i++) {
+		const char *w;
+
+		snprintf(tag, sizeof(tag), "worker %d: ", i);
+		w = strstr(srv.buf, tag);
+		ck_assert_msg(w && sscanf(w + strlen(tag), "%lu connections, %lu messages, %lu "
+					  "callbacks off-thread", &conns, &msgs, &off) == 3,
+			      "no worker %d line: %s", i, srv.buf);
+		printf("ezrdma perf -l -T 2: worker %d: %lu connections, %lu messages\n", i, conns,
+		       msgs);
+		ck_assert_uint_eq(conns, 2);	/* round-robin */
+		ck_assert_uint_eq(off, 0);
+		total_c += conns, total_m += msgs;
+	}
+	ck_assert_uint_eq(total_c, 4);
+	/* Each client thread: 200 ping-pongs and at least 200 streamed messages. */
+	ck_assert_uint_ge(total_m, 4 * 400);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("perf -l -T 2 x perf -T 4: %.1f s\n",
+	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+END_TEST
+
 /* A latency run of n ping-pongs with stderr on a terminal (script(1) gives
  * it a pty) or on a pipe; returns the seconds it took. */
 static double perf_lat_run(struct child *c, int on_terminal, const char *port, unsigned n)
@@ -217,6 +275,7 @@ int main(void)
 	tcase_add_test(tc, ping_five_replies);
 	tcase_add_test(tc, stat_prints_server_counters);
 	tcase_add_test(tc, perf_json_summary);
+	tcase_add_test(tc, perf_server_threads);
 	tcase_add_test(tc, perf_progress_on_terminal_only);
 	tcase_add_test(tc, ping_without_server_fails);
 	suite_add_tcase(s, tc);

@@ -6,15 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "spawn.h"
 #include "../checkmain.h"
 
-static int start_daemon(struct child *d)
+/* threads: NULL, or --threads' value (the store is then 64 MiB). */
+static int start_daemon_threads(struct child *d, const char *threads)
 {
 	char *argv[] = { (char *)prog_path("samples/storage_daemon"), "-a", (char *)test_addr(),
-			 "-p", "0", "-S", "32", "-i", "1", NULL };
+			 "-p", "0", "-S", threads ? "64" : "32", "-i", "1",
+			 threads ? "--threads" : NULL, (char *)threads, NULL };
 	char line[256];
 	int port = 0;
 
@@ -23,6 +26,11 @@ static int start_daemon(struct child *d)
 		      "storage_daemon did not say it listens; output: %s", d->buf);
 	ck_assert_int_eq(sscanf(strstr(line, "port"), "port %d", &port), 1);
 	return port;
+}
+
+static int start_daemon(struct child *d)
+{
+	return start_daemon_threads(d, NULL);
 }
 
 static void start_client(struct child *c, int port, const char *n, const char *window,
@@ -78,6 +86,75 @@ START_TEST(two_clients_blocks_verified)
 }
 END_TEST
 
+/* --threads 2, four clients on separate store regions: the listener hands
+ * each connection to the worker with the fewest, every block of every
+ * client is verified both ways, each worker served some sessions, and no
+ * callback of any session ran off its worker's thread (each callback
+ * compares pthread_self() with its worker's; the count is in each worker's
+ * line and the summary, and the daemon exits 1 if it is not 0). */
+START_TEST(threads_workers_blocks_verified)
+{
+	struct child d, c[4];
+	static const char *off[4] = { "0", "16", "32", "48" };
+	char line[512], tag[32];
+	unsigned long conns, writes, reads, errors, cbs, off_thread, total = 0;
+	unsigned long long wb, rb;
+	int port, i;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	port = start_daemon_threads(&d, "2");
+
+	for (i = 0; i < 4; i++)
+		start_client(&c[i], port, "12", i % 2 ? "1" : "4", off[i]);
+	for (i = 0; i < 4; i++) {
+		int st = child_finish(&c[i], 180000);
+
+		ck_assert_msg(st == 0, "client %d exited %d: %s; daemon: %s", i, st, c[i].buf, d.buf);
+		ck_assert_msg(strstr(c[i].buf, "12 blocks (") &&
+			      strstr(c[i].buf, "all checksums verified"), "client %d: %s", i,
+			      c[i].buf);
+	}
+	/* -i 1: each worker's own ev_timer printed its stats line. */
+	ck_assert_int_eq(child_wait_line(&d, "stats (worker 1):", line, sizeof(line), 5000), 0);
+	kill(d.pid, SIGTERM);
+	ck_assert_int_eq(child_wait_line(&d, "summary:", line, sizeof(line), 20000), 0);
+	ck_assert_int_eq(sscanf(strstr(line, "summary:"),
+				"summary: %*d sessions (%lu total), %lu writes (%llu bytes), "
+				"%lu reads (%llu bytes), %lu errors, %lu callbacks (%lu off-thread)",
+				&conns, &writes, &wb, &reads, &rb, &errors, &cbs, &off_thread), 8);
+	ck_assert_uint_eq(conns, 4);
+	ck_assert_uint_eq(writes, 48);
+	ck_assert_uint_eq(reads, 48);
+	ck_assert_uint_eq(wb, 4ull * 2 * 1404928);
+	ck_assert_uint_eq(rb, wb);
+	ck_assert_uint_eq(errors, 0);
+	ck_assert_uint_eq(off_thread, 0);
+	/* Per request at least on_recv and on_rdma_done, per session 3 more. */
+	ck_assert_uint_ge(cbs, 2 * 96 + 4 * 3);
+	ck_assert_int_eq(child_finish(&d, 10000), 0);
+	for (i = 0; i < 2; i++) {
+		const char *w;
+		unsigned long wc, woff;
+
+		snprintf(tag, sizeof(tag), "worker %d: ", i);
+		w = strstr(d.buf, tag);
+		ck_assert_msg(w && sscanf(w + strlen(tag), "%*d sessions (%lu total), %*u writes "
+					  "(%*u bytes), %*u reads (%*u bytes), %*u errors, %*u "
+					  "callbacks (%lu off-thread)", &wc, &woff) == 2,
+			      "no worker %d line: %s", i, d.buf);
+		printf("storage_daemon --threads 2: worker %d served %lu sessions\n", i, wc);
+		ck_assert_uint_gt(wc, 0);
+		ck_assert_uint_eq(woff, 0);
+		total += wc;
+	}
+	ck_assert_uint_eq(total, 4);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("storage --threads 2 x 4 clients: %.1f s\n",
+	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+}
+END_TEST
+
 /* A request outside the store is refused with an error reply, not served:
  * the client's blocks at a 31 MiB offset of a 32 MiB store do not fit. */
 START_TEST(out_of_range_is_refused)
@@ -120,6 +197,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, two_clients_blocks_verified);
+	tcase_add_test(tc, threads_workers_blocks_verified);
 	tcase_add_test(tc, out_of_range_is_refused);
 	tcase_add_test(tc, sigusr1_prints_stats);
 	suite_add_tcase(s, tc);
