@@ -218,7 +218,7 @@ static int server(void)
 	t = pair_now();
 	for (i = 1; i <= nc; i++) {
 		snprintf(name, sizeof(name), "up-%c", 'a' + i);
-		CHECK(pair_wait(name, SCALED_S(600, 0.2)), "host %c did not report its connections up", 'a' + i);
+		CHECK(pair_wait(name, SCALED_S(900, 0.3)), "host %c did not report its connections up", 'a' + i);
 	}
 	say("%d connections from %d hosts up in %.1f s (%d up here, %d refused)", ncns, nc,
 	    pair_now() - t, up, failed_connects);

@@ -90,8 +90,12 @@ while [ "$(ls "$dir"/c*.up 2>/dev/null | wc -l)" -lt "$k" ]; do
 done
 t1=$(date +%s.%N)
 cat "$dir"/c*.out
-grep -h . "$dir"/c*.up 2>/dev/null | grep -q failed && { echo "a client failed"; status=1; }
-echo "all $n up and echoed in $(secs "$t0" "$t1") s: $(rate "$n" "$t0" "$t1") connections/s"
+if grep -h . "$dir"/c*.up 2>/dev/null | grep -q failed; then
+	echo "a client failed after $(secs "$t0" "$t1") s"
+	status=1
+else
+	echo "all $n up and echoed in $(secs "$t0" "$t1") s: $(rate "$n" "$t0" "$t1") connections/s"
+fi
 grep -E "^(up|sample)" "$dir/server"
 
 echo "== ping-pong, 10 connections beside $n idle ones"
