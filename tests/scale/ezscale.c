@@ -10,6 +10,14 @@
 #include <time.h>
 #include <unistd.h>
 #include <ev.h>
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_DUMP_STATS_AT(s) ((void)(s))
+#endif
 
 #include "easyrdma.h"
 #include "conn/ctx.h"
@@ -102,6 +110,8 @@ static struct {
 	int up, down, failed, alive, marks[8], nmarks, next_mark;
 	double t_first, cpu0;
 	uint64_t ping_msgs, ping_cpu_msgs;
+	uint64_t ping_warm, ping_count;	/* the callgrind window, in ping messages */
+	int ping_rounds;
 	double ping_cpu0;
 	int ping_alive;
 	ev_signal sig_usr1, sig_term;
@@ -154,6 +164,31 @@ static void s_connect(struct ez_conn *conn, int st, void *arg)
 	}
 }
 
+/* Under `valgrind --tool=callgrind --instr-atstart=no` (run-10k.sh with
+ * EZ_SCALE_CALLGRIND=1) the instructions of this process are counted from
+ * ping message ping_warm to ping_warm + ping_count only: everything the loop
+ * does per echoed message (libev, the poll pass, verbs, the echo), with
+ * whatever number of idle connections is up; one dump per ping-pong round.
+ * Outside valgrind these are no-ops. */
+static void ping_window(void)
+{
+	char name[64];
+
+	if (S.ping_msgs == S.ping_warm) {
+		CALLGRIND_START_INSTRUMENTATION;
+		CALLGRIND_ZERO_STATS;
+	} else if (S.ping_msgs == S.ping_warm + S.ping_count) {
+		snprintf(name, sizeof(name), "ping%d %llu messages %d up", S.ping_rounds,
+			 (unsigned long long)S.ping_count, S.alive);
+		CALLGRIND_DUMP_STATS_AT(name);
+		CALLGRIND_STOP_INSTRUMENTATION;
+		printf("ping window: messages %llu..%llu counted with %d connections up\n",
+		       (unsigned long long)S.ping_warm,
+		       (unsigned long long)(S.ping_warm + S.ping_count), S.alive);
+		fflush(stdout);
+	}
+}
+
 static void s_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 {
 	struct sconn *c = arg;
@@ -167,6 +202,7 @@ static void s_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 		 * first ping-pong disconnect: everything the loop did for them. */
 		if (!S.ping_msgs++)
 			S.ping_cpu0 = cpu_s();
+		ping_window();
 	}
 }
 
@@ -183,7 +219,15 @@ static void s_disconnect(struct ez_conn *conn, int st, void *arg)
 			printf("ping: %llu messages echoed with %d connections up: server CPU %.0f ns per message\n",
 			       (unsigned long long)S.ping_msgs, S.alive + 1, cpu * 1e9 / (double)S.ping_msgs);
 			fflush(stdout);
+			if (S.ping_msgs > S.ping_warm && S.ping_msgs < S.ping_warm + S.ping_count) {
+				CALLGRIND_STOP_INSTRUMENTATION;
+				printf("ping window: incomplete, %llu messages of %llu + %llu\n",
+				       (unsigned long long)S.ping_msgs,
+				       (unsigned long long)S.ping_warm,
+				       (unsigned long long)S.ping_count);
+			}
 			S.ping_msgs = 0;
+			S.ping_rounds++;
 		}
 		S.ping_alive--;
 	} else {
@@ -245,6 +289,8 @@ static int server(const char *addr, const char *port, uint32_t pool_bufs, const 
 	int ret;
 	FILE *f;
 
+	S.ping_warm = getenv("EZ_SCALE_PING_WARM") ? strtoull(getenv("EZ_SCALE_PING_WARM"), NULL, 0) : 200;
+	S.ping_count = getenv("EZ_SCALE_PING_COUNT") ? strtoull(getenv("EZ_SCALE_PING_COUNT"), NULL, 0) : 1000;
 	for (const char *m = marks; *m && S.nmarks < 8; m = strchr(m, ',') ? strchr(m, ',') + 1 : "")
 		S.marks[S.nmarks++] = atoi(m);
 	ret = ez_srqpool_new(ctx, getenv("EZ_DEVICE"), &po, &S.pool);

@@ -5,6 +5,10 @@
 #   flight per client, 0: all at once; default 0), EZ_SCALE_MARKS (1000,5000,10000),
 #   EZ_SCALE_CMTIME (the cmtime -c sizes, "1000 10000"; empty: none), EZ_SCALE_PING_S (10),
 #   EZ_VM_MEM (MiB, default here 4096), EZ_VM_SMP; EZ_SCALE_TIMEOUT (s, 5400).
+#   EZ_SCALE_CALLGRIND=1: the server runs under callgrind (--instr-atstart=no), which
+#   counts its instructions over ping messages EZ_SCALE_PING_WARM (200) to + EZ_SCALE_PING_COUNT
+#   (1000) of each ping-pong round: "poll cost: ... instructions per message" (its memory
+#   samples are valgrind's then, not the library's). EZ_SCALE_OUT=DIR keeps the run's files.
 # Prints the server's samples ("sample MARK: conns= rss_kb= heap_b= reg_b= cqs= res=[...]"),
 # the clients' connect rates, cmtime's, and the ping-pong's server CPU per message with
 # 10 connections and with N; exits 0 only if every connection came up, echoed and closed.
@@ -43,30 +47,14 @@ echo "run-10k: $n connections from $k clients (window ${window:-all}), marks $ma
 ulimit -n 65536 2>/dev/null || true
 echo "device limits: $(ibv_devinfo -v -d "${EZ_DEVICE:-rxe0}" | awk '/max_(qp|cq|cqe|srq|srq_wr|mr):/ { printf "%s %s ", $1, $2 }')"
 
-# cmtime: all N at once, each step for every connection before the next.
-cm_port=7471
-for c in $cmsizes; do
-	cm_port=$((cm_port + 1))
-	timeout -k 5 900 cmtime -b "$addr" -p "$cm_port" -c "$c" >"$dir/cmtime-srv" 2>&1 &
-	spid=$!
-	sleep 2
-	t0=$(date +%s.%N)
-	if timeout -k 5 900 cmtime -s "$addr" -p "$cm_port" -c "$c" >"$dir/cmtime-cli" 2>&1; then
-		t1=$(date +%s.%N)
-		awk -v n="$c" -v wall="$(secs "$t0" "$t1")" '
-			/^(create id|resolve addr|resolve route|create qp|connect) *:/ {
-				sub(/^[^:]*: */, ""); split($0, f, / +/); t += f[1] }
-			END { printf "cmtime -c %d: steps to connect %.0f ms (%.1f connections/s); process wall %s s\n",
-				n, t, n / (t / 1000), wall }' "$dir/cmtime-cli"
-	else
-		echo "cmtime -c $c failed: $(tail -3 "$dir/cmtime-cli" | tr '\n' ' ')"
-	fi
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
-done
-
 pool_bufs=$((n + n / 4 + 256))
-"$ez" server "$addr" 0 "$pool_bufs" "$marks" "$dir/port" >"$dir/server" 2>&1 &
+vg=()
+if [ "${EZ_SCALE_CALLGRIND:-0}" = 1 ]; then
+	# --vgdb=no: valgrind's gdb FIFO cannot be made on the VM's 9p /tmp.
+	vg=(valgrind --tool=callgrind --instr-atstart=no --vgdb=no --dump-instr=no
+	    "--callgrind-out-file=$dir/callgrind.out")
+fi
+"${vg[@]}" "$ez" server "$addr" 0 "$pool_bufs" "$marks" "$dir/port" >"$dir/server" 2>&1 &
 srv=$!
 for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.2; done
 [ -s "$dir/port" ] || { echo "server did not listen: $(cat "$dir/server")"; exit 1; }
@@ -102,8 +90,13 @@ while [ "$(ls "$dir"/c*.up 2>/dev/null | wc -l)" -lt "$k" ]; do
 done
 t1=$(date +%s.%N)
 cat "$dir"/c*.out
-grep -h . "$dir"/c*.up 2>/dev/null | grep -q failed && { echo "a client failed"; status=1; }
-echo "all $n up and echoed in $(secs "$t0" "$t1") s: $(rate "$n" "$t0" "$t1") connections/s"
+# A client writes "failed" alone, or "up=... failed=0 ...".
+if grep -hqx failed "$dir"/c*.up 2>/dev/null; then
+	echo "a client failed after $(secs "$t0" "$t1") s"
+	status=1
+else
+	echo "all $n up and echoed in $(secs "$t0" "$t1") s: $(rate "$n" "$t0" "$t1") connections/s"
+fi
 grep -E "^(up|sample)" "$dir/server"
 
 echo "== ping-pong, 10 connections beside $n idle ones"
@@ -121,9 +114,43 @@ sleep 2
 kill -TERM "$srv"
 wait "$srv" || status=1
 grep -E "^sample (closed|now|end)|^server:" "$dir/server"
-grep -vE "^(up|sample|ping|server:)" "$dir/server" | head -20
+grep -vE "^(up|sample|ping|server:|==)" "$dir/server" | head -20
+# One callgrind dump per ping-pong round: its total over the counted messages.
+for f in "$dir"/callgrind.out.*; do
+	[ -f "$f" ] || continue
+	awk -F': ' '/^desc: Trigger: Client Request: / { sub(/^desc: Trigger: Client Request: /, ""); what = $0 }
+		/^(summary|totals):/ { split($2, v, " "); ir = v[1] }
+		END { n = what; sub(/ messages.*/, "", n); sub(/^ping[0-9]+ /, "", n)
+		      printf "poll cost: %s: %d instructions, %.0f per message\n", what, ir, ir / n }' "$f"
+done
+[ -n "${EZ_SCALE_OUT:-}" ] && mkdir -p "$EZ_SCALE_OUT" && cp -r "$dir"/. "$EZ_SCALE_OUT"/
 for i in $(seq 0 $((k - 1))); do grep -q ok "$dir/c$i.done" 2>/dev/null || { echo "client c$i: $(cat "$dir/c$i.done" 2>/dev/null || echo no result)"; status=1; }; done
-grep -q "cqs=1 " <(grep "^sample end" "$dir/server") || { echo "the server's CQs did not shrink back to one"; status=1; }
+grep "^sample end" "$dir/server" | grep -q " cqs=1 " || { echo "the server's CQs did not shrink back to one"; status=1; }
+# cmtime: all N at once, each step for every connection before the next. It
+# runs last: its server may crash on exit (rdma-core 44's cmtime -c 10000 did,
+# SIGSEGV), and the kernel CM then spends minutes retrying 10,000 DREQs, during
+# which new connects on the device end "peer unreachable".
+cm_port=7471
+for c in $cmsizes; do
+	cm_port=$((cm_port + 1))
+	timeout -k 5 900 cmtime -b "$addr" -p "$cm_port" -c "$c" >"$dir/cmtime-srv" 2>&1 &
+	spid=$!
+	sleep 2
+	t0=$(date +%s.%N)
+	if timeout -k 5 900 cmtime -s "$addr" -p "$cm_port" -c "$c" >"$dir/cmtime-cli" 2>&1; then
+		t1=$(date +%s.%N)
+		awk -v n="$c" -v wall="$(secs "$t0" "$t1")" '
+			/^(create id|resolve addr|resolve route|create qp|connect) *:/ {
+				sub(/^[^:]*: */, ""); split($0, f, / +/); t += f[1] }
+			END { printf "cmtime -c %d: steps to connect %.0f ms (%.1f connections/s); process wall %s s\n",
+				n, t, n / (t / 1000), wall }' "$dir/cmtime-cli"
+	else
+		echo "cmtime -c $c failed: $(tail -3 "$dir/cmtime-cli" | tr '\n' ' ')"
+	fi
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+done
+
 echo "run-10k: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 rm -rf "$dir"
 exit $status
