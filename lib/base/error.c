@@ -19,7 +19,7 @@ static __thread struct {
 	const char *fmt;
 	const char *s;
 	unsigned int u;
-} pending;
+} pending __attribute__((tls_model("initial-exec")));	/* set at message rate: no __tls_get_addr call */
 
 const char *ez_strerror(int err)
 {

@@ -27,6 +27,20 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 	        * acknowledgement. */
 	       OP_SEND_RNDV, OP_RNDV_READ, OP_RNDV_ACK };
 
+/* Sets of kinds as bit masks, so that the per-op tests of the data path are
+ * one shift and test each, not a compare per kind. */
+#define OP_KIND_BIT(k) (1u << (k))
+/* Land in one of the peer's receive buffers: take one of its credits. */
+#define OP_CREDIT_KINDS (OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR) | \
+			 OP_KIND_BIT(OP_WRITE_IMM) | OP_KIND_BIT(OP_SEND_RNDV))
+/* Their immediate carries the credits we owe (op_charge). */
+#define OP_IMM_CREDIT_KINDS (OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR) | \
+			     OP_KIND_BIT(OP_SEND_RNDV))
+/* The library's own messages whose bytes are not a path's payload. */
+#define OP_CTRL_KINDS (OP_KIND_BIT(OP_CREDIT) | OP_KIND_BIT(OP_BYE) | OP_KIND_BIT(OP_PATH_DOWN))
+#define OP_KIND_IN(kinds, k) (((kinds) >> (k)) & 1u)
+_Static_assert(OP_RNDV_ACK < 32, "op kinds fit a 32-bit mask");
+
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus the dedicated ones of the control messages), so the data path never
  * allocates. */

@@ -104,7 +104,8 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
 	/* Flushed because its deadline passed (keepalive.c): it says so. */
 	if (op->aged == OP_EXPIRED && status == -ECANCELED)
 		status = -ETIMEDOUT;
-	if (op->kind == OP_ATOMIC_CAS || op->kind == OP_ATOMIC_FADD) {
+	if (__builtin_expect(OP_KIND_IN(OP_KIND_BIT(OP_ATOMIC_CAS) | OP_KIND_BIT(OP_ATOMIC_FADD),
+				       op->kind), 0)) {
 		acb = op->acb;
 		old = status ? 0 : conn_atomic_old(conn, op);
 	}
@@ -121,10 +122,19 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
 /* Whether the op lands in one of the peer's receive buffers, and so needs
  * one of its credits. A write with immediate does: its immediate value is
  * delivered through a receive completion. */
-static int needs_credit(const struct op *op)
+
+/* One test of a bit, not a compare per kind: it runs for every op posted. */
+static inline int needs_credit(const struct op *op)
 {
-	return op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM ||
-	       op->kind == OP_SEND_RNDV;
+	return OP_KIND_IN(OP_CREDIT_KINDS, op->kind);
+}
+
+/* The credits we owe, for an op's immediate: no call while nothing is owed
+ * (a streaming sender receives nothing). */
+static inline uint32_t credits_to_give(struct ez_conn *conn)
+{
+	return conn->acct.owed ? srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK)
+			       : 0;
 }
 
 /* At most this many WRs in a row go unsignalled: one completion then
@@ -135,17 +145,16 @@ static int needs_credit(const struct op *op)
  * immediate carries the application's value instead. */
 static void op_charge(struct ez_conn *conn, struct op *op)
 {
-	if (op->kind == OP_SEND || op->kind == OP_SEND_MR) {
-		uint32_t give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
+	if (OP_KIND_IN(OP_IMM_CREDIT_KINDS, op->kind)) {
+		uint32_t give = credits_to_give(conn);
 
-		op->wr.imm_data = htonl(give);
+		if (op->kind == OP_SEND_RNDV) {
+			op->wr.imm_data = htonl(IMM_RNDV | give);
+			conn_rndv_posted(conn, op);
+		} else {
+			op->wr.imm_data = htonl(give);
+		}
 		rx_note_granted(&conn->rxt, give);
-	} else if (op->kind == OP_SEND_RNDV) {
-		uint32_t give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
-
-		op->wr.imm_data = htonl(IMM_RNDV | give);
-		rx_note_granted(&conn->rxt, give);
-		conn_rndv_posted(conn, op);
 	}
 	if (needs_credit(op)) {
 		conn->send_credits--;
@@ -596,10 +605,34 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 	return op_submit(conn, op);
 }
 
+/* The common send, checked in one expression: a connection established,
+ * on its owner's thread, a message of 1..max_inline bytes (which fits the
+ * op and the peer's buffers). What ez_sendv would do for it, without the
+ * vector and its loops; anything else (and every error's message) is
+ * ez_sendv's. */
+static inline int send_small_ok(const struct ez_conn *conn, const void *data, size_t len)
+{
+	return conn && data && len && len <= conn->max_inline && len <= OP_INLINE_BYTES &&
+	       len <= conn->peer_max_msg && len <= conn->o.max_msg_size &&
+	       conn->state == CS_CONNECTED && !conn->app_closed &&
+	       conn->ctx->owner.token == ezi_thread_token();
+}
+
 int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg)
 {
 	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	struct op *op;
 
+	if (__builtin_expect(send_small_ok(conn, data, len), 1)) {
+		op = op_get(conn, "ez_send");
+		if (!op)
+			return -ENOBUFS;
+		memcpy(op->inl, data, len);
+		op->sge.addr = (uintptr_t)op->inl;
+		op->sge.lkey = 0;
+		prep_send(conn, op, OP_SEND, (uint32_t)len, cb, op_arg);
+		return op_submit(conn, op);
+	}
 	if (len && !data)
 		return ezi_fail(-EINVAL, "ez_send: data is NULL with len %zu", len);
 	return ez_sendv(conn, &iov, 1, cb, op_arg);
@@ -832,10 +865,14 @@ static void op_done(struct ez_conn *conn, struct op *op, int status)
 {
 	conn->posted--;
 	op->path->posted--;
-	if (op->kind != OP_CREDIT && op->kind != OP_BYE && op->kind != OP_PATH_DOWN &&
-	    op->wr.num_sge)
+	if (!OP_KIND_IN(OP_CTRL_KINDS, op->kind) && op->wr.num_sge)
 		op->path->posted_bytes -= op->sge.length;
-	if (op->kind == OP_BYE) {
+	/* The application's sends, writes and reads first: the common case
+	 * takes one test. */
+	if (OP_KIND_IN(OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR) | OP_KIND_BIT(OP_WRITE) |
+		       OP_KIND_BIT(OP_WRITE_IMM) | OP_KIND_BIT(OP_READ), op->kind)) {
+		op_complete(conn, op, status);
+	} else if (op->kind == OP_BYE) {
 		if (--conn->byes_left <= 0)
 			conn_fire(conn, CE_BYE_DONE, 0);
 	} else if (op->kind == OP_CREDIT) {
@@ -974,23 +1011,33 @@ static enum rx_auth auth_view(const struct ez_conn *conn)
 	return RX_AUTH_DONE;
 }
 
-static void rx_view_of(const struct ez_conn *conn, struct rx_view *v)
+/* What rx_check() reads of a data message (an immediate of credits alone:
+ * check_data() and take_returns()), and rx_commit() of RX_DATA. Every
+ * message takes the same checks; a data message, the common one, does not
+ * pay for the paths, the keepalive and the rendezvous parts of the view. */
+static void rx_view_data_of(const struct ez_conn *conn, struct rx_view *v)
 {
-	uint32_t i;
-
 	v->t = &conn->rxt;
 	v->max_msg = conn->my_max_msg;
 	v->recv_granted = conn->acct.granted;
 	v->recv_max_granted = conn->acct.max_granted;
 	v->send_credits = conn->send_credits;
 	v->max_send_credits = RX_MAX_CREDITS;
+	v->auth = (uint8_t)auth_view(conn);
+	v->rndv = conn->rndv_ok;
+}
+
+/* The whole view: every kind of message, and a fault's message. */
+static void rx_view_of(const struct ez_conn *conn, struct rx_view *v)
+{
+	uint32_t i;
+
+	rx_view_data_of(conn, v);
 	v->npaths = (uint8_t)conn->npaths;
 	v->live = 0;
 	for (i = 0; i < conn->npaths; i++)
 		if (conn->paths[i].live)
 			v->live |= (uint8_t)(1u << i);
-	v->auth = (uint8_t)auth_view(conn);
-	v->rndv = conn->rndv_ok;
 	v->rndv_max = conn->o.max_msg_size;
 	conn_live_view(conn, v);
 }
@@ -1094,9 +1141,13 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		ez_buf_release(buf);
 		return;
 	}
-	rx_view_of(conn, &v);
+	if (in.has_imm && !in.write_imm && !(in.imm & ~IMM_CREDITS_MASK))
+		rx_view_data_of(conn, &v);
+	else
+		rx_view_of(conn, &v);
 	f = rx_check(&in, &v, &m);
 	if (f) {
+		rx_view_of(conn, &v);	/* the fault's message may name any of it */
 		recv_refused(conn, buf, wc, &in, &v, f);
 		return;
 	}

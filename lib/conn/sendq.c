@@ -59,8 +59,7 @@ void conn_sq_append(struct ez_conn *conn, struct op *op)
 	p->sq_tail = op;
 	conn->posted++;
 	p->posted++;
-	if (op->kind != OP_CREDIT && op->kind != OP_BYE && op->kind != OP_PATH_DOWN &&
-	    op->wr.num_sge)
+	if (!OP_KIND_IN(OP_CTRL_KINDS, op->kind) && op->wr.num_sge)
 		p->posted_bytes += op->sge.length;
 }
 

@@ -668,16 +668,16 @@ static void on_async(struct loop_watch *w)
 
 /* ---- the CQs: notification, batched polling, dispatch by wr_id (cq.h) ---- */
 
-/* Polls up to max_batches batches of c, fewer if it empties first; *full
- * (if set) says how many batches were full. */
-static int poll_some(struct device_cq *c, int max_batches, int *full)
+/* Dispatches the n completions of wc (a batch just polled from c), then
+ * polls and dispatches up to max_batches batches in all, fewer if c empties
+ * first; *full (if set) says how many batches were full. */
+static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct ibv_wc *wc, int n,
+						   int max_batches, int *full)
 {
 	struct device *dev = c->dev;
-	struct ibv_wc wc[CQ_POLL_BATCH];
-	int n, i, total = 0, batches = 0;
+	int i, total = 0, batches = 0;
 
 	for (;;) {
-		n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
 		if (n < 0) {
 			ezi_log_err("ibv_poll_cq(%s, CQ %u): %d", dev->name, c->serial, n);
 			break;
@@ -717,10 +717,28 @@ static int poll_some(struct device_cq *c, int max_batches, int *full)
 			break;
 		if (++batches == max_batches)
 			break;
+		n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
 	}
 	if (full)
 		*full = batches;
 	return total;
+}
+
+/* Polls up to max_batches batches of c, fewer if it empties first; *full
+ * (if set) says how many batches were full. A busy-polling pass mostly
+ * finds the CQ empty: that case is one poll and a return, the dispatch
+ * loop (and its registers) only when there is something. */
+static int poll_some(struct device_cq *c, int max_batches, int *full)
+{
+	struct ibv_wc wc[CQ_POLL_BATCH];
+	int n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
+
+	if (__builtin_expect(n == 0, 1)) {
+		if (full)
+			*full = 0;
+		return 0;
+	}
+	return poll_dispatch(c, wc, n, max_batches, full);
 }
 
 /* A CQ holds at most cqe completions: this many batches reach every one
