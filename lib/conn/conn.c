@@ -202,18 +202,9 @@ static void release_and_report(struct ez_conn *conn)
 	conn_fire(conn, CE_REPORTED, 0);
 }
 
-/* The finish (QPs, SRQ, MRs and CM id destroyed) is a connection's
- * costliest step after its accept (5-90 ms in a TCG guest): counted in the
- * pass's heavy work, so the CM channel hands no new request to the same
- * pass (ctx.c). */
 static void on_defer(struct loop_defer *d)
 {
-	struct ez_conn *conn = container_of(d, struct ez_conn, finish_defer);
-	struct ez_ctx *ctx = conn->ctx;
-	uint64_t start = loop_now_ns();
-
-	conn_fire(conn, CE_FINISH, 0);
-	ctx_note_spent(ctx, loop_now_ns() - start);
+	conn_fire(container_of(d, struct ez_conn, finish_defer), CE_FINISH, 0);
 }
 
 

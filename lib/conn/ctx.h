@@ -30,15 +30,6 @@ struct cm_handler {
 	void (*on_event)(struct cm_handler *h, const struct cm_event *ev);
 };
 
-/* What the CM channel's passes cost (read by tests and tools; reset by
- * zeroing): the longest single event, request (its listener's and the
- * application's on_request, with its ez_accept) and pass; how many of
- * each; the passes that held their requests back. */
-struct ctx_cm_stats {
-	uint64_t events, requests, passes, held_back;
-	uint64_t max_event_ns, max_request_ns, max_pass_ns;
-};
-
 struct ez_ctx {
 	struct loop loop;	/* epoll set, timers, deferred work */
 	struct ev_loop *ev_loop;	/* NULL with EZ_CTX_NO_LOOP */
@@ -54,13 +45,6 @@ struct ez_ctx {
 	int cm_head, cm_nheld, cm_cap;
 	uint64_t cm_pass;		/* the loop pass the CM channel was last handled in */
 	struct loop_defer cm_more;
-	/* The heavy work of the current loop pass so far (connections
-	 * finished, CM events handled), so that a pass already spent hands
-	 * out no new request (ctx.c's cm_requests); whether the last pass
-	 * held its requests back (it never happens twice in a row). */
-	uint64_t spent_pass, spent_ns;
-	int cm_held_back;
-	struct ctx_cm_stats cm_stats;
 	struct device_set devices;	/* opened on first use */
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
@@ -121,21 +105,6 @@ static inline void ctx_timer_start(struct ez_ctx *ctx, struct loop_timer *t, uin
 static inline void ctx_timer_stop(struct ez_ctx *ctx, struct loop_timer *t)
 {
 	loop_timer_stop(&ctx->loop, t);
-}
-
-/* ns of heavy work done in this loop pass so far, and adds to it. */
-static inline uint64_t ctx_spent_ns(const struct ez_ctx *ctx)
-{
-	return ctx->spent_pass == ctx->loop.passes ? ctx->spent_ns : 0;
-}
-
-static inline void ctx_note_spent(struct ez_ctx *ctx, uint64_t ns)
-{
-	if (ctx->spent_pass != ctx->loop.passes) {
-		ctx->spent_pass = ctx->loop.passes;
-		ctx->spent_ns = 0;
-	}
-	ctx->spent_ns += ns;
 }
 
 /* A listener's id is about to be destroyed: its requests still held by the
