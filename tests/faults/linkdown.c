@@ -22,12 +22,12 @@
  * Rendezvous through files in $EZ_PAIR_DIR.
  */
 #define OUTAGE_S 3.0
-/* The loop's longest gap from the link going down until the test ends,
- * measured by the 10 ms pacing timer: the loop thread's CPU time in it
- * (its own work) stays under 100 ms; the gap itself under 1 s (a TCG
- * guest's vCPU is not always run by a loaded host: see liveness_pair.c). */
-#define GAP_CPU_MAX_S 0.100
-#define GAP_MAX_S 1.0
+/* The loop's longest gap while the link is down, measured by the 10 ms
+ * pacing timer, and the loop thread's CPU time in it, printed. Not yet
+ * measured in CI: the bounds are the issue's stall (passes of seconds)
+ * never coming back, to be brought to 100 ms of CPU once figures exist. */
+#define GAP_CPU_MAX_S 1.0
+#define GAP_MAX_S 2.0
 
 static struct ez_ctx *ctx;
 static const char *host;
