@@ -69,10 +69,13 @@ static void ka_tick(struct loop_timer *t)
 		conn->ka_missed = 0;
 		conn->ka_sent = 0;
 	} else if (conn->ka_missed >= conn->o.keepalive_probes) {
+		/* Nothing came since the tick that last saw traffic, missed + 1
+		 * intervals ago. Fewer probes than intervals went out when one
+		 * stayed unacknowledged (the transport was retrying it). */
 		conn_fail(conn, -ETIMEDOUT,
-			  "peer %s: no reply to %u keepalive probes in %llu ms (keepalive_interval_ms %u, keepalive_probes %u)",
-			  conn->host, conn->ka_sent, (unsigned long long)iv * conn->ka_missed, iv,
-			  conn->o.keepalive_probes);
+			  "peer %s: nothing received in %llu ms (%u keepalive probe%s sent, none answered; keepalive_interval_ms %u, keepalive_probes %u)",
+			  conn->host, (unsigned long long)iv * (conn->ka_missed + 1u), conn->ka_sent,
+			  conn->ka_sent == 1 ? "" : "s", iv, conn->o.keepalive_probes);
 		return;
 	} else {
 		conn->ka_missed++;

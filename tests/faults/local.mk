@@ -84,15 +84,15 @@ endif
 
 # Two VMs (testbed pair): run by tests/faults/linkdown.sh, not by check-integration.
 check_PROGRAMS += tests/faults/linkdown
-tests_faults_linkdown_SOURCES = tests/faults/linkdown.c
+tests_faults_linkdown_SOURCES = tests/faults/linkdown.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_linkdown_LDADD = lib/libezcore.la
 check_PROGRAMS += tests/faults/deadpeer
-tests_faults_deadpeer_SOURCES = tests/faults/deadpeer.c
+tests_faults_deadpeer_SOURCES = tests/faults/deadpeer.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_deadpeer_LDADD = lib/libezcore.la
 # Two VMs: a vanished peer's close and a connect storm from the other host
 # (tests/faults/liveness-pair.sh).
 check_PROGRAMS += tests/faults/liveness_pair
-tests_faults_liveness_pair_SOURCES = tests/faults/liveness_pair.c
+tests_faults_liveness_pair_SOURCES = tests/faults/liveness_pair.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_liveness_pair_LDADD = lib/libezcore.la
 
 dist_noinst_SCRIPTS += tests/faults/liveness-pair.sh tests/faults/cluster.sh

@@ -112,7 +112,7 @@ START_TEST(hung_peer_found_by_probes)
 	ck_assert(fb_run(&b, &e.disconnected, 1, 10));
 	dt = now_s() - t_stop;
 	snprintf(want, sizeof(want),
-		 "peer %s:%s: no reply to 3 keepalive probes in 600 ms (keepalive_interval_ms 200, keepalive_probes 3)",
+		 "peer %s:%s: nothing received in 800 ms (3 keepalive probes sent, none answered; keepalive_interval_ms 200, keepalive_probes 3)",
 		 test_addr(), port);
 	ck_assert_int_eq(e.disconnect_status, -ETIMEDOUT);
 	ck_assert_str_eq(e.disconnect_msg, want);
