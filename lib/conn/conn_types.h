@@ -81,6 +81,7 @@ struct op {
 	uint32_t rndv_len;
 	uint32_t rndv_id;
 	uint8_t rndv_flags;	/* RNDV_TX_* */
+	uint8_t rndv_age;	/* deadline ticks seen unacknowledged (rndv.c) */
 	struct op *rndv_next;
 };
 
@@ -189,6 +190,10 @@ struct ez_conn {
 	} rq;
 	struct rndv_rx *rndv_all;	/* every fetch not yet freed */
 	uint32_t rndv_slots;		/* fetches with a WR on the send queue */
+	struct loop_timer rndv_timer;	/* the transfers' deadline ticks while any is unacknowledged */
+	/* Several paths: transfer ids count per path (path << 24 | its count),
+	 * sent and received (rndv.c). */
+	uint32_t rndv_tx_seq[EZ_MAX_PATHS], rndv_rx_seq[EZ_MAX_PATHS];
 	void (*op_bind)(struct op *op);	/* msg.c's conn_op_bind, for rndv.c's ops */
 
 	struct loop_timer connect_timer;

@@ -437,6 +437,9 @@ void conn_cancel_pending(struct ez_conn *conn)
 		conn->pend_head = op->next;
 		if (!conn->pend_head)
 			conn->pend_tail = NULL;
+		/* A large send not posted yet has its window bound already. */
+		if (op->kind == OP_SEND_RNDV)
+			conn_rndv_release(conn, op);
 		op_complete(conn, op, -ECANCELED);
 	}
 	/* Large sends whose header went out and that wait for the peer's
@@ -454,6 +457,8 @@ static int op_submit(struct ez_conn *conn, struct op *op)
 	    !conn->dev->dispatching) {
 		ret = op_post(conn, op);
 		if (ret) {
+			if (op->kind == OP_SEND_RNDV)
+				conn_rndv_release(conn, op);
 			conn_op_put(conn, op);
 			return ret;
 		}
@@ -522,6 +527,7 @@ static int send_large(struct ez_conn *conn, const struct iovec *iov, int iovcnt,
 		      size_t off, size_t len, ez_op_cb cb, void *op_arg, const char *fn)
 {
 	struct op *op;
+	uint8_t pin;
 	int ret;
 
 	if (len > max_send(conn))
@@ -536,7 +542,9 @@ static int send_large(struct ez_conn *conn, const struct iovec *iov, int iovcnt,
 		conn_op_put(conn, op);
 		return ret;
 	}
+	pin = op->pin;	/* the path its window is bound to */
 	prep_send(conn, op, OP_SEND_RNDV, RNDV_HDR_LEN, cb, op_arg);
+	op->pin = pin;
 	if (op->sge.addr == (uintptr_t)op->inl)
 		op->wr.send_flags |= IBV_SEND_INLINE;
 	if (mr && !op->rndv_stage) {
@@ -1065,7 +1073,7 @@ static void recv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct 
  * rules (rx_check.c) and, for an ack, our transfers: a lie ends the
  * connection (-EPROTO) naming it. Fills *h (an ack's id in h->id). */
 static int rndv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct rx_view *v,
-			const struct rx_msg *m, struct rndv_hdr *h)
+			const struct rx_msg *m, struct rndv_hdr *h, unsigned int path)
 {
 	const uint8_t *bytes = ez_buf_data(buf);
 	enum rx_fault f;
@@ -1074,14 +1082,14 @@ static int rndv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct r
 	memset(h, 0, sizeof(*h));
 	if (m->kind == RX_RNDV) {
 		rndv_hdr_decode(bytes, h);
-		f = rx_check_rndv(h, v);
+		f = conn_rndv_check(conn, h, v, path);
 	} else {
 		struct op *op;
 
 		h->id = rndv_ack_decode(bytes);
 		for (op = conn->rndv_tx; op && op->rndv_id != h->id; op = op->rndv_next)
 			;
-		f = rx_check_rndv_ack(v, h->id, op && !(op->rndv_flags & RNDV_TX_ACKED));
+		f = conn_rndv_check_ack(conn, v, h->id, op && !(op->rndv_flags & RNDV_TX_ACKED));
 	}
 	if (!f)
 		return 0;
@@ -1151,7 +1159,8 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		recv_refused(conn, buf, wc, &in, &v, f);
 		return;
 	}
-	if ((m.kind == RX_RNDV || m.kind == RX_RNDV_ACK) && rndv_refused(conn, buf, &v, &m, &rh))
+	if ((m.kind == RX_RNDV || m.kind == RX_RNDV_ACK) &&
+	    rndv_refused(conn, buf, &v, &m, &rh, path_index(conn, wc->qp_num)))
 		return;
 	rx_commit(&conn->rxt, &v, &m);
 	if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM || m.kind == RX_RNDV)
@@ -1179,7 +1188,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		break;
 	case RX_RNDV:
 		ez_buf_release(buf);
-		conn_rndv_on_header(conn, &rh);
+		conn_rndv_on_header(conn, &rh, path_index(conn, wc->qp_num));
 		break;
 	case RX_RNDV_ACK: {
 		struct op *op;

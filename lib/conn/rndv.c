@@ -11,6 +11,8 @@
 #include "sendq.h"
 #include "base/log.h"
 #include "device/bigbuf.h"
+#include "keepalive.h"
+#include "path.h"
 
 /* One fetch of the receiver: the header it answers, the memory it lands
  * in, and its op (the READ, then the acknowledgement). */
@@ -21,6 +23,7 @@ struct rndv_rx {
 	uint8_t state;		/* RX_WAIT, RX_READING, RX_FETCHED */
 	uint8_t busy;		/* op is on the send queue */
 	uint8_t queued;		/* in the delivery queue */
+	uint8_t path;		/* the header's path: the window is bound to its QP */
 	struct rndv_rx *all_next;
 };
 
@@ -33,7 +36,7 @@ int conn_rndv_can(const struct ez_conn *conn)
 	/* A connection with a PD of its own (conn_pd.c) binds no window (they
 	 * are on the device's PD) and fetches into no device-wide buffer: it
 	 * keeps the receive buffers' limit, both ways. */
-	return conn->o.paths <= 1 && conn->dev && !conn->own_pd && device_has_mw2(conn->dev) &&
+	return conn->dev && !conn->own_pd && device_has_mw2(conn->dev) &&
 	       conn->o.initiator_depth && conn->o.responder_resources;
 }
 
@@ -55,6 +58,113 @@ void conn_rndv_settle(struct ez_conn *conn)
 {
 	conn->rndv_ok = conn->peer_rndv_shift && conn_rndv_can(conn);
 	conn->peer_rndv_max = conn->rndv_ok ? (uint32_t)(1ull << conn->peer_rndv_shift) : 0;
+}
+
+/* ---- transfer ids ---- */
+
+/* One path: ids count the connection's headers (rxt.rndv_sent). Several:
+ * headers on different paths overtake each other, so each path counts its
+ * own, in the id's low 24 bits under the path's index; each path's arrive
+ * in turn, and the ack names the path whose window it releases. */
+#define RNDV_ID_PATH_SHIFT 24
+#define RNDV_ID_SEQ_MASK 0xffffffu
+
+static uint32_t path_id(unsigned int path, uint32_t n)
+{
+	return (uint32_t)path << RNDV_ID_PATH_SHIFT | (n & RNDV_ID_SEQ_MASK);
+}
+
+/* The path a header op goes on (pinned where its window is bound). */
+static unsigned int tx_path(const struct op *op)
+{
+	return op->pin ? op->pin - 1u : 0;
+}
+
+enum rx_fault conn_rndv_check(struct ez_conn *conn, const struct rndv_hdr *h,
+			      const struct rx_view *v, unsigned int path)
+{
+	struct rx_track t;
+	struct rx_view pv;
+	enum rx_fault f;
+
+	if (conn->npaths == 1)
+		return rx_check_rndv(h, v);
+	t = *v->t;
+	pv = *v;
+	pv.t = &t;
+	t.rndv_recv = path_id(path, conn->rndv_rx_seq[path]);
+	f = rx_check_rndv(h, &pv);
+	if (!f)
+		conn->rndv_rx_seq[path]++;
+	return f;
+}
+
+enum rx_fault conn_rndv_check_ack(const struct ez_conn *conn, const struct rx_view *v, uint32_t id,
+				  int outstanding)
+{
+	unsigned int p = id >> RNDV_ID_PATH_SHIFT;
+	uint32_t n = conn->rndv_tx_seq[p < EZ_MAX_PATHS ? p : 0];
+
+	if (conn->npaths == 1)
+		return rx_check_rndv_ack(v, id, outstanding);
+	if (outstanding)
+		return RX_OK;
+	if (p >= conn->npaths || (n <= RNDV_ID_SEQ_MASK && (id & RNDV_ID_SEQ_MASK) >= n))
+		return RX_F_RNDV_ACK_UNKNOWN;
+	return RX_F_RNDV_ACK_AGAIN;
+}
+
+/* ---- the deadline of an offer ---- */
+
+/* Ticks (the bound / 2 apart) a transfer stays unacknowledged before the
+ * connection ends: outstanding at least the bound, at most 1.5 times it. */
+#define RNDV_DEADLINE_TICKS 3
+
+uint32_t conn_rndv_timeout_ms(const struct ez_conn *conn)
+{
+	return conn->o.op_timeout_ms ? conn->o.op_timeout_ms : RNDV_TIMEOUT_DEFAULT_MS;
+}
+
+/* A receiver that never fetches (stuck, or hostile) would keep our window
+ * and copy forever: the op is off every send queue, so op_timeout_ms's
+ * pass (keepalive.c) does not see it. */
+static void rndv_tick(struct loop_timer *t)
+{
+	struct ez_conn *conn = container_of(t, struct ez_conn, rndv_timer);
+	uint32_t ms = conn_rndv_timeout_ms(conn);
+	struct op *op;
+
+	if (conn->state != CS_CONNECTED)
+		return;
+	for (op = conn->rndv_tx; op; op = op->rndv_next) {
+		if ((op->rndv_flags & RNDV_TX_ACKED) || ++op->rndv_age < RNDV_DEADLINE_TICKS)
+			continue;
+		/* Its callback (at the teardown's flush or cancel) says
+		 * -ETIMEDOUT, as an expired op's does. */
+		op->aged = OP_EXPIRED;
+		conn_fail(conn, -ETIMEDOUT,
+			  "peer %s: rendezvous transfer %u (%u bytes, path %u) not fetched and acknowledged within %u ms (%s)",
+			  conn->host, op->rndv_id, op->rndv_len, tx_path(op), ms,
+			  conn->o.op_timeout_ms ? "op_timeout_ms" :
+			  "the rendezvous default; op_timeout_ms is 0");
+		return;
+	}
+	if (conn->rndv_tx)
+		ctx_timer_start(conn->ctx, t, ms / 2);
+}
+
+static void deadline_arm(struct ez_conn *conn)
+{
+	if (loop_timer_armed(&conn->rndv_timer) || !conn->ctx)
+		return;
+	conn->rndv_timer.fn = rndv_tick;
+	ctx_timer_start(conn->ctx, &conn->rndv_timer, conn_rndv_timeout_ms(conn) / 2);
+}
+
+static void deadline_stop(struct ez_conn *conn)
+{
+	if (conn->ctx)
+		ctx_timer_stop(conn->ctx, &conn->rndv_timer);
 }
 
 /* ---- sender ---- */
@@ -91,10 +201,17 @@ static void tx_release(struct ez_conn *conn, struct op *op)
 	op->rndv_flags = 0;
 }
 
-/* The bind WR, as an op of its own on path 0 ahead of the header. */
-static int post_bind(struct ez_conn *conn, struct op *op, uint64_t addr, uint32_t len)
+void conn_rndv_release(struct ez_conn *conn, struct op *op)
 {
-	struct conn_path *p = &conn->paths[0];
+	tx_release(conn, op);
+}
+
+/* The bind WR, as an op of its own on path p ahead of the header (which
+ * is pinned there: the window is bound to p's QP, so the peer's READ goes
+ * there too). */
+static int post_bind(struct ez_conn *conn, struct op *op, struct conn_path *p, uint64_t addr,
+		     uint32_t len)
+{
 	struct ibv_send_wr *bad;
 	struct op *bop = conn->free_ops;
 	int err;
@@ -147,6 +264,7 @@ static void copy_in(uint8_t *dst, const struct iovec *iov, int iovcnt, const uin
 int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *iov, int iovcnt,
 		      struct ez_mr *mr, size_t off, size_t len)
 {
+	struct conn_path *p = path_pick(conn);
 	struct ez_mr *src;
 	uint64_t addr;
 	int ret;
@@ -181,9 +299,10 @@ int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *i
 	if (ret)
 		goto fail;
 	op->rndv_w.on_mr_gone = rndv_mr_gone;
-	ret = post_bind(conn, op, addr, (uint32_t)len);
+	ret = post_bind(conn, op, p, addr, (uint32_t)len);
 	if (ret)
 		goto fail;
+	op->pin = (uint8_t)(p->idx + 1);
 	op->rndv_addr = addr;
 	op->rndv_len = (uint32_t)len;
 	if (conn->max_inline >= RNDV_HDR_LEN) {
@@ -205,13 +324,18 @@ fail:
 
 void conn_rndv_posted(struct ez_conn *conn, struct op *op)
 {
+	unsigned int path = tx_path(op);
 	struct rndv_hdr h = {
 		.addr = op->rndv_addr,
 		.rkey = op->rndv_w.rkey,
 		.len = op->rndv_len,
-		.id = conn->rxt.rndv_sent++,
+		.id = conn->npaths == 1 ? conn->rxt.rndv_sent : path_id(path, conn->rndv_tx_seq[path]++),
 	};
 	struct op **pp;
+
+	conn->rxt.rndv_sent++;
+	op->rndv_age = 0;
+	deadline_arm(conn);
 
 	rndv_hdr_encode(&h, (uint8_t *)(uintptr_t)op->sge.addr);
 	op->rndv_id = h.id;
@@ -230,6 +354,8 @@ void conn_rndv_unposted(struct ez_conn *conn, struct op *op)
 	 * goes back with it. */
 	if (conn->rxt.rndv_sent)
 		conn->rxt.rndv_sent--;
+	if (conn->npaths > 1 && conn->rndv_tx_seq[tx_path(op)])
+		conn->rndv_tx_seq[tx_path(op)]--;
 	for (pp = &conn->rndv_tx; *pp; pp = &(*pp)->rndv_next)
 		if (*pp == op) {
 			*pp = op->rndv_next;
@@ -241,6 +367,15 @@ void conn_rndv_unposted(struct ez_conn *conn, struct op *op)
 
 int conn_rndv_sent(struct ez_conn *conn, struct op *op, int status)
 {
+	/* A header lost with its path while the connection lives: whether
+	 * the peer has it (and will fetch it, or already did) is unknown, and
+	 * its window died with the QP, so the message can neither be offered
+	 * again (a duplicate) nor reported failed (it may arrive): the
+	 * connection ends, naming it. */
+	if (status && status != -ECANCELED && conn->npaths > 1 && !conn_is_ended(conn))
+		conn_fail(conn, status,
+			  "rendezvous transfer %u (%u bytes): its header failed with path %u (%s); whether the peer has it is unknown, and a large message does not move to another path",
+			  op->rndv_id, op->rndv_len, tx_path(op), ez_strerror(-status));
 	if (status || (op->rndv_flags & RNDV_TX_ACKED)) {
 		tx_release(conn, op);
 		return 1;
@@ -257,7 +392,7 @@ struct op *conn_rndv_on_ack(struct ez_conn *conn, uint32_t id, enum rx_fault *fa
 	for (op = conn->rndv_tx; op && op->rndv_id != id; op = op->rndv_next)
 		;
 	if (!op || (op->rndv_flags & RNDV_TX_ACKED)) {
-		*fault = id >= conn->rxt.rndv_sent ? RX_F_RNDV_ACK_UNKNOWN : RX_F_RNDV_ACK_AGAIN;
+		*fault = conn_rndv_check_ack(conn, &(struct rx_view){ .t = &conn->rxt }, id, 0);
 		return NULL;
 	}
 	op->rndv_flags |= RNDV_TX_ACKED;
@@ -272,6 +407,7 @@ struct op *conn_rndv_cancel_next(struct ez_conn *conn)
 {
 	struct op *op;
 
+	deadline_stop(conn);
 	/* Every window goes before the QP (a bound window holds it). */
 	for (op = conn->rndv_tx; op; op = op->rndv_next)
 		mw_free(&op->rndv_w);
@@ -344,11 +480,11 @@ static uintptr_t q_pop(struct ez_conn *conn)
 	return item;
 }
 
-static void deliver_one(struct ez_conn *conn, struct ez_buf *buf, uint32_t len)
+static void deliver_one(struct ez_conn *conn, struct ez_buf *buf, uint32_t len, unsigned int path)
 {
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += len;
-	conn->stats.path_msgs_recv[0]++;
+	conn->stats.path_msgs_recv[path]++;
 	if (conn->cbs.on_recv)
 		conn->cbs.on_recv(conn, buf, conn->arg);
 	else
@@ -371,6 +507,7 @@ static void deliver_ready(struct ez_conn *conn)
 			struct rndv_rx *e = (struct rndv_rx *)(item & ~(uintptr_t)1);
 			struct bigbuf *bb = e->bb;
 			uint32_t len = e->h.len;
+			unsigned int path = e->path;
 			struct ez_buf *h;
 
 			if (e->state != RX_FETCHED)
@@ -381,12 +518,12 @@ static void deliver_ready(struct ez_conn *conn)
 			h = srqpool_big_deliver(conn->pool, &bb->desc, bb->mem, len, big_done);
 			if (!e->busy)
 				rx_free(conn, e);
-			deliver_one(conn, h, len);
+			deliver_one(conn, h, len, path);
 		} else {
 			struct ez_buf *buf = (struct ez_buf *)item;
 
 			q_pop(conn);
-			deliver_one(conn, buf, (uint32_t)ez_buf_len(buf));
+			deliver_one(conn, buf, (uint32_t)ez_buf_len(buf), 0);
 		}
 	}
 	conn->rndv_delivering = 0;
@@ -410,7 +547,7 @@ static struct rndv_rx *next_waiting(struct ez_conn *conn)
 static int post_read(struct ez_conn *conn, struct rndv_rx *e)
 {
 	struct op *op = &e->op;
-	struct conn_path *p = &conn->paths[0];
+	struct conn_path *p = &conn->paths[e->path];
 	struct ibv_send_wr *bad;
 	int err;
 
@@ -440,6 +577,19 @@ static int post_read(struct ez_conn *conn, struct rndv_rx *e)
 	return 0;
 }
 
+/* A fetch whose path went down: the window it reads is bound to the
+ * peer's QP of that path, which is in ERR now, and the sender cannot know
+ * what we fetched, so the connection ends naming the transfer (the sender
+ * gets the end, not a silent loss nor a second copy). */
+static void path_lost(struct ez_conn *conn, struct rndv_rx *e)
+{
+	struct conn_path *p = &conn->paths[e->path];
+
+	conn_fail(conn, p->down_status ? p->down_status : -ECONNRESET,
+		  "rendezvous transfer %u (%u bytes) was offered on path %u, which went down (%s) before this side fetched it; a large message does not move to another path",
+		  e->h.id, e->h.len, e->path, ez_strerror(p->down_status ? -p->down_status : ECONNRESET));
+}
+
 /* Starts the fetches a slot and the pool's bound allow, oldest first. At
  * the bound the rest wait (the peer's sends wait on their
  * acknowledgements, and the receive buffers held behind them on credits)
@@ -451,6 +601,10 @@ static void pump(struct ez_conn *conn)
 
 	while (conn->state == CS_CONNECTED && conn->rndv_slots < RNDV_SLOTS &&
 	       (e = next_waiting(conn))) {
+		if (!conn->paths[e->path].live) {
+			path_lost(conn, e);
+			return;
+		}
 		if (srqpool_big_reserve(conn->pool, e->h.len))
 			return;
 		ret = bigbuf_get(conn->dev, e->h.len, &e->bb);
@@ -473,7 +627,7 @@ static void pump(struct ez_conn *conn)
 	}
 }
 
-void conn_rndv_on_header(struct ez_conn *conn, const struct rndv_hdr *h)
+void conn_rndv_on_header(struct ez_conn *conn, const struct rndv_hdr *h, unsigned int path)
 {
 	struct rndv_rx *e = calloc(1, sizeof(*e));
 
@@ -484,6 +638,7 @@ void conn_rndv_on_header(struct ez_conn *conn, const struct rndv_hdr *h)
 		return;
 	}
 	e->h = *h;
+	e->path = (uint8_t)path;
 	e->state = RX_WAIT;
 	e->queued = 1;
 	e->op.conn = conn;
@@ -496,7 +651,7 @@ void conn_rndv_on_header(struct ez_conn *conn, const struct rndv_hdr *h)
 void conn_rndv_on_small(struct ez_conn *conn, struct ez_buf *buf, uint32_t len)
 {
 	if (!conn->rq.n) {
-		deliver_one(conn, buf, len);
+		deliver_one(conn, buf, len, 0);
 		return;
 	}
 	if (q_push(conn, (uintptr_t)buf)) {
@@ -518,6 +673,13 @@ static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
 		conn->rndv_slots--;
 		if (status == -ECANCELED || conn_is_ended(conn))
 			return;
+		/* The READ's own refusal (a key or range the peer's device
+		 * rejects) is the peer's lie even when it took the path down;
+		 * anything else on a dead path is the path. */
+		if (!conn->paths[e->path].live && status != -EACCES && status != -EMSGSIZE) {
+			path_lost(conn, e);
+			return;
+		}
 		/* The peer's key or address does not hold what it offered. */
 		rx_rndv_fault_format(RX_F_RNDV_READ, &e->h, &v, why, sizeof(why));
 		conn_fail(conn, -EPROTO, "%s (%s)", why, ez_strerror(-status));
@@ -525,7 +687,8 @@ static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
 	}
 	e->state = RX_FETCHED;
 	rndv_ack_encode(e->h.id, id);
-	ret = conn_post_ctrl(conn, op, OP_RNDV_ACK, &conn->paths[0], IMM_RNDV_ACK, id, sizeof(id));
+	/* Any live path: the ack names the transfer (and so its path). */
+	ret = conn_post_ctrl(conn, op, OP_RNDV_ACK, path_pick(conn), IMM_RNDV_ACK, id, sizeof(id));
 	if (ret) {
 		e->busy = 0;
 		conn->rndv_slots--;
@@ -562,6 +725,7 @@ void conn_rndv_kick(struct srqpool_acct *a)
 
 void conn_rndv_fini(struct ez_conn *conn)
 {
+	deadline_stop(conn);
 	while (conn->rq.n) {
 		uintptr_t item = q_pop(conn);
 

@@ -16,8 +16,14 @@
 #define RNDV_TX_SENT 2u		/* the header's SEND completed */
 #define RNDV_TX_ACKED 4u	/* the peer acknowledged the fetch */
 
-/* Whether this side announces HS_CAP_RNDV: one path (a window is bound to
- * one QP), type-2 windows, RDMA READ both ways. */
+/* Without op_timeout_ms: how long a transfer may wait for the peer's
+ * acknowledgement before the connection ends (ez_send(3)). */
+#define RNDV_TIMEOUT_DEFAULT_MS 60000u
+
+/* Whether this side announces HS_CAP_RNDV: a PD of the device's (the
+ * windows and buffers are there), type-2 windows, RDMA READ both ways. On
+ * several paths each transfer keeps to one: its window is bound to that
+ * path's QP, its header goes there behind the bind, the peer reads there. */
 int conn_rndv_can(const struct ez_conn *conn);
 /* The handshake's shift for our large maximum: max_msg_size rounded down
  * to a power of two (the peer sends at most that). */
@@ -37,12 +43,25 @@ void conn_rndv_settle(struct ez_conn *conn);
  * left behind then. */
 int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *iov, int iovcnt,
 		      struct ez_mr *mr, size_t off, size_t len);
+/* A header op that will not be posted (the connection ended while it
+ * waited for credits, or its post failed): its window and copy go. */
+void conn_rndv_release(struct ez_conn *conn, struct op *op);
 /* The header is posted (op_charge) or taken back (op_uncharge). */
 void conn_rndv_posted(struct ez_conn *conn, struct op *op);
 void conn_rndv_unposted(struct ez_conn *conn, struct op *op);
 /* The header's SEND completed: 1 when the op is done (acknowledged, or
  * failed) and its callback may run, with its window and copy released. */
 int conn_rndv_sent(struct ez_conn *conn, struct op *op, int status);
+/* A header's contents (rx_check_rndv(); on several paths against the
+ * count of the path it came on, which advances when it passes) and an
+ * ack's id against what we offered: the fault, or RX_OK. */
+enum rx_fault conn_rndv_check(struct ez_conn *conn, const struct rndv_hdr *h,
+			      const struct rx_view *v, unsigned int path);
+enum rx_fault conn_rndv_check_ack(const struct ez_conn *conn, const struct rx_view *v, uint32_t id,
+				  int outstanding);
+/* The bound on an unacknowledged transfer: op_timeout_ms, else
+ * RNDV_TIMEOUT_DEFAULT_MS. */
+uint32_t conn_rndv_timeout_ms(const struct ez_conn *conn);
 /* The peer acknowledged transfer id: the op whose callback may run now
  * (NULL: later, at its SEND's completion), or the fault (RX_F_RNDV_ACK_*)
  * in *fault. */
@@ -53,8 +72,8 @@ struct op *conn_rndv_on_ack(struct ez_conn *conn, uint32_t id, enum rx_fault *fa
 struct op *conn_rndv_cancel_next(struct ez_conn *conn);
 
 /* Receiver. A checked header: queued behind what arrived before it, and
- * fetched when a slot and the pool's bound allow. */
-void conn_rndv_on_header(struct ez_conn *conn, const struct rndv_hdr *h);
+ * fetched (on the path it came on) when a slot and the pool's bound allow. */
+void conn_rndv_on_header(struct ez_conn *conn, const struct rndv_hdr *h, unsigned int path);
 /* A small message: delivered now, or queued when fetches are ahead of it. */
 void conn_rndv_on_small(struct ez_conn *conn, struct ez_buf *buf, uint32_t len);
 /* A READ or an acknowledgement of ours completed. */

@@ -13,7 +13,9 @@
  * [address, +length), remote read only, deallocated when the receiver's
  * acknowledgement (IMM_RNDV_ACK, credit-only, 4 bytes: the transfer id)
  * arrives. Ids count the connection's headers from 0, so the receiver
- * expects each in turn.
+ * expects each in turn; on a connection of several paths each path counts
+ * its own (id = path << 24 | the path's count; the window is bound to that
+ * path's QP and the header travels there).
  */
 #define RNDV_HDR_LEN 24
 #define RNDV_ACK_LEN 4

@@ -565,3 +565,50 @@ void rflood_free(struct rflood *f)
 	rdma_destroy_event_channel(f->ch);
 	f->ch = NULL;
 }
+
+void hbench_start(struct hbench *t, uint32_t mms, int cap)
+{
+	struct ez_srqpool_opts po = { .buf_size = 4096, .nbufs = 128 };
+
+	memset(t, 0, sizeof(*t));
+	fb_init(&t->b);
+	ck_assert_int_eq(ez_srqpool_new(t->b.ctx, NULL, &po, &t->pool), 0);
+	t->s.opts.srqpool = t->pool;
+	t->s.opts.max_msg_size = mms;
+	srv_start(&t->b, &t->s, cap);
+	ck_assert_int_eq(ep_connect(&t->b, &t->honest, t->s.port, NULL), 0);
+	ck_assert(fb_run(&t->b, &t->honest.connected, 1, 10));
+	ck_assert_int_eq(t->honest.connect_status, 0);
+	ck_assert(fb_run(&t->b, &t->s.connected, 1, 5));
+}
+
+void hbench_echo(struct hbench *t, int n)
+{
+	int want = t->honest.received + n, i;
+
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(ep_send_seq(&t->honest, t->seq++), 0);
+	ck_assert(fb_run(&t->b, &t->honest.received, want, 10));
+	ck_assert_int_eq(t->honest.bad_seq, 0);
+	ck_assert_int_eq(t->honest.disconnected, 0);
+	ck_assert_int_eq(t->s.eps[0].disconnected, 0);
+}
+
+void hbench_stop(struct hbench *t)
+{
+	ep_close(&t->honest);
+	ck_assert(fb_run(&t->b, &t->honest.disconnected, 1, 5));
+	srv_stop(&t->s);
+	ck_assert_int_eq(ez_srqpool_free(t->pool), 0);
+	fb_fini(&t->b);
+}
+
+void raw_ez_wait_disconnect(struct fb *b, struct raw *r, double secs)
+{
+	for (double end = now_s() + secs; now_s() < end && !r->disconnected;) {
+		raw_ez_poll(r);
+		fb_spin(b, 0.01);
+	}
+	ck_assert_msg(r->disconnected, "raw peer: no DISCONNECTED (last event %s)",
+		      rdma_event_str(r->last));
+}

@@ -102,6 +102,27 @@ const char *raw_reject_reason(const struct raw *r, char *text, size_t size);
 int raw_rdma_try(struct fb *b, struct raw *r, enum ibv_wr_opcode op, uint64_t raddr,
 		 uint32_t rkey, uint32_t len, double secs);
 
+/* The bench of the hostile-peer tests (test_hostile_*.c): a server on a
+ * shared pool of 128 buffers of 4 KiB accepting up to cap connections with
+ * max_msg_size mms, and an honest client that has echoed once; raw peers
+ * join it, and the honest client shows the server unharmed. */
+struct hbench {
+	struct fb b;
+	struct srv s;
+	struct ez_srqpool *pool;
+	struct ep honest;
+	uint64_t seq;
+};
+
+void hbench_start(struct hbench *t, uint32_t mms, int cap);
+/* n messages of the honest client all come back, in order; neither side
+ * of it ended. */
+void hbench_echo(struct hbench *t, int n);
+void hbench_stop(struct hbench *t);
+/* The raw peer is told by the disconnect (its QP goes to ERR) within
+ * secs while the easyrdma loop turns: a test failure otherwise. */
+void raw_ez_wait_disconnect(struct fb *b, struct raw *r, double secs);
+
 /*
  * Requests with nothing behind them: each an rdma_cm id with no QP (the
  * request names a made-up QP number) that never answers the reply, as a

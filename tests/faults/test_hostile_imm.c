@@ -11,52 +11,10 @@
 #include "wire/imm.h"
 #include "../checkmain.h"
 
-struct bench {
-	struct fb b;
-	struct srv s;
-	struct ez_srqpool *pool;
-	struct ep honest;
-	uint64_t seq;
-};
-
-/* A server on a shared pool of 4 KiB buffers with max_msg_size mms, and an
- * honest client that has echoed once. */
-static void bench_start(struct bench *t, uint32_t mms)
+/* A server with max_msg_size mms (4 connections) and an honest client. */
+static void bench_start(struct hbench *t, uint32_t mms)
 {
-	struct ez_srqpool_opts po = { .buf_size = 4096, .nbufs = 128 };
-
-	memset(t, 0, sizeof(*t));
-	fb_init(&t->b);
-	ck_assert_int_eq(ez_srqpool_new(t->b.ctx, NULL, &po, &t->pool), 0);
-	t->s.opts.srqpool = t->pool;
-	t->s.opts.max_msg_size = mms;
-	srv_start(&t->b, &t->s, 4);
-	ck_assert_int_eq(ep_connect(&t->b, &t->honest, t->s.port, NULL), 0);
-	ck_assert(fb_run(&t->b, &t->honest.connected, 1, 10));
-	ck_assert_int_eq(t->honest.connect_status, 0);
-	ck_assert(fb_run(&t->b, &t->s.connected, 1, 5));
-}
-
-/* The honest client's messages all come back, in order. */
-static void honest_echo(struct bench *t, int n)
-{
-	int want = t->honest.received + n, i;
-
-	for (i = 0; i < n; i++)
-		ck_assert_int_eq(ep_send_seq(&t->honest, t->seq++), 0);
-	ck_assert(fb_run(&t->b, &t->honest.received, want, 10));
-	ck_assert_int_eq(t->honest.bad_seq, 0);
-	ck_assert_int_eq(t->honest.disconnected, 0);
-	ck_assert_int_eq(t->s.eps[0].disconnected, 0);
-}
-
-static void bench_stop(struct bench *t)
-{
-	ep_close(&t->honest);
-	ck_assert(fb_run(&t->b, &t->honest.disconnected, 1, 5));
-	srv_stop(&t->s);
-	ck_assert_int_eq(ez_srqpool_free(t->pool), 0);
-	fb_fini(&t->b);
+	hbench_start(t, mms, 4);
 }
 
 /* The server's QP number, as the raw peer's QP was told. */
@@ -72,7 +30,7 @@ static uint32_t server_qpn(struct raw *r)
 /* A raw peer connects, sends one message (imm, len bytes) and is cut off:
  * the server's side of it reports status and a message starting with
  * want; the raw peer sees the disconnect; the honest connection echoes. */
-static void attack(struct bench *t, uint32_t imm, uint32_t len, int status, const char *want,
+static void attack(struct hbench *t, uint32_t imm, uint32_t len, int status, const char *want,
 		   int whole)
 {
 	struct raw r;
@@ -98,61 +56,55 @@ static void attack(struct bench *t, uint32_t imm, uint32_t len, int status, cons
 			      "\"%s\" does not start with \"%s\"", e->disconnect_msg, want);
 	printf("imm 0x%08x, %u bytes: server on_disconnect(%d) \"%s\"\n", imm, len,
 	       e->disconnect_status, e->disconnect_msg);
-	/* The peer is told by the disconnect; its QP goes to ERR. */
-	for (double end = now_s() + 5; now_s() < end && !r.disconnected;) {
-		raw_ez_poll(&r);
-		fb_spin(&t->b, 0.01);
-	}
-	ck_assert_msg(r.disconnected, "raw peer: no DISCONNECTED (last event %s)",
-		      rdma_event_str(r.last));
-	honest_echo(t, 20);
+	raw_ez_wait_disconnect(&t->b, &r, 5);
+	hbench_echo(t, 20);
 	raw_free(&r);
 	t->s.no_echo = 0;
 }
 
 START_TEST(path_down_on_the_last_path)
 {
-	struct bench t;
+	struct hbench t;
 
 	bench_start(&t, 4096);
-	honest_echo(&t, 5);
+	hbench_echo(&t, 5);
 	attack(&t, IMM_CREDIT_ONLY | IMM_PATH_DOWN, 0, -EPROTO,
 	       "peer took the last live path (0) out with a path-down notice", 1);
 	attack(&t, IMM_CREDIT_ONLY | IMM_PATH_DOWN | 5u << IMM_PATH_SHIFT, 0, -EPROTO,
 	       "peer took path 5 out of a connection of 1 paths", 1);
-	bench_stop(&t);
+	hbench_stop(&t);
 }
 END_TEST
 
 START_TEST(auth_on_an_unkeyed_connection)
 {
-	struct bench t;
+	struct hbench t;
 
 	bench_start(&t, 4096);
 	attack(&t, IMM_AUTH_PROOF, 32, -EPROTO,
 	       "peer sent a shared-secret message (immediate 0x90000000) on a connection without a shared secret", 1);
 	attack(&t, IMM_AUTH_REFUSED, 0, -EPROTO,
 	       "peer sent a shared-secret message (immediate 0xd0000000) on a connection without a shared secret", 1);
-	bench_stop(&t);
+	hbench_stop(&t);
 }
 END_TEST
 
 START_TEST(self_granted_credits)
 {
-	struct bench t;
+	struct hbench t;
 
 	bench_start(&t, 4096);
 	attack(&t, IMM_CREDIT_ONLY | 0xffff, 0, -EPROTO,
 	       "peer returned 65535 credits; this side sent 0 messages, so at most 0 more could come back", 1);
 	attack(&t, 0xffff, 8, -EPROTO,
 	       "peer returned 65535 credits; this side sent 0 messages, so at most 0 more could come back", 1);
-	bench_stop(&t);
+	hbench_stop(&t);
 }
 END_TEST
 
 START_TEST(payload_on_credit_only)
 {
-	struct bench t;
+	struct hbench t;
 
 	bench_start(&t, 4096);
 	attack(&t, IMM_CREDIT_ONLY | 1, 100, -EPROTO,
@@ -161,13 +113,13 @@ START_TEST(payload_on_credit_only)
 	       "peer sent 10 bytes on a credit-only message (immediate 0xc0000000)", 1);
 	attack(&t, IMM_CREDIT_ONLY, 0, -EPROTO,
 	       "peer sent a credit message that returns no credit (immediate 0x80000000)", 1);
-	bench_stop(&t);
+	hbench_stop(&t);
 }
 END_TEST
 
 START_TEST(unknown_bits)
 {
-	struct bench t;
+	struct hbench t;
 
 	bench_start(&t, 4096);
 	attack(&t, 0x01000000u, 8, -EPROTO,
@@ -176,7 +128,7 @@ START_TEST(unknown_bits)
 	       "peer's message (immediate 0x40000000) has control flags 0x40000000 without IMM_CREDIT_ONLY", 1);
 	attack(&t, IMM_CREDIT_ONLY | IMM_BYE | IMM_PATH_DOWN, 0, -EPROTO,
 	       "peer's control message (immediate 0xe0000000) combines flags 0x60000000 that no easyrdma message combines", 1);
-	bench_stop(&t);
+	hbench_stop(&t);
 }
 END_TEST
 
@@ -184,7 +136,7 @@ END_TEST
  * connection ends with the completion's status, the buffer is back. */
 START_TEST(larger_than_the_buffer)
 {
-	struct bench t;
+	struct hbench t;
 	struct ez_srqpool_stats st;
 	struct raw r;
 	struct ep *e;
@@ -217,12 +169,12 @@ START_TEST(larger_than_the_buffer)
 	printf("8 KiB into 4 KiB: raw peer's send %s, disconnected %d\n",
 	       r.send_err ? ibv_wc_status_str(r.send_err) : "completed", r.disconnected);
 	ck_assert(r.send_err || r.disconnected);
-	honest_echo(&t, 20);
+	hbench_echo(&t, 20);
 	ck_assert_int_eq(ez_srqpool_stats(t.pool, &st), 0);
 	ck_assert_uint_eq(st.in_use, 0);	/* the failed receive's buffer went back */
 	ck_assert_uint_eq(st.total, 128);
 	raw_free(&r);
-	bench_stop(&t);
+	hbench_stop(&t);
 }
 END_TEST
 
@@ -230,7 +182,7 @@ END_TEST
  * advertised, and 3,000 bytes are refused. */
 START_TEST(larger_than_max_msg_size)
 {
-	struct bench t;
+	struct hbench t;
 
 	struct ez_conn_info info;
 
@@ -238,7 +190,7 @@ START_TEST(larger_than_max_msg_size)
 	ck_assert_int_eq(ez_conn_info(t.honest.conn, &info), 0);
 	ck_assert_uint_eq(info.max_msg_size, 1024);	/* the server advertised 1024, not 4096 */
 	attack(&t, 0, 3000, -EPROTO, "peer sent 3000 bytes, max_msg_size 1024", 1);
-	bench_stop(&t);
+	hbench_stop(&t);
 }
 END_TEST
 

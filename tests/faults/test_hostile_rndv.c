@@ -1,4 +1,4 @@
-/* test_hostile_rndv.c: a raw-verbs peer that announced rendezvous lies in a header or an acknowledgement: the server ends that connection with -EPROTO and a message naming the lie; an honest connection on the same pool keeps echoing. */
+/* test_hostile_rndv.c: a raw-verbs peer that announced rendezvous lies in a header or an acknowledgement, or takes a header and never fetches: the server ends that connection with -EPROTO (-ETIMEDOUT after the transfer's deadline) and a message naming the lie; an honest connection on the same pool keeps echoing. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -16,59 +16,24 @@
 
 #define BIG_MAX (16u << 20)
 
-struct bench {
-	struct fb b;
-	struct srv s;
-	struct ez_srqpool *pool;
-	struct ep honest;
-	uint64_t seq;
-};
-
-/* A server on a shared pool of 4 KiB buffers taking 16 MiB messages by
- * rendezvous, and an honest client that has echoed once. */
-static void bench_start(struct bench *t)
+/* The hostile bench (rawcm.c) taking 16 MiB messages by rendezvous; raw
+ * peers announce it. */
+static void bench_start(struct hbench *t)
 {
-	struct ez_srqpool_opts po = { .buf_size = 4096, .nbufs = 128 };
-
-	memset(t, 0, sizeof(*t));
-	fb_init(&t->b);
-	ck_assert_int_eq(ez_srqpool_new(t->b.ctx, NULL, &po, &t->pool), 0);
-	t->s.opts.srqpool = t->pool;
-	t->s.opts.max_msg_size = BIG_MAX;
-	srv_start(&t->b, &t->s, 16);
-	ck_assert_int_eq(ep_connect(&t->b, &t->honest, t->s.port, NULL), 0);
-	ck_assert(fb_run(&t->b, &t->honest.connected, 1, 10));
-	ck_assert_int_eq(t->honest.connect_status, 0);
-	ck_assert(fb_run(&t->b, &t->s.connected, 1, 5));
+	hbench_start(t, BIG_MAX, 16);
 	raw_ez_caps = HS_CAP_CREDITS | HS_CAP_RNDV;
 	raw_ez_rndv_shift = 24;
 }
 
-static void honest_echo(struct bench *t, int n)
-{
-	int want = t->honest.received + n, i;
-
-	for (i = 0; i < n; i++)
-		ck_assert_int_eq(ep_send_seq(&t->honest, t->seq++), 0);
-	ck_assert(fb_run(&t->b, &t->honest.received, want, 10));
-	ck_assert_int_eq(t->honest.bad_seq, 0);
-	ck_assert_int_eq(t->honest.disconnected, 0);
-	ck_assert_int_eq(t->s.eps[0].disconnected, 0);
-}
-
-static void bench_stop(struct bench *t)
+static void bench_stop(struct hbench *t)
 {
 	raw_ez_caps = HS_CAP_CREDITS;
 	raw_ez_rndv_shift = 0;
-	ep_close(&t->honest);
-	ck_assert(fb_run(&t->b, &t->honest.disconnected, 1, 5));
-	srv_stop(&t->s);
-	ck_assert_int_eq(ez_srqpool_free(t->pool), 0);
-	fb_fini(&t->b);
+	hbench_stop(t);
 }
 
 /* A raw peer that announced rendezvous, connected; its server side in *e. */
-static void raw_join(struct bench *t, struct raw *r, struct ep **e)
+static void raw_join(struct hbench *t, struct raw *r, struct ep **e)
 {
 	int idx = t->s.neps;
 
@@ -82,7 +47,7 @@ static void raw_join(struct bench *t, struct raw *r, struct ep **e)
 
 /* The server's side ends with -EPROTO and exactly want (or starting with
  * it); the raw peer sees the disconnect; the honest connection echoes. */
-static void expect_cut(struct bench *t, struct raw *r, struct ep *e, const char *want, int whole)
+static void expect_cut(struct hbench *t, struct raw *r, struct ep *e, const char *want, int whole)
 {
 	ck_assert(fb_run(&t->b, &e->disconnected, 1, 10));
 	ck_assert_int_eq(e->received, 0);
@@ -94,19 +59,14 @@ static void expect_cut(struct bench *t, struct raw *r, struct ep *e, const char 
 		ck_assert_msg(strncmp(e->disconnect_msg, want, strlen(want)) == 0,
 			      "\"%s\" does not start with \"%s\"", e->disconnect_msg, want);
 	printf("server on_disconnect(%d) \"%s\"\n", e->disconnect_status, e->disconnect_msg);
-	for (double end = now_s() + 5; now_s() < end && !r->disconnected;) {
-		raw_ez_poll(r);
-		fb_spin(&t->b, 0.01);
-	}
-	ck_assert_msg(r->disconnected, "raw peer: no DISCONNECTED (last event %s)",
-		      rdma_event_str(r->last));
-	honest_echo(t, 10);
+	raw_ez_wait_disconnect(&t->b, r, 5);
+	hbench_echo(t, 10);
 	raw_free(r);
 	t->s.no_echo = 0;
 }
 
 /* A forged header (imm IMM_RNDV, no credits) of hlen bytes. */
-static void lie_header(struct bench *t, uint64_t addr, uint32_t rkey, uint32_t len, uint32_t id,
+static void lie_header(struct hbench *t, uint64_t addr, uint32_t rkey, uint32_t len, uint32_t id,
 		       uint32_t hlen, const char *want, int whole)
 {
 	struct rndv_hdr h = { .addr = addr, .rkey = rkey, .len = len, .id = id };
@@ -121,10 +81,10 @@ static void lie_header(struct bench *t, uint64_t addr, uint32_t rkey, uint32_t l
 
 START_TEST(lying_headers)
 {
-	struct bench t;
+	struct hbench t;
 
 	bench_start(&t);
-	honest_echo(&t, 5);
+	hbench_echo(&t, 5);
 	lie_header(&t, 0x10000, 0x1234, 0, 0, RNDV_HDR_LEN,
 		   "peer's rendezvous header 0 offers 0 bytes (rkey 0x1234)", 1);
 	lie_header(&t, 0x10000, 0x1234, 32u << 20, 0, RNDV_HDR_LEN,
@@ -149,7 +109,7 @@ static void send_ack(struct raw *r, uint32_t id)
 
 /* The server offers n large messages to the raw peer, which receives
  * their headers and acknowledges as the test says, fetching nothing. */
-static void offer(struct bench *t, struct raw *r, struct ep *e, int n)
+static void offer(struct hbench *t, struct raw *r, struct ep *e, int n)
 {
 	static uint8_t big[100000];
 
@@ -165,7 +125,7 @@ static void offer(struct bench *t, struct raw *r, struct ep *e, int n)
 
 START_TEST(lying_acks)
 {
-	struct bench t;
+	struct hbench t;
 	struct raw r;
 	struct ep *e;
 
@@ -195,11 +155,72 @@ START_TEST(lying_acks)
 }
 END_TEST
 
+static int deadline_done, deadline_status;
+
+static void on_offer_done(struct ez_conn *c, int status, void *arg)
+{
+	(void)c;
+	(void)arg;
+	deadline_done = 1;
+	deadline_status = status;
+}
+
+/* A peer that takes the header and never fetches: the transfer's deadline
+ * (op_timeout_ms here; 60 s without it) ends the connection with
+ * -ETIMEDOUT naming the transfer, the send's callback says -ETIMEDOUT,
+ * and the window and copy are released. */
+START_TEST(header_never_fetched)
+{
+	static uint8_t big[100000];
+	struct hbench t;
+	struct raw r;
+	struct ep *e;
+	double t0, secs;
+
+	bench_start(&t);
+	t.s.opts.op_timeout_ms = 1000;
+	raw_join(&t, &r, &e);
+	t.s.opts.op_timeout_ms = 0;
+	deadline_done = 0;
+	t0 = now_s();
+	ck_assert_int_eq(ez_send(e->conn, big, sizeof(big), on_offer_done, NULL), 0);
+	for (double end = now_s() + 10; now_s() < end && r.recvs < 1;) {
+		raw_ez_poll(&r);
+		fb_spin(&t.b, 0.01);
+	}
+	ck_assert_uint_eq(r.recvs, 1);
+	/* The raw peer answers the disconnect (the server's teardown waits for
+	 * it), and the time is the callback's. */
+	for (double end = now_s() + 10; now_s() < end && !deadline_done;) {
+		raw_ez_poll(&r);
+		fb_spin(&t.b, 0.01);
+	}
+	secs = now_s() - t0;
+	ck_assert(deadline_done);
+	ck_assert_int_eq(deadline_status, -ETIMEDOUT);
+	raw_ez_wait_disconnect(&t.b, &r, 5);
+	ck_assert(fb_run(&t.b, &e->disconnected, 1, 5));
+	printf("header never fetched: callback -ETIMEDOUT after %.2f s, on_disconnect(%d) \"%s\"\n",
+	       secs, e->disconnect_status, e->disconnect_msg);
+	ck_assert_int_eq(e->disconnect_status, -ETIMEDOUT);
+	ck_assert_msg(strstr(e->disconnect_msg,
+			     ": rendezvous transfer 0 (100000 bytes, path 0) not fetched and acknowledged within 1000 ms (op_timeout_ms)"),
+		      "%s", e->disconnect_msg);
+	/* Outstanding between op_timeout_ms and 1.5 times it (ticks of 500 ms),
+	 * with room for a loaded host. */
+	ck_assert_msg(secs >= 0.95 && secs < 3.5, "ended after %.2f s", secs);
+	hbench_echo(&t, 10);
+	raw_free(&r);
+	t.s.no_echo = 0;
+	bench_stop(&t);
+}
+END_TEST
+
 /* A peer that did not announce rendezvous gets the old limit, and its
  * rendezvous bits are refused. */
 START_TEST(without_the_capability)
 {
-	struct bench t;
+	struct hbench t;
 	struct raw r;
 	struct ep *e;
 	static uint8_t big[8192];
@@ -232,6 +253,7 @@ int main(void)
 	tcase_add_test(tc, lying_headers);
 	tcase_add_test(tc, lying_acks);
 	tcase_add_test(tc, without_the_capability);
+	tcase_add_test(tc, header_never_fetched);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
