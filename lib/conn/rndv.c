@@ -103,13 +103,17 @@ enum rx_fault conn_rndv_check_ack(const struct ez_conn *conn, const struct rx_vi
 				  int outstanding)
 {
 	unsigned int p = id >> RNDV_ID_PATH_SHIFT;
-	uint32_t n = conn->rndv_tx_seq[p < EZ_MAX_PATHS ? p : 0];
+	uint32_t n;
 
 	if (conn->npaths == 1)
 		return rx_check_rndv_ack(v, id, outstanding);
 	if (outstanding)
 		return RX_OK;
-	if (p >= conn->npaths || (n <= RNDV_ID_SEQ_MASK && (id & RNDV_ID_SEQ_MASK) >= n))
+	/* The path bits come from the wire: bound them before they index. */
+	if (p >= conn->npaths)
+		return RX_F_RNDV_ACK_UNKNOWN;
+	n = conn->rndv_tx_seq[p];
+	if (n <= RNDV_ID_SEQ_MASK && (id & RNDV_ID_SEQ_MASK) >= n)
 		return RX_F_RNDV_ACK_UNKNOWN;
 	return RX_F_RNDV_ACK_AGAIN;
 }
