@@ -87,7 +87,7 @@ void ez_buf_release(struct ez_buf *h)
 		return;
 	if (srqpool_flush(pool))
 		ezi_log_err("ez_buf_release: %s", pool->errmsg);
-	else if (pool->waiters)
+	else if (srqpool_has_waiters(pool))
 		srqpool_share_wake(pool, 0);
 }
 

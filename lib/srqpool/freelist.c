@@ -82,7 +82,8 @@ int srqpool_release_should_post(const struct ez_srqpool *pool)
 		return 0;
 	/* A connection waiting for reposted buffers to return credits is
 	 * worth the doorbell too. */
-	return pool->posted < pool->p.watermark || pool->nfree >= pool->p.batch || pool->waiters;
+	return pool->posted < pool->p.watermark || pool->nfree >= pool->p.batch ||
+	       srqpool_has_waiters(pool);
 }
 
 int srqpool_is_dry(const struct ez_srqpool *pool)

@@ -80,6 +80,12 @@ struct ez_srqpool {
 	/* Receive credits of the attached connections (share.c). */
 	struct srqpool_acct *accts;
 	struct srqpool_acct *waiters;
+	/* Connections holding no credit that wait for a posted buffer: their
+	 * floor (share.c) may come out of the reserve, so they are woken on
+	 * any posted buffer, not only on room beyond the reserve. */
+	struct srqpool_acct *bare_waiters;
+	uint32_t bare;		/* attached connections holding no credit now */
+	uint64_t floor_grants;	/* floors granted out of the reserve (others held the rest) */
 	uint32_t expected;	/* expected_conns: shares sized for this many at least */
 	int single;		/* a connection's private pool */
 	uint32_t share;		/* credits one connection may hold */
@@ -127,8 +133,15 @@ uint32_t srqpool_share_reserve(uint32_t total, uint32_t conns, int shared);
 uint32_t srqpool_share_of(uint32_t total, uint32_t conns, uint32_t expected, int shared);
 /* Can total buffers give each of conns connections a credit? */
 int srqpool_share_fits(uint32_t total, uint32_t conns, int shared);
-/* Posted buffers not yet backed by a grant (negative: none, over by that much). */
+/* Posted buffers beyond the reserve that neither a grant nor the floor of a
+ * connection holding no credit stands for: what more than a floor may be
+ * granted from (negative: none, over by that much). */
 int64_t srqpool_share_room(const struct ez_srqpool *pool);
+/* Someone waits for buffers to be reposted. */
+static inline int srqpool_has_waiters(const struct ez_srqpool *pool)
+{
+	return pool->waiters || pool->bare_waiters;
+}
 /* Recomputes share and reserve after attached, total or expected changed. */
 void srqpool_share_update(struct ez_srqpool *pool);
 int srqpool_share_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int private_pool,

@@ -49,9 +49,23 @@ uint32_t srqpool_share_of(uint32_t total, uint32_t conns, uint32_t expected, int
 	return s > SHARE_MAX ? SHARE_MAX : s;
 }
 
+/* Every attached connection has a floor of one credit: one it holds, or
+ * one it is owed back once its peer used it. A grant beyond the floor that
+ * took the floor's buffer would leave the connection with nothing to return
+ * while others hold the rest: idle peers never give credits back (they are
+ * not revoked), so a busy connection beside thousands of them stalled after
+ * its first message (issue 22: 10 messages in 10 s beside 10,000 idle).
+ * So the floors of connections holding no credit are kept out of the room. */
 int64_t srqpool_share_room(const struct ez_srqpool *pool)
 {
-	return (int64_t)pool->posted - (int64_t)pool->granted - (int64_t)pool->reserve;
+	return (int64_t)pool->posted - (int64_t)pool->granted - (int64_t)pool->reserve -
+	       (int64_t)pool->bare;
+}
+
+/* Posted buffers that no grant stands for, the reserve included. */
+static int64_t unbacked(const struct ez_srqpool *pool)
+{
+	return (int64_t)pool->posted - (int64_t)pool->granted;
 }
 
 void srqpool_share_update(struct ez_srqpool *pool)
@@ -67,6 +81,8 @@ void srqpool_share_update(struct ez_srqpool *pool)
 
 static void note_grant(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t n)
 {
+	if (!a->granted && n)
+		pool->bare--;
 	a->granted += n;
 	pool->granted += n;
 	if (a->granted > a->max_granted)
@@ -77,17 +93,21 @@ static void note_grant(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t
 		pool->granted_max = pool->granted;
 }
 
+/* A connection holding no credit waits for any posted buffer (its floor);
+ * one holding some, for room beyond the reserve and the floors. */
 static void wait_for_room(struct ez_srqpool *pool, struct srqpool_acct *a)
 {
+	struct srqpool_acct **head = a->granted ? &pool->waiters : &pool->bare_waiters;
+
 	pool->credit_waits++;
 	if (a->waiting)
 		return;
 	a->waiting = 1;
-	a->wnext = pool->waiters;
+	a->wnext = *head;
 	if (a->wnext)
 		a->wnext->wpprev = &a->wnext;
-	a->wpprev = &pool->waiters;
-	pool->waiters = a;
+	a->wpprev = head;
+	*head = a;
 }
 
 static void unlink_waiter(struct srqpool_acct *a)
@@ -154,9 +174,11 @@ int srqpool_share_attach(struct ez_srqpool *pool, struct srqpool_acct *a, int pr
 	a->granted = 0;
 	a->owed = 0;
 	a->max_granted = 0;
+	a->used = 0;
 	a->waiting = 0;
 	a->wnext = NULL;
 	a->wpprev = NULL;
+	pool->bare++;	/* init >= 1: note_grant() takes it off again */
 	note_grant(pool, a, init);
 	a->prev = NULL;
 	a->next = pool->accts;
@@ -180,6 +202,8 @@ void srqpool_share_detach(struct ez_srqpool *pool, struct srqpool_acct *a)
 		a->next->prev = a->prev;
 	a->next = a->prev = NULL;
 	pool->granted -= a->granted < pool->granted ? a->granted : pool->granted;
+	if (!a->granted && pool->bare)
+		pool->bare--;
 	a->granted = 0;
 	a->owed = 0;
 	if (pool->attached)
@@ -195,13 +219,16 @@ void srqpool_share_detach(struct ez_srqpool *pool, struct srqpool_acct *a)
 }
 
 /* Each credit the peer used comes back with one more while its window is
- * under the share (a window doubles per round trip while it is used), so a
- * busy connection reaches its share quickly and an idle one holds little.
+ * under the share (a window doubles per round trip while it is used), from
+ * its second message on, so a busy connection reaches its share quickly and
+ * one that sent a message and went idle holds its floor: credits given to
+ * peers that then idle stay theirs, and beside thousands of them the pool
+ * had nothing left for the busy ones (issue 22).
  * A connection over its share (the share shrank when others attached) gets
  * nothing back until its peer has used the excess. */
 uint32_t srqpool_share_give(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t max)
 {
-	uint64_t want;
+	uint64_t want, got;
 	int64_t room;
 
 	if (!a->owed)
@@ -212,17 +239,32 @@ uint32_t srqpool_share_give(struct ez_srqpool *pool, struct srqpool_acct *a, uin
 			a->owed = pool->share;
 		return 0;
 	}
-	want = (uint64_t)a->owed * 2;
+	want = (uint64_t)a->owed * (a->used > 1 ? 2 : 1);
 	if (want > pool->share - a->granted)
 		want = pool->share - a->granted;
 	if (want > max)
 		want = max;
 	room = srqpool_share_room(pool);
+	if (!a->granted)
+		room++;		/* its own floor is one of the bare ones' */
+	got = want;
 	if (room < (int64_t)want) {
-		wait_for_room(pool, a);
-		want = room > 0 ? (uint64_t)room : 0;
+		got = room > 0 ? (uint64_t)room : 0;
+		/* The floor comes out of the reserve when others hold the
+		 * rest, as a newcomer's first credit does (attach), but only
+		 * out of its first half: the other half stays for
+		 * credit-only messages and newcomers, so floors of idle
+		 * peers cannot drain it (test_pool_share refused the
+		 * 153rd of 200 connections when they could). */
+		if (!got && !a->granted && want && unbacked(pool) > pool->reserve / 2) {
+			got = 1;
+			pool->floor_grants++;
+		}
 	}
-	note_grant(pool, a, (uint32_t)want);
+	note_grant(pool, a, (uint32_t)got);
+	if (got < want)
+		wait_for_room(pool, a);	/* after the grant: which list depends on it */
+	want = got;
 	a->owed = a->owed > want ? a->owed - (uint32_t)want : 0;
 	/* Demand beyond the share is forgotten, not banked. */
 	if (a->owed > pool->share)
@@ -237,7 +279,11 @@ void srqpool_credit_used(struct ez_srqpool *pool, struct srqpool_acct *a)
 	if (a->granted) {
 		a->granted--;
 		pool->granted--;
+		if (!a->granted)
+			pool->bare++;
 	}
+	if (a->used < 2)
+		a->used++;
 	a->owed++;
 }
 
@@ -245,6 +291,8 @@ void srqpool_share_take_back(struct ez_srqpool *pool, struct srqpool_acct *a, ui
 {
 	if (n > a->granted)
 		n = a->granted;
+	if (n && n == a->granted)
+		pool->bare++;
 	a->granted -= n;
 	pool->granted -= n;
 	a->owed += n;
@@ -269,6 +317,15 @@ void srqpool_share_wake(struct ez_srqpool *pool, int all)
 				a->kick(a);
 			}
 		}
+	/* Floors first: a kicked one takes a posted buffer or waits again
+	 * with none left, so this loop ends too. */
+	while (unbacked(pool) > pool->reserve / 2 && (a = pool->bare_waiters)) {
+		unlink_waiter(a);
+		if (a->kick)
+			a->kick(a);
+		if (pool->bare_waiters == a)
+			break;	/* nothing taken: waits again at the head */
+	}
 	while (srqpool_share_room(pool) > 0 && (a = pool->waiters)) {
 		unlink_waiter(a);
 		if (a->kick)

@@ -441,7 +441,7 @@ uint32_t srqpool_credits_return(struct ez_srqpool *pool, struct srqpool_acct *a,
 			return 0;
 		if (srqpool_flush(pool))
 			ezi_log_err("srqpool: repost before returning credits: %s", pool->errmsg);
-		else if (pool->waiters)
+		else if (srqpool_has_waiters(pool))
 			srqpool_share_wake(pool, 0);
 	}
 	return srqpool_share_give(pool, a, max);

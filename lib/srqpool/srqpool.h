@@ -81,6 +81,10 @@ struct srqpool_acct {
 	uint32_t granted;
 	uint32_t owed;
 	uint32_t max_granted;	/* the most this connection ever held */
+	/* Credited messages received, up to 2: the window grows only from
+	 * the second on, so a peer that sends one message and goes idle
+	 * holds one credit, not two (share.c). */
+	uint32_t used;
 	/* The pool has credits for it again (buffers reposted, a share grew).
 	 * May run from ez_buf_release() or an async event; must not re-enter
 	 * the pool's share functions other than srqpool_credits_return(). */

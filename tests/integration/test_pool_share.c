@@ -673,10 +673,293 @@ START_TEST(thousand_conns_one_pool)
 }
 END_TEST
 
+/* ---- busy connections beside idle ones on a pool of ~1.3 buffers each ---- */
+
+#define ECHO_LEN 24
+#define IDLE_N 200
+#define PING_N 4
+/* The first EARLY idle connections exchange EARLY_MSGS messages before the
+ * others connect, earning credits while the share is large, and keep them. */
+#define EARLY 20
+#define EARLY_MSGS 3
+
+/* One process holds both sides: the server accepts with the default
+ * options on one shared pool and echoes every message (ezscale's server);
+ * the clients, like ezscale's, sit on shared pools of their own. */
+struct echo_bench {
+	struct ev_loop *loop;
+	ev_timer tick;
+	struct ez_ctx *ctx;
+	struct ez_listener *listener;
+	char port[8];
+	struct ez_srqpool *spool, *ipool, *ppool;
+	struct ez_conn *idle[IDLE_N], *sidle[IDLE_N];
+	struct ez_conn *ping[PING_N];
+	int idle_up, idle_echoed, sup, sdown, bad, failed;
+	uint8_t idle_echoes[IDLE_N];
+	int ping_up, ping_closed;
+	uint32_t ping_echoed[PING_N];
+	double until;
+};
+
+struct echo_peer {
+	struct echo_bench *b;
+	int idx;		/* >= IDLE_N: ping connection idx - IDLE_N */
+};
+
+static struct echo_peer echo_peers[IDLE_N + PING_N];
+
+static void echo_fill(uint8_t *p, int idx)
+{
+	memcpy(p, &idx, sizeof(idx));
+	for (int i = 4; i < ECHO_LEN; i++)
+		p[i] = (uint8_t)(idx * 31 + i);
+}
+
+static void esrv_connect(struct ez_conn *conn, int status, void *arg)
+{
+	struct echo_peer *p = arg;
+
+	ck_assert_msg(status == 0, "server side of %d: %s", p->idx, ez_conn_errmsg(conn));
+	p->b->sup++;
+	if (p->idx < IDLE_N)
+		p->b->sidle[p->idx] = conn;
+}
+
+static void esrv_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	struct echo_peer *p = arg;
+	int ret = ez_send(conn, ez_buf_data(buf), ez_buf_len(buf), NULL, NULL);
+
+	if (ret && p->b->failed++ < 3)
+		fprintf(stderr, "server: echo on %d: %s\n", p->idx, ez_errmsg());
+	ez_buf_release(buf);
+}
+
+static void esrv_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct echo_peer *p = arg;
+
+	(void)status;
+	p->b->sdown++;
+	if (p->idx < IDLE_N)
+		p->b->sidle[p->idx] = NULL;
+	ez_conn_close(conn);
+}
+
+static void echo_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	struct echo_bench *b = arg;
+	struct ez_conn_opts o = { .srqpool = b->spool };	/* the defaults otherwise */
+	struct ez_conn_cbs cbs = { .on_connect = esrv_connect, .on_recv = esrv_recv,
+				   .on_disconnect = esrv_disconnect };
+	struct ez_conn *c;
+	size_t len;
+	const void *data = ez_conn_req_data(req, &len);
+	int idx;
+
+	(void)l;
+	ck_assert_uint_eq(len, sizeof(idx));
+	memcpy(&idx, data, sizeof(idx));
+	ck_assert(idx >= 0 && idx < IDLE_N + PING_N);
+	ck_assert_msg(ez_accept(req, &o, &cbs, &echo_peers[idx], &c) == 0, "ez_accept: %s",
+		      ez_errmsg());
+}
+
+static void ecli_connect(struct ez_conn *conn, int status, void *arg)
+{
+	struct echo_peer *p = arg;
+	uint8_t m[ECHO_LEN];
+
+	ck_assert_msg(status == 0, "connection %d: %s", p->idx, ez_conn_errmsg(conn));
+	if (p->idx < IDLE_N) {
+		p->b->idle_up++;
+		echo_fill(m, p->idx);
+		ck_assert_msg(ez_send(conn, m, sizeof(m), NULL, NULL) == 0, "send: %s", ez_errmsg());
+	} else {
+		p->b->ping_up++;
+	}
+}
+
+static void ecli_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
+{
+	struct echo_peer *p = arg;
+	uint8_t want[ECHO_LEN];
+
+	echo_fill(want, p->idx);
+	if (ez_buf_len(buf) != ECHO_LEN || memcmp(ez_buf_data(buf), want, ECHO_LEN)) {
+		p->b->bad++;
+	} else if (p->idx < IDLE_N) {
+		int want_n = p->idx < EARLY ? EARLY_MSGS : 1;
+
+		if (++p->b->idle_echoes[p->idx] == want_n)
+			p->b->idle_echoed++;
+		else if (p->b->idle_echoes[p->idx] < want_n)
+			ck_assert_msg(ez_send(conn, want, sizeof(want), NULL, NULL) == 0, "idle: %s",
+				      ez_errmsg());
+	} else {
+		p->b->ping_echoed[p->idx - IDLE_N]++;
+		if (now_s() < p->b->until)
+			ck_assert_msg(ez_send(conn, want, sizeof(want), NULL, NULL) == 0, "ping: %s",
+				      ez_errmsg());
+	}
+	ez_buf_release(buf);
+}
+
+static void ecli_disconnect(struct ez_conn *conn, int status, void *arg)
+{
+	struct echo_peer *p = arg;
+
+	(void)conn;
+	(void)status;
+	if (p->idx >= IDLE_N)
+		p->b->ping_closed++;
+}
+
+static void echo_open(struct echo_bench *b, int idx, struct ez_srqpool *pool, struct ez_conn **out)
+{
+	struct ez_conn_opts o = { .send_depth = 2, .max_msg_size = 64, .srqpool = pool };
+	struct ez_conn_cbs cbs = { .on_connect = ecli_connect, .on_recv = ecli_recv,
+				   .on_disconnect = ecli_disconnect };
+	struct echo_peer *p = &echo_peers[idx];
+
+	p->b = b;
+	p->idx = idx;
+	o.private_data = &p->idx;
+	o.private_data_len = sizeof(p->idx);
+	ck_assert_msg(ez_connect(b->ctx, test_addr(), b->port, &o, &cbs, p, out) == 0,
+		      "ez_connect: %s", ez_errmsg());
+}
+
+static int echo_run_until(struct echo_bench *b, int (*cond)(struct echo_bench *), double secs)
+{
+	double end = now_s() + secs;
+
+	while (!cond(b) && now_s() < end)
+		ev_run(b->loop, EVRUN_ONCE);
+	return cond(b);
+}
+
+static int ping_all_up(struct echo_bench *b) { return b->ping_up == PING_N && b->sup >= b->idle_up + PING_N; }
+static int ping_time_over(struct echo_bench *b) { return now_s() >= b->until + 0.5; }
+static int ping_all_closed(struct echo_bench *b) { return b->ping_closed == PING_N; }
+static int idle_all_echoed(struct echo_bench *b) { return b->idle_echoed == IDLE_N; }
+static int early_echoed(struct echo_bench *b) { return b->idle_echoed == EARLY; }
+static int idle_all_closed(struct echo_bench *b) { return b->sdown == IDLE_N + 2 * PING_N; }
+
+/* PING_N connections, one message in flight each, for secs: round trips. */
+static uint32_t ping_round(struct echo_bench *b, double secs, uint32_t *least)
+{
+	uint32_t sum = 0;
+
+	b->ping_up = b->ping_closed = 0;
+	memset(b->ping_echoed, 0, sizeof(b->ping_echoed));
+	for (int i = 0; i < PING_N; i++)
+		echo_open(b, IDLE_N + i, b->ppool, &b->ping[i]);
+	ck_assert_msg(echo_run_until(b, ping_all_up, 60), "%d of %d ping connections up", b->ping_up,
+		      PING_N);
+	b->until = now_s() + secs;
+	for (int i = 0; i < PING_N; i++) {
+		uint8_t m[ECHO_LEN];
+
+		echo_fill(m, IDLE_N + i);
+		ck_assert_msg(ez_send(b->ping[i], m, sizeof(m), NULL, NULL) == 0, "%s", ez_errmsg());
+	}
+	echo_run_until(b, ping_time_over, secs + 1);
+	*least = UINT32_MAX;
+	for (int i = 0; i < PING_N; i++) {
+		sum += b->ping_echoed[i];
+		if (b->ping_echoed[i] < *least)
+			*least = b->ping_echoed[i];
+		ez_conn_close(b->ping[i]);
+	}
+	ck_assert(echo_run_until(b, ping_all_closed, 30));
+	return sum;
+}
+
+/* Issue 22's stall: beside 10,000 idle connections on one pool of 12,756
+ * buffers, 10 ping-pong connections echoed 10 messages in 10 s, 6,257
+ * alone. Here 200 idle on a pool of 270 (share 1 each once they are
+ * attached), the first 20 of which exchanged 3 messages while the share
+ * was large and hold what they earned, and 4 ping-pong connections: beside
+ * the idle ones they must keep at least a third of their rate alone. */
+START_TEST(busy_beside_idle_on_one_pool)
+{
+	/* 200 connects at once on one TCG vCPU: handshakes take seconds. */
+	struct ez_listen_opts lo = { .backlog = 1024, .max_pending = 1024,
+				     .max_pending_per_peer = 1024, .handshake_timeout_ms = 120000 };
+	struct ez_srqpool_opts so = { .nbufs = IDLE_N + IDLE_N / 4 + 20, .buf_size = 512 };
+	struct ez_srqpool_opts io = { .nbufs = IDLE_N + IDLE_N / 4 + 64, .buf_size = 64 };
+	struct ez_srqpool_opts pz = { .nbufs = PING_N + 64, .buf_size = 64 };
+	struct ez_srqpool_stats st0, st1, st2;
+	struct echo_bench b;
+	uint32_t alone, beside, alone_least, beside_least;
+	const double secs = 3;
+
+	memset(&b, 0, sizeof(b));
+	b.loop = ev_loop_new(EVFLAG_AUTO);
+	ck_assert_ptr_nonnull(b.loop);
+	ck_assert_int_eq(ez_ctx_new(b.loop, 0, &b.ctx), 0);
+	ev_timer_init(&b.tick, on_tick, 0.01, 0.01);
+	ev_timer_start(b.loop, &b.tick);
+	ck_assert_msg(ez_srqpool_new(b.ctx, getenv("EZ_DEVICE"), &so, &b.spool) == 0, "%s", ez_errmsg());
+	ck_assert_msg(ez_srqpool_new(b.ctx, getenv("EZ_DEVICE"), &io, &b.ipool) == 0, "%s", ez_errmsg());
+	ck_assert_msg(ez_srqpool_new(b.ctx, getenv("EZ_DEVICE"), &pz, &b.ppool) == 0, "%s", ez_errmsg());
+	ck_assert_msg(ez_listen(b.ctx, test_addr(), "0", &lo, echo_request, &b, &b.listener) == 0,
+		      "ez_listen: %s", ez_errmsg());
+	snprintf(b.port, sizeof(b.port), "%u", ez_listener_port(b.listener));
+
+	alone = ping_round(&b, secs, &alone_least);
+	ck_assert_int_eq(ez_srqpool_stats(b.spool, &st0), 0);
+
+	for (int i = 0; i < EARLY; i++)
+		echo_open(&b, i, b.ipool, &b.idle[i]);
+	ck_assert_msg(echo_run_until(&b, early_echoed, 60), "%d of %d early connections echoed",
+		      b.idle_echoed, EARLY);
+	for (int i = EARLY; i < IDLE_N; i++)
+		echo_open(&b, i, b.ipool, &b.idle[i]);
+	ck_assert_msg(echo_run_until(&b, idle_all_echoed, 120), "%d of %d idle connections echoed",
+		      b.idle_echoed, IDLE_N);
+	ck_assert_int_eq(ez_srqpool_stats(b.spool, &st1), 0);
+	ck_assert_uint_eq(st1.attached, IDLE_N);
+	/* The early ones hold more than the share of 1 they have now: every
+	 * posted buffer beyond the reserve is granted. */
+	ck_assert_uint_eq(st1.credit_share, 1);
+	ck_assert_uint_ge(st1.credits_granted + st1.credit_reserve, st1.total);
+
+	beside = ping_round(&b, secs, &beside_least);
+	ck_assert_int_eq(ez_srqpool_stats(b.spool, &st2), 0);
+	printf("busy beside idle: %d ping connections, one message in flight each, %.0f s: alone "
+	       "%u round trips (least %u on one), beside %d idle on a pool of %llu (share %u, "
+	       "reserve %u, granted %llu) %u (least %u); credit waits %llu, withheld %llu\n",
+	       PING_N, secs, alone, alone_least, IDLE_N, (unsigned long long)st2.total,
+	       st1.credit_share, st1.credit_reserve, (unsigned long long)st1.credits_granted,
+	       beside, beside_least, (unsigned long long)(st2.credit_waits - st0.credit_waits),
+	       (unsigned long long)(st2.credits_withheld - st0.credits_withheld));
+	ck_assert_int_eq(b.bad, 0);
+	ck_assert_int_eq(b.failed, 0);
+	ck_assert_uint_gt(alone_least, 20);
+	ck_assert_msg(beside_least * 3 >= alone_least,
+		      "beside %d idle connections a ping connection made %u round trips in %.0f s, "
+		      "%u alone", IDLE_N, beside_least, secs, alone_least);
+
+	for (int i = 0; i < IDLE_N; i++)
+		ez_conn_close(b.idle[i]);
+	ck_assert(echo_run_until(&b, idle_all_closed, 60));
+	ez_listener_close(b.listener);
+	ck_assert_msg(ez_srqpool_free(b.spool) == 0, "%s", ez_srqpool_errmsg(b.spool));
+	ck_assert_msg(ez_srqpool_free(b.ipool) == 0, "%s", ez_srqpool_errmsg(b.ipool));
+	ck_assert_msg(ez_srqpool_free(b.ppool) == 0, "%s", ez_srqpool_errmsg(b.ppool));
+	ck_assert_msg(ez_ctx_free(b.ctx) == 0, "ez_ctx_free: %s", ez_errmsg());
+	ev_timer_stop(b.loop, &b.tick);
+	ev_loop_destroy(b.loop);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pool_share");
-	TCase *tc = tcase_create("share");
+	TCase *tc = tcase_create("share"), *busy;
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, fifty_conns_greedy_and_bursts);
@@ -684,5 +967,9 @@ int main(void)
 	tcase_add_test(tc, expected_conns_full_share_at_once);
 	tcase_add_test(tc, thousand_conns_one_pool);
 	suite_add_tcase(s, tc);
+	busy = tcase_create("busy_beside_idle");
+	tcase_set_timeout(busy, 300);
+	tcase_add_test(busy, busy_beside_idle_on_one_pool);
+	suite_add_tcase(s, busy);
 	return check_run_suite(s, CK_NORMAL);
 }

@@ -101,6 +101,16 @@ grep -E "^(up|sample)" "$dir/server"
 
 echo "== ping-pong, 10 connections beside $n idle ones"
 ping 1
+# Beside the idle ones the ping-pong must keep a tenth of its rate alone
+# (it once made 10 round trips in 10 s against 6,257; beside 1,000 it keeps
+# about a fifth in a TCG guest, the guest's rxe serving 2,000 QPs more:
+# doc/scaling.md).
+trips() { awk '/^ping ping[0-9]+: / { print $5 }' "$dir/ping$1"; }
+r0=$(trips 0) r1=$(trips 1)
+if [ -z "$r0" ] || [ -z "$r1" ] || [ $((r1 * 10)) -lt "$r0" ]; then
+	echo "the ping-pong beside $n idle connections made ${r1:-?} round trips, ${r0:-?} alone"
+	status=1
+fi
 
 echo "== closing"
 t0=$(date +%s.%N)

@@ -183,7 +183,12 @@ START_TEST(withheld_then_rebalanced)
 	ck_assert_uint_eq(init, 1);
 	s1 = p->share;
 	ck_assert_uint_eq(s1, 56);	/* 64 - 8 */
-	/* Slow start: one credit, then each used credit comes back doubled. */
+	/* Slow start: one credit, the first used comes back alone (a peer
+	 * that sends one message and idles holds its floor), then each used
+	 * credit comes back doubled. */
+	peer_sends(p, &g);
+	p->posted = 64;
+	ck_assert_uint_eq(srqpool_share_give(p, &g, 0xffff), 1);
 	peer_sends(p, &g);
 	p->posted = 64;
 	ck_assert_uint_eq(srqpool_share_give(p, &g, 0xffff), 2);
@@ -210,7 +215,11 @@ START_TEST(withheld_then_rebalanced)
 	ck_assert_uint_eq(srqpool_share_give(p, &g, 0xffff), 0);
 	ck_assert_uint_gt(p->withheld, 0);
 	ck_assert_uint_eq(g.granted, s1 - 20);
-	/* The newcomer's credits come back, doubled, out of what was withheld. */
+	/* The newcomer's first credit comes back, then its second doubled,
+	 * out of what was withheld. */
+	peer_sends(p, &b);
+	p->posted = 64;
+	ck_assert_uint_eq(srqpool_share_give(p, &b, 0xffff), 1);
 	peer_sends(p, &b);
 	p->posted = 64;
 	ck_assert_uint_eq(srqpool_share_give(p, &b, 0xffff), 2);
@@ -262,18 +271,24 @@ START_TEST(credits_wait_for_reposts)
 	/* a's peer sends 14; the application keeps the buffers (nothing reposted). */
 	for (int i = 0; i < 14; i++)
 		peer_sends(p, &a);
-	ck_assert_int_eq(srqpool_share_room(p), 0);	/* 18 posted, 14 granted, 4 reserved */
-	ck_assert_uint_eq(srqpool_share_give(p, &a, 0xffff), 0);
+	/* 18 posted, 14 granted, 4 reserved, and a's floor: a holds nothing. */
+	ck_assert_int_eq(srqpool_share_room(p), -1);
+	ck_assert_uint_eq(p->bare, 1);
+	/* Its floor comes out of the reserve; the rest waits. */
+	ck_assert_uint_eq(srqpool_share_give(p, &a, 0xffff), 1);
+	ck_assert_uint_eq(p->floor_grants, 1);
+	ck_assert_uint_eq(p->bare, 0);
 	ck_assert(a.waiting);
 	ck_assert_ptr_eq(p->waiters, &a);
 	ck_assert_uint_eq(p->credit_waits, 1);
-	/* 6 come back to the SRQ: a gets exactly those 6, and waits for more. */
+	/* 6 come back to the SRQ: a gets 5 of them (the reserve lent one
+	 * for its floor), and waits for more. */
 	p->posted += 6;
 	kicks = 0;
 	srqpool_share_wake(p, 0);
 	ck_assert_int_eq(kicks, 1);
 	ck_assert_ptr_null(p->waiters);
-	ck_assert_uint_eq(srqpool_share_give(p, &a, 0xffff), 6);
+	ck_assert_uint_eq(srqpool_share_give(p, &a, 0xffff), 5);
 	ck_assert_uint_le(p->granted, p->posted - p->reserve);
 	ck_assert(a.waiting);
 	/* Detaching a waiter takes it off the list. */
@@ -302,8 +317,9 @@ START_TEST(waiters_list)
 	for (int i = 0; i < 3; i++) {
 		while (a[i].granted)
 			peer_sends(p, &a[i]);
-		/* 64 posted - 54 granted - 8 reserved: the first gets 2, then none. */
-		ck_assert_uint_eq(srqpool_share_give(p, &a[i], 0xffff), i ? 0 : 2);
+		/* 64 posted - 54 granted - 8 reserved: the first gets 2, the
+		 * others their floor of 1 out of the reserve. */
+		ck_assert_uint_eq(srqpool_share_give(p, &a[i], 0xffff), i ? 1 : 2);
 		ck_assert(a[i].waiting);
 	}
 	srqpool_share_unwait(p, &a[1]);
@@ -387,11 +403,89 @@ START_TEST(random_traffic_invariant)
 		}
 		ck_assert_uint_le(p->granted, p->posted);
 		ck_assert_uint_le(p->posted + held, p->total);
+		if (step % 64 == 0) {
+			uint32_t bare = 0;
+
+			for (int j = 0; j < N; j++)
+				bare += on[j] && !a[j].granted;
+			ck_assert_uint_eq(p->bare, bare);
+		}
 	}
 	for (int k = 0; k < N; k++)
 		if (on[k])
 			srqpool_share_detach(p, &a[k]);
 	ck_assert_uint_eq(p->granted, 0);
+	free(p);
+}
+END_TEST
+
+/* Issue 22's stall, without a device: 200 connections attach to a pool of
+ * 270; the first 37 send two messages right away and earn a second
+ * credit while the share is large, the others send one once all are
+ * attached (share 1). Then all go idle and keep what they hold (credits are not
+ * revoked): every posted buffer beyond the reserve is granted, as
+ * test_pool_share measured on rxe (237 of 270). A connection attached last
+ * ping-pongs: its peer uses its one credit, and the echo must carry one
+ * back every time. Before the floors the first return found no room and
+ * waited for idle peers to send: 1 message, then nothing. */
+START_TEST(floor_beside_hoarders)
+{
+	enum { IDLE = 200, PINGS = 1000 };
+	const uint32_t total = IDLE + IDLE / 4 + 20;
+	struct ez_srqpool *p = fake_pool(total, 0);
+	struct srqpool_acct *a = calloc(IDLE, sizeof(*a)), busy = { .kick = count_kick };
+	uint32_t init, echoed = 0;
+	uint64_t held = 0;
+
+	ck_assert_ptr_nonnull(a);
+	for (int k = 0; k < IDLE; k++) {
+		a[k].kick = count_kick;
+		ck_assert_int_eq(srqpool_share_attach(p, &a[k], 0, &init), 0);
+		if (k < 37) {
+			for (uint32_t m = 1; m <= 2; m++) {
+				peer_sends(p, &a[k]);
+				p->posted++;	/* released and reposted */
+				ck_assert_uint_eq(srqpool_share_give(p, &a[k], 0xffff), m);
+			}
+		}
+	}
+	for (int k = 37; k < IDLE; k++) {
+		peer_sends(p, &a[k]);
+		p->posted++;
+		ck_assert_uint_eq(srqpool_share_give(p, &a[k], 0xffff), 1);
+	}
+	for (int k = 0; k < IDLE; k++)
+		held += a[k].granted;
+	ck_assert_uint_eq(p->share, 1);		/* (270 - 33) / 200 */
+	ck_assert_uint_eq(p->reserve, 33);
+	/* The early ones hold more than their share now: no room is left
+	 * beyond the reserve, and only their peers' sends could make some. */
+	ck_assert_uint_eq(held, total - p->reserve);
+	ck_assert_int_eq(srqpool_share_room(p), 0);
+	ck_assert_int_eq(srqpool_share_attach(p, &busy, 0, &init), 0);
+	ck_assert_uint_eq(init, 1);
+	for (int i = 0; i < PINGS; i++) {
+		peer_sends(p, &busy);
+		p->posted++;
+		if (srqpool_share_give(p, &busy, 0xffff) != 1)
+			break;
+		echoed++;
+		ck_assert_uint_le(p->granted, p->posted);
+	}
+	ck_assert_msg(echoed == PINGS, "beside %d idle connections holding %llu credits on %u "
+		      "buffers the busy one got a credit back %u times of %d", IDLE,
+		      (unsigned long long)held, total, echoed, PINGS);
+	ck_assert_uint_eq(p->floor_grants, PINGS);
+	printf("floor beside hoarders: %d idle connections hold %llu credits of %u buffers "
+	       "(share %u, reserve %u); the busy one got its floor back %u times of %d, all out "
+	       "of the reserve\n", IDLE, (unsigned long long)held, total, p->share, p->reserve,
+	       echoed, PINGS);
+	srqpool_share_detach(p, &busy);
+	for (int k = 0; k < IDLE; k++)
+		srqpool_share_detach(p, &a[k]);
+	ck_assert_uint_eq(p->granted, 0);
+	ck_assert_uint_eq(p->bare, 0);
+	free(a);
 	free(p);
 }
 END_TEST
@@ -413,6 +507,7 @@ int main(void)
 	tcase_add_test(tc, waiters_list);
 	tcase_add_test(tc, attach_refusals);
 	tcase_add_test(tc, random_traffic_invariant);
+	tcase_add_test(tc, floor_beside_hoarders);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
