@@ -1246,6 +1246,19 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	in.has_imm = !!(wc->wc_flags & IBV_WC_WITH_IMM);
 	in.imm = in.has_imm ? ntohl(wc->imm_data) : 0;
 	in.byte_len = wc->byte_len;
+	/* A stream's message (data handing back no credit) on an established
+	 * connection with no large message coming in: rx_check()'s verdict
+	 * without its view (rx_plain_data()), delivered as below. */
+	if (__builtin_expect(rx_plain_data(&in, conn->my_max_msg, conn->acct.granted,
+					   conn->send_credits) &&
+			     conn->state == CS_CONNECTED && !conn->rq.n, 1)) {
+		rx_commit_plain(&conn->rxt);
+		srqpool_credit_used(conn->pool, &conn->acct);
+		deliver(conn, buf, wc);
+		if (conn->state == CS_CONNECTED)
+			kick_if_needed(conn);
+		return;
+	}
 	if (conn_is_ended(conn)) {
 		/* Its credit dies with the QP; counted all the same. */
 		if (in.write_imm || !(in.imm & IMM_CREDIT_ONLY))
