@@ -81,7 +81,7 @@ void conn_ops_fini(struct ez_conn *conn)
 
 /* Room is back after a refusal: on_send_ready, once. Its own callback
  * may have taken the room again (then the next completion tells). */
-static void send_ready_check(struct ez_conn *conn)
+static inline void send_ready_check(struct ez_conn *conn)
 {
 	if (!conn->send_refused || !conn->free_ops || conn->state != CS_CONNECTED ||
 	    conn->app_closed)
@@ -143,17 +143,24 @@ static inline uint32_t credits_to_give(struct ez_conn *conn)
 
 /* Sends carry the credits we owe in their immediate data; a write with
  * immediate carries the application's value instead. */
-static void op_charge(struct ez_conn *conn, struct op *op)
+/* A rendezvous header's immediate and its transfer's id: out of line, so
+ * that the common op's charge takes no registers of its own. */
+static __attribute__((noinline)) void op_charge_rndv(struct ez_conn *conn, struct op *op,
+						     uint32_t give)
+{
+	op->wr.imm_data = htonl(IMM_RNDV | give);
+	conn_rndv_posted(conn, op);
+}
+
+static inline void op_charge(struct ez_conn *conn, struct op *op)
 {
 	if (OP_KIND_IN(OP_IMM_CREDIT_KINDS, op->kind)) {
 		uint32_t give = credits_to_give(conn);
 
-		if (op->kind == OP_SEND_RNDV) {
-			op->wr.imm_data = htonl(IMM_RNDV | give);
-			conn_rndv_posted(conn, op);
-		} else {
+		if (__builtin_expect(op->kind == OP_SEND_RNDV, 0))
+			op_charge_rndv(conn, op, give);
+		else
 			op->wr.imm_data = htonl(give);
-		}
 		rx_note_granted(&conn->rxt, give);
 	}
 	if (needs_credit(op)) {
@@ -178,10 +185,9 @@ static void op_uncharge(struct ez_conn *conn, struct op *op)
 	}
 }
 
-static void op_count(struct ez_conn *conn, const struct op *op)
+/* What a posted op adds to the connection's counts by kind. */
+static void op_count_kind(struct ez_conn *conn, const struct op *op)
 {
-	conn->stats.path_ops[op->path->idx]++;
-	conn->stats.path_bytes[op->path->idx] += op->wr.num_sge ? op->sge.length : 0;
 	switch (op->kind) {
 	case OP_SEND:
 	case OP_SEND_MR:
@@ -210,31 +216,91 @@ static void op_count(struct ez_conn *conn, const struct op *op)
 	}
 }
 
-/* Posts the ops chained from first (charged, linked through wr.next, the
- * last one signalled) with one ibv_post_send(). Refused ops after the
+static void op_count(struct ez_conn *conn, const struct op *op)
+{
+	conn->stats.path_ops[op->path->idx]++;
+	conn->stats.path_bytes[op->path->idx] += op->wr.num_sge ? op->sge.length : 0;
+	op_count_kind(conn, op);
+}
+
+/* A chain of the application's ops to post with one doorbell (kick_now,
+ * op_post): linked through wr.next and op->next, on one path, the last
+ * one signalled; its count, payload bytes and the kinds in it, so that a
+ * chain that went out is accounted for at once, not op by op. */
+struct chain {
+	struct op *first, *last;
+	uint32_t n;
+	uint32_t kinds;		/* OP_KIND_BIT()s */
+	uint64_t bytes;		/* of the WRs' sges */
+};
+
+static inline void chain_add(struct chain *ch, struct op *op)
+{
+	op->wr.next = NULL;
+	op->next = NULL;
+	if (ch->last) {
+		ch->last->wr.next = &op->wr;
+		ch->last->next = op;
+	} else {
+		ch->first = op;
+	}
+	ch->last = op;
+	ch->n++;
+	ch->kinds |= OP_KIND_BIT(op->kind);
+	ch->bytes += op->wr.num_sge ? op->sge.length : 0;
+}
+
+/* A chain the device took: onto its path's send list (conn_sq_append's
+ * counts, for the whole chain), and into the statistics: the path's per
+ * chain, the kinds' per chain too when it holds only sends (a stream). */
+static void chain_account(struct ez_conn *conn, struct conn_path *p, const struct chain *ch)
+{
+	const struct op *op;
+
+	if (p->sq_tail)
+		p->sq_tail->next = ch->first;
+	else
+		p->sq_head = ch->first;
+	p->sq_tail = ch->last;
+	conn->posted += (int)ch->n;
+	p->posted += (int)ch->n;
+	p->posted_bytes += ch->bytes;	/* a chain holds no control message */
+	conn->stats.path_ops[p->idx] += ch->n;
+	conn->stats.path_bytes[p->idx] += ch->bytes;
+	if (!(ch->kinds & ~(OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR)))) {
+		conn->stats.msgs_sent += ch->n;
+		conn->stats.bytes_sent += ch->bytes;
+		return;
+	}
+	for (op = ch->first; op; op = op->next)
+		op_count_kind(conn, op);
+}
+
+/* Posts a chain (charged) with one ibv_post_send(). Refused ops after the
  * first end with the error; a refused first op is left to the caller
  * (its error is returned; 0 when the first went out). */
-static int post_chain(struct ez_conn *conn, struct op *first)
+static int post_chain(struct ez_conn *conn, const struct chain *ch)
 {
 	struct ibv_send_wr *bad = NULL, *wr, *next;
+	struct op *op, *first = ch->first;
 	struct conn_path *path = first->path;	/* every op of a chain takes the same path */
-	struct op *op, *tail_before = path->sq_tail;
+	struct op *tail_before = path->sq_tail;
 	int err, ret;
 
 	err = ibv_post_send(path->qp, &first->wr, &bad);
-	if (!err)
-		bad = NULL;
-	else if (!bad)
+	if (__builtin_expect(!err, 1)) {
+		chain_account(conn, path, ch);
+		return 0;
+	}
+	if (!bad)
 		bad = &first->wr;
 	if (err < 0)
 		err = errno ? errno : EIO;
-	for (wr = &first->wr; wr && wr != bad; wr = wr->next) {
+	for (wr = &first->wr; wr != bad; wr = wr->next) {
 		op = container_of(wr, struct op, wr);
 		op_count(conn, op);
 		conn_sq_append(conn, op);
 	}
-	if (!bad)
-		return 0;
 	op = container_of(bad, struct op, wr);
 	ret = ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -err,
 			    "ibv_post_send(%s, %u bytes): %s", op_kind_name(op->kind),
@@ -257,11 +323,13 @@ static int post_chain(struct ez_conn *conn, struct op *first)
 /* One op now, signalled: a chain of one. */
 static int op_post(struct ez_conn *conn, struct op *op)
 {
+	struct chain ch = { 0 };
+
 	op_charge(conn, op);
-	op->wr.next = NULL;
 	op->wr.send_flags |= IBV_SEND_SIGNALED;
 	op->path = op->pin ? &conn->paths[op->pin - 1] : path_pick(conn);
-	return post_chain(conn, op);
+	chain_add(&ch, op);
+	return post_chain(conn, &ch);
 }
 
 /* Hands credits back in a message of their own when no send is there to
@@ -338,15 +406,16 @@ void conn_unqueue_kick(struct ez_conn *conn)
  * which posts one WR at a time). */
 #define CHAIN_BYTES (64u << 10)
 
-/* Ends a chain: its last WR signalled, so that every WR is accounted for. */
-static void chain_post(struct ez_conn *conn, struct op *first, struct op *last)
+/* Ends a chain: its last WR signalled, so that every WR is accounted for.
+ * By value: kick_now()'s chain stays in registers while it grows. */
+static void chain_post(struct ez_conn *conn, struct chain ch)
 {
 	int ret;
 
-	last->wr.send_flags |= IBV_SEND_SIGNALED;
-	ret = post_chain(conn, first);
+	ch.last->wr.send_flags |= IBV_SEND_SIGNALED;
+	ret = post_chain(conn, &ch);
 	if (ret)
-		op_complete(conn, first, ret);
+		op_complete(conn, ch.first, ret);
 }
 
 /* Posts what the credits allow from the pending list in chains of up to
@@ -354,10 +423,9 @@ static void chain_post(struct ez_conn *conn, struct op *first, struct op *last)
  * WRs and for the last of each chain. */
 static void kick_now(struct ez_conn *conn)
 {
-	struct op *op, *first = NULL, *last = NULL;
+	struct chain ch = { 0 };
 	struct conn_path *path = NULL;
-	size_t bytes = 0;
-	int n = 0;
+	struct op *op;
 
 	while ((op = conn->pend_head) && conn->state == CS_CONNECTED) {
 		struct conn_path *want;
@@ -367,42 +435,32 @@ static void kick_now(struct ez_conn *conn)
 		/* An op with a window's key goes on the path it is bound to:
 		 * a chain on another path closes first. */
 		want = op->pin ? &conn->paths[op->pin - 1] : NULL;
-		if (first && want && want != path) {
-			chain_post(conn, first, last);
-			first = last = NULL;
+		if (ch.first && want && want != path) {
+			chain_post(conn, ch);
+			ch = (struct chain){ 0 };
 			path = NULL;
-			bytes = 0;
-			n = 0;
 		}
 		conn->pend_head = op->next;
 		if (!conn->pend_head)
 			conn->pend_tail = NULL;
 		op_charge(conn, op);
-		op->wr.next = NULL;
 		/* One chain, one path: the least loaded when the chain starts. */
 		if (!path)
 			path = want ? want : path_pick(conn);
 		op->path = path;
-		if (++n % SIG_EVERY)
+		if ((ch.n + 1) % SIG_EVERY)
 			op->wr.send_flags &= ~IBV_SEND_SIGNALED;
 		else
 			op->wr.send_flags |= IBV_SEND_SIGNALED;
-		if (last)
-			last->wr.next = &op->wr;
-		else
-			first = op;
-		last = op;
-		bytes += op->wr.num_sge ? op->sge.length : 0;
-		if (bytes >= CHAIN_BYTES) {
-			chain_post(conn, first, last);
-			first = last = NULL;
+		chain_add(&ch, op);
+		if (ch.bytes >= CHAIN_BYTES) {
+			chain_post(conn, ch);
+			ch = (struct chain){ 0 };
 			path = NULL;
-			bytes = 0;
-			n = 0;
 		}
 	}
-	if (first)
-		chain_post(conn, first, last);
+	if (ch.first)
+		chain_post(conn, ch);
 	maybe_send_credits(conn);
 }
 
@@ -958,6 +1016,54 @@ static void op_failed(struct ez_conn *conn, const struct op *op, const struct ib
 		  ibv_wc_status_str(wc->status), wc->qp_num, wc->vendor_err);
 }
 
+/* The application's sends, writes and reads: what op_done() and
+ * op_complete() do for one that succeeded, in one place (a streaming
+ * sender retires SIG_EVERY of them per completion). */
+#define OP_APP_KINDS (OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR) | OP_KIND_BIT(OP_WRITE) | \
+		      OP_KIND_BIT(OP_WRITE_IMM) | OP_KIND_BIT(OP_READ))
+
+static inline void app_op_done_ok(struct ez_conn *conn, struct conn_path *p, struct op *e)
+{
+	ez_op_cb cb = e->cb;
+	void *arg = e->arg;
+
+	conn->posted--;
+	p->posted--;
+	if (e->wr.num_sge)
+		p->posted_bytes -= e->sge.length;
+	/* Free before its callback, which may post the next; an inline send
+	 * holds no slot and no MR (conn_op_put's work for those). */
+	if (__builtin_expect(!e->slot && !e->mr, 1)) {
+		e->aged = 0;
+		e->next = conn->free_ops;
+		conn->free_ops = e;
+	} else {
+		conn_op_put(conn, e);
+	}
+	if (cb)
+		cb(conn, 0, arg);
+	send_ready_check(conn);
+}
+
+/* The unsignalled WRs posted on p before upto (its completion came): each
+ * is done, successfully, and completes once, in order. upto stays at the
+ * head. A callback may post on p (a credit message): that goes behind
+ * upto, so the list never empties before it. */
+static void retire_run(struct ez_conn *conn, struct conn_path *p, struct op *upto)
+{
+	struct op *e;
+
+	while ((e = p->sq_head) && e != upto) {
+		p->sq_head = e->next;
+		if (!p->sq_head)
+			p->sq_tail = NULL;	/* only if upto was not on p's list */
+		if (__builtin_expect(OP_KIND_IN(OP_APP_KINDS, e->kind), 1))
+			app_op_done_ok(conn, p, e);
+		else
+			op_done(conn, e, 0);
+	}
+}
+
 void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 {
 	struct ez_conn *conn = op->conn;
@@ -969,13 +1075,11 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	/* A send queue completes in order, and a WR that fails or is flushed
 	 * always completes on its own: the unsignalled WRs posted before
 	 * this one are done, successfully. */
-	while ((e = p->sq_head)) {
+	retire_run(conn, p, op);
+	if ((e = p->sq_head)) {
 		p->sq_head = e->next;
 		if (!p->sq_head)
 			p->sq_tail = NULL;
-		if (e == op)
-			break;
-		op_done(conn, e, 0);
 	}
 	/* A path of several that fails is taken out and the others carry on. */
 	if (status && conn->npaths > 1)
@@ -1142,6 +1246,19 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	in.has_imm = !!(wc->wc_flags & IBV_WC_WITH_IMM);
 	in.imm = in.has_imm ? ntohl(wc->imm_data) : 0;
 	in.byte_len = wc->byte_len;
+	/* A stream's message (data handing back no credit) on an established
+	 * connection with no large message coming in: rx_check()'s verdict
+	 * without its view (rx_plain_data()), delivered as below. */
+	if (__builtin_expect(rx_plain_data(&in, conn->my_max_msg, conn->acct.granted,
+					   conn->send_credits) &&
+			     conn->state == CS_CONNECTED && !conn->rq.n, 1)) {
+		rx_commit_plain(&conn->rxt);
+		srqpool_credit_used(conn->pool, &conn->acct);
+		deliver(conn, buf, wc);
+		if (conn->state == CS_CONNECTED)
+			kick_if_needed(conn);
+		return;
+	}
 	if (conn_is_ended(conn)) {
 		/* Its credit dies with the QP; counted all the same. */
 		if (in.write_imm || !(in.imm & IMM_CREDIT_ONLY))

@@ -182,13 +182,27 @@ void device_set_fini(struct device_set *set)
 	reaper_fini(&set->reaper);
 }
 
+static int poll_dispatch(struct device_cq *c, struct ibv_wc *wc, int n, int max_batches, int *full);
+
+/* The busy-poll pass: every CQ of every device, each polled once into one
+ * batch on this frame; only a CQ with completions goes on to the dispatch
+ * loop (cq_poll()'s bound). An empty pass is the walk and one
+ * ibv_poll_cq() per CQ, no call frame per device or CQ. */
 int device_set_poll(struct device_set *set)
 {
-	int c = 0;
+	struct ibv_wc wc[CQ_POLL_BATCH];
+	struct device_cq *c;
+	struct device *dev;
+	int total = 0, n;
 
-	for (struct device *dev = set->list; dev; dev = dev->next)
-		c += device_poll(dev);
-	return c;
+	for (dev = set->list; dev; dev = dev->next) {
+		for (c = dev->cqs; c; c = c->next) {
+			n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
+			if (__builtin_expect(n != 0, 0))
+				total += poll_dispatch(c, wc, n, c->cq->cqe / CQ_POLL_BATCH + 1, NULL);
+		}
+	}
+	return total;
 }
 
 int device_set_get(struct device_set *set, struct ibv_context *verbs, struct device **out)

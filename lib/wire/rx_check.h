@@ -165,6 +165,26 @@ uint64_t rx_return_room(const struct rx_track *t);
 /* Applies an accepted message to the counts. */
 void rx_commit(struct rx_track *t, const struct rx_view *v, const struct rx_msg *m);
 
+/* A stream's message, judged without building a view: a SEND whose
+ * immediate is 0 (data handing back no credit), of at most max_msg bytes,
+ * on a credit the peer holds (recv_granted), while we hold no more than a
+ * pool can grant, on a connection past its shared-secret exchange (the
+ * caller's test). For it rx_check() gives RX_OK, RX_DATA, no credits, no
+ * slack (test_rx_check holds them to it), and rx_commit_plain() counts
+ * what rx_commit() would; anything else goes to rx_check(). */
+static inline int rx_plain_data(const struct rx_in *in, uint32_t max_msg, uint32_t recv_granted,
+				uint32_t send_credits)
+{
+	return in->imm == 0 && in->has_imm && !in->write_imm && in->byte_len <= max_msg &&
+	       recv_granted && send_credits <= RX_MAX_CREDITS;
+}
+
+static inline void rx_commit_plain(struct rx_track *t)
+{
+	t->rx_msgs++;
+	t->used++;
+}
+
 /* Sender's side: a message that takes a peer credit is posted (or one
  * that was is taken back: its post failed). */
 static inline void rx_note_sent(struct rx_track *t)

@@ -15,6 +15,7 @@ tests_bench_cmserial_LDADD = $(RDMACM_LIBS) $(IBVERBS_LIBS)
 dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/summarize.py \
 	tests/bench/plot.py tests/bench/test-plot.sh \
 	tests/bench/insn tests/bench/insn-inside.sh tests/bench/insn-summarize.py \
+	tests/bench/insn-functions.py \
 	tests/bench/workers-bench.sh
 # Issue 21 (cores): the two-VM worker benchmark and the per-worker instruction count.
 dist_noinst_SCRIPTS += tests/bench/workers-bench-pair.sh tests/bench/insn-workers.sh

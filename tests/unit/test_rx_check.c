@@ -525,6 +525,60 @@ START_TEST(every_combination)
 }
 END_TEST
 
+/* ez_conn's shortcut for a stream's message (rx_plain_data()) takes only
+ * what rx_check() accepts as data handing back nothing, and counts it as
+ * rx_commit() does: over immediates, lengths, credits held both ways,
+ * write-with-immediate and no immediate. */
+START_TEST(plain_data_is_rx_checks_verdict)
+{
+	static const uint32_t imms[] = { 0, 1, IMM_RNDV, IMM_CREDIT_ONLY, IMM_BYE, 1u << 20 };
+	static const uint32_t lens[] = { 0, 64, 1024, 1025, RNDV_HDR_LEN };
+	static const uint32_t granted[] = { 0, 1, 4 };
+	static const uint32_t held[] = { 0, 3, RX_MAX_CREDITS, RX_MAX_CREDITS + 1 };
+	unsigned int i, l, g, h, w, n = 0, plain = 0;
+
+	for (i = 0; i < sizeof(imms) / sizeof(imms[0]); i++)
+		for (l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+			for (g = 0; g < 3; g++)
+				for (h = 0; h < 4; h++)
+					for (w = 0; w < 3; w++) {
+						struct rx_view v = view();
+						struct rx_in in = send_in(imms[i], lens[l]);
+						struct rx_track before, fast;
+						struct rx_msg m;
+						enum rx_fault f;
+
+						in.write_imm = w == 1;
+						in.has_imm = w != 2;
+						v.recv_granted = granted[g];
+						v.send_credits = held[h];
+						before = t;
+						f = rx_check(&in, &v, &m);
+						n++;
+						if (!rx_plain_data(&in, v.max_msg, v.recv_granted,
+								   v.send_credits))
+							continue;
+						plain++;
+						ck_assert_msg(f == RX_OK && m.kind == RX_DATA &&
+							      m.credits == 0 && !m.slack,
+							      "imm 0x%x len %u granted %u held %u: %s",
+							      imms[i], lens[l], granted[g], held[h],
+							      rx_fault_name(f));
+						fast = before;
+						rx_commit_plain(&fast);
+						rx_commit(&t, &v, &m);
+						ck_assert_uint_eq(fast.rx_msgs, t.rx_msgs);
+						ck_assert_uint_eq(fast.used, t.used);
+						ck_assert_uint_eq(fast.returned, t.returned);
+						ck_assert_uint_eq(fast.recv_slack, t.recv_slack);
+					}
+	ck_assert_uint_eq(n, 6 * 5 * 3 * 4 * 3);
+	/* imm 0, a SEND, 0/64/1024 bytes or the header's length, granted
+	 * 1 or 4, holding up to RX_MAX_CREDITS */
+	ck_assert_uint_eq(plain, 4 * 2 * 3);
+}
+END_TEST
+
 START_TEST(every_fault_named)
 {
 	struct rx_view v = view();
@@ -562,6 +616,7 @@ int main(void)
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, every_combination);
 	tcase_add_test(tc, every_fault_named);
+	tcase_add_test(tc, plain_data_is_rx_checks_verdict);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
