@@ -108,9 +108,8 @@ static void srv_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 
 static void srv_connect(struct ez_conn *conn, int status, void *arg)
 {
-	(void)conn;
-	ck_assert_int_eq(status, 0);
 	(void)arg;
+	ck_assert_msg(status == 0, "accepted connection failed: %d: %s", status, ez_conn_errmsg(conn));
 }
 
 static void srv_disconnect(struct ez_conn *conn, int status, void *arg)
