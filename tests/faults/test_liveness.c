@@ -168,6 +168,11 @@ START_TEST(churn_lanes)
 				l->t = t;
 				break;
 			case XFER:
+				/* The server ending the connection (its deadline,
+				 * its resources) is a failure with its cause. */
+				ck_assert_msg(!l->e.disconnected, "lane %d: disconnected before its 3 echoes "
+					      "(%d received): %d %s", i, l->e.received,
+					      l->e.disconnect_status, l->e.disconnect_msg);
 				if (l->e.received < 3)
 					break;
 				ep_close(&l->e);
@@ -295,13 +300,18 @@ struct st_conn {
 	int done, status;
 };
 
+/* The first failed connect's cause, printed by the storm process. */
+static char st_first_failure[300];
+
 static void st_connect(struct ez_conn *conn, int status, void *arg)
 {
 	struct st_conn *c = arg;
 
-	(void)conn;
 	c->done = 1;
 	c->status = status;
+	if (status && !st_first_failure[0])
+		snprintf(st_first_failure, sizeof(st_first_failure), "; the first failure: %d %s",
+			 status, ez_conn_errmsg(conn));
 }
 
 static void st_disconnect(struct ez_conn *conn, int status, void *arg)
@@ -355,8 +365,8 @@ static int storm_main(const char *spec)
 	end = now_s();
 	if (ez_ctx_free(ctx))
 		fprintf(stderr, "storm: ez_ctx_free: %s\n", ez_errmsg());
-	printf("storm process %d: %d connects, %d up; ez_ctx_free took %.2f s\n", (int)getpid(),
-	       ended, ok, now_s() - end);
+	printf("storm process %d: %d connects, %d up%s; ez_ctx_free took %.2f s\n", (int)getpid(),
+	       ended, ok, st_first_failure, now_s() - end);
 	fflush(stdout);
 	free(c);
 	return ended == total ? 0 : 1;
