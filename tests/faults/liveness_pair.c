@@ -50,6 +50,7 @@
 #define LIB_PASS_MAX_S 2.0
 #define CLOSE_GAP_MAX_S 1.0
 #define STORM_GAP_MAX_S 2.0
+#define STORM_PASS_MAX_S 0.250
 #define CLOSE_MAX_S 0.5	/* documented: about 200 ms (ez_conn_close(3)) */
 #define STORM_PROCS 2
 #define STORM_TOTAL 100
@@ -212,6 +213,30 @@ static void gap_report(const char *what)
 		 what, gm.it_max * 1e3, gm.it_max_cpu * 1e3, gm.lib_max_cpu * 1e3, gm.lib_max_accepts,
 		 gm.it_max_accepts, gm.acc_max * 1e3, gm.acc_max_cpu * 1e3,
 		 (unsigned long long)st->passes, st->max_pass_ns / 1e6, steps);
+}
+
+/* The rendezvous files are on 9p, which in a loaded TCG guest takes up to
+ * a second a look (charged to the thread): that is this program's own
+ * stall, not the library's, so a look during the storm is left out of the
+ * gaps measured (the interval it falls in is not counted; its time is
+ * printed). */
+static double *echo_side;	/* E's last echo, on b */
+static double own_9p_s, own_9p_max_s;
+
+static int has_unmeasured(const char *name)
+{
+	double t = pair_now();
+	int r = pair_has(name);
+
+	t = pair_now() - t;
+	own_9p_s += t;
+	if (t > own_9p_max_s)
+		own_9p_max_s = t;
+	gm.last = 0;
+	gm.it_on = 0;
+	if (echo_side)
+		*echo_side = 0;
+	return r;
 }
 
 struct side {
@@ -409,12 +434,22 @@ static int server(void)
 		return 1;
 	}
 	gap_reset();
-	pair_wait("storm-end", 240);
+	{
+		double end = pair_now() + 240;
+
+		while (!has_unmeasured("storm-end") && pair_now() < end)
+			pair_spin(0.1);
+	}
 	storm_gap = gm.max;
 	for (i = 0; i < naccepted; i++)
 		up += acc[i].connected && !acc[i].connect_status;
-	pair_say("storm: %d connections accepted, %d up", naccepted, up);
+	pair_say("storm: %d connections accepted, %d up; this program's own looks at its 9p files "
+		 "took %.1f ms (the longest %.1f ms), left out of the gaps", naccepted, up,
+		 own_9p_s * 1e3, own_9p_max_s * 1e3);
 	gap_report("storm");
+	/* The library's own: its longest pass holds one costly step. */
+	PAIR_CHECK(ctx->stats.max_pass_ns < STORM_PASS_MAX_S * 1e9,
+		   "the library's longest pass %.1f ms during the storm", ctx->stats.max_pass_ns / 1e6);
 	PAIR_CHECK(storm_gap < STORM_GAP_MAX_S, "loop gap %.1f ms during the storm", storm_gap * 1e3);
 	PAIR_CHECK(gm.lib_max_cpu < LIB_PASS_MAX_S,
 		   "a pass's CPU time outside ez_accept() %.1f ms during the storm", gm.lib_max_cpu * 1e3);
@@ -528,26 +563,28 @@ static int client(void)
 	e0 = E.echoes;
 	t = pair_now();
 	running = STORM_PROCS;
+	echo_side = &E.last;
 	while (running && pair_now() - t < 120) {
-		pair_spin(0.02);
+		pair_spin(0.1);
 		running = 0;
 		for (i = 0; i < STORM_PROCS; i++) {
 			char name[32];
 
 			snprintf(name, sizeof(name), "storm-%d-ok", i);
-			if (pair_has(name))
+			if (has_unmeasured(name))
 				continue;
 			snprintf(name, sizeof(name), "storm-%d-failed", i);
-			PAIR_CHECK(!pair_has(name), "storm process %d: not every connect came up", i);
+			PAIR_CHECK(!has_unmeasured(name), "storm process %d: not every connect came up", i);
 			if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
 				PAIR_CHECK(0, "storm process %d ended (status 0x%x) before its report", i,
 				      status);
 				pids[i] = 0;
 				continue;
 			}
-			running += !pair_has(name);
+			running += !has_unmeasured(name);
 		}
 	}
+	echo_side = NULL;
 	storm_rate = (E.echoes - e0) / (pair_now() - t);
 	pair_put("storm-end", "1");
 	pair_wait("storm-gap", 30);
@@ -555,6 +592,8 @@ static int client(void)
 	pair_say("storm: %d processes x %d connects (8 at a time) in %.1f s; meanwhile E: %.0f round trips/s, "
 	    "longest echo gap %.1f ms; a's longest loop gap %s ms",
 	    STORM_PROCS, STORM_TOTAL, pair_now() - t, storm_rate, E.max_gap * 1e3, buf);
+	pair_say("storm: b's own looks at its 9p files took %.1f ms (the longest %.1f ms), left out "
+		 "of the echo gap", own_9p_s * 1e3, own_9p_max_s * 1e3);
 	PAIR_CHECK(!running, "%d storm processes did not report", running);
 	PAIR_CHECK(E.max_gap < STORM_GAP_MAX_S, "echo gap %.1f ms during the storm", E.max_gap * 1e3);
 	PAIR_CHECK(E.connected && !E.ended, "E ended during the storm: %d %s", E.end_status, E.msg);

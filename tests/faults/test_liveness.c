@@ -215,6 +215,18 @@ START_TEST(churn_lanes)
 	       lanes, secs, cycles, cycles / (t_last - t0), attempts, refused, refused ? ": " : "",
 	       refusal, max_alive, max_live, max_excess, max_cq, alive(b.ctx), cq_reserved(b.ctx),
 	       (now_s() - t_last) * 1e3, g.max * 1e3, g.max_cpu * 1e3);
+	/* The library's own: each context's longest pass and its longest
+	 * costly steps (ctx.h's ctx_pass_stats), against the gap above, which
+	 * also holds the other context's pass, this loop's lanes and the
+	 * guest kernel's rxe work charged to the thread. */
+	printf("churn: the server's longest pass %.1f ms (accept pool %.1f, QP %.1f, reply %.1f, "
+	       "finish %.1f, CM event %.1f ms at most), the clients' %.1f ms (finish %.1f, CM event "
+	       "%.1f ms at most)\n",
+	       b.ctx->stats.max_pass_ns / 1e6, b.ctx->stats.max_ns[CTX_STEP_POOL] / 1e6,
+	       b.ctx->stats.max_ns[CTX_STEP_QP] / 1e6, b.ctx->stats.max_ns[CTX_STEP_REPLY] / 1e6,
+	       b.ctx->stats.max_ns[CTX_STEP_FINISH] / 1e6, b.ctx->stats.max_ns[CTX_STEP_EVENT] / 1e6,
+	       cb.ctx->stats.max_pass_ns / 1e6, cb.ctx->stats.max_ns[CTX_STEP_FINISH] / 1e6,
+	       cb.ctx->stats.max_ns[CTX_STEP_EVENT] / 1e6);
 	fflush(stdout);
 	ck_assert_msg(refused == 0, "%d of %d connects refused, the first: %s", refused, attempts,
 		      refusal);
