@@ -85,6 +85,7 @@ static struct {
 	double it_t0, it_cpu0, it_acc_cpu;
 	int it_on, it_accepts;
 	double it_max, it_max_cpu;	/* the longest iteration */
+	double cpu_max;			/* the most CPU one iteration took */
 	double lib_max_cpu;		/* the most CPU an iteration spent outside ez_accept() */
 	int lib_max_accepts;		/* the accepts of that iteration */
 	double acc_max, acc_max_cpu;	/* the longest ez_accept() */
@@ -145,6 +146,8 @@ static void on_it_prepare(struct ev_loop *l, ev_prepare *w, int revents)
 	gm.cur.t += t;
 	gm.cur.cpu += cpu;
 	gm.cur.iterations++;
+	if (cpu > gm.cpu_max)
+		gm.cpu_max = cpu;
 	if (t > gm.it_max) {
 		gm.it_max = t;
 		gm.it_max_cpu = cpu;
@@ -207,10 +210,11 @@ static void gap_report(const char *what)
 		 what, gm.max * 1e3, gm.max_cpu * 1e3, gm.in_max.iterations, gm.in_max.t * 1e3,
 		 gm.in_max.cpu * 1e3, gm.in_max.accepts, gm.in_max.acc_t * 1e3,
 		 gm.in_max.acc_cpu * 1e3);
-	pair_say("%s: per iteration: longest %.1f ms (%.1f ms CPU); the most CPU outside ez_accept() %.1f ms "
-		 "(in one with %d accepts); at most %d accepts in one; longest ez_accept() %.1f ms "
+	pair_say("%s: per iteration: longest %.1f ms (%.1f ms CPU); the most CPU in one %.1f ms; "
+		 "the most CPU outside ez_accept() %.1f ms (in one with %d accepts); at most %d accepts in one; longest ez_accept() %.1f ms "
 		 "(%.1f ms CPU); the library: %llu passes, longest %.1f ms; steps: %s",
-		 what, gm.it_max * 1e3, gm.it_max_cpu * 1e3, gm.lib_max_cpu * 1e3, gm.lib_max_accepts,
+		 what, gm.it_max * 1e3, gm.it_max_cpu * 1e3, gm.cpu_max * 1e3, gm.lib_max_cpu * 1e3,
+		 gm.lib_max_accepts,
 		 gm.it_max_accepts, gm.acc_max * 1e3, gm.acc_max_cpu * 1e3,
 		 (unsigned long long)st->passes, st->max_pass_ns / 1e6, steps);
 }
@@ -225,15 +229,18 @@ static double own_9p_s, own_9p_max_s;
 
 static int has_unmeasured(const char *name)
 {
-	double t = pair_now();
+	double t = pair_now(), cpu = thread_cpu_s();
 	int r = pair_has(name);
 
 	t = pair_now() - t;
+	cpu = thread_cpu_s() - cpu;
 	own_9p_s += t;
 	if (t > own_9p_max_s)
 		own_9p_max_s = t;
 	gm.last = 0;
-	gm.it_on = 0;
+	/* The iteration under way (its callbacks ran) keeps its own time. */
+	gm.it_t0 += t;
+	gm.it_cpu0 += cpu;
 	if (echo_side)
 		*echo_side = 0;
 	return r;
@@ -447,9 +454,15 @@ static int server(void)
 		 "took %.1f ms (the longest %.1f ms), left out of the gaps", naccepted, up,
 		 own_9p_s * 1e3, own_9p_max_s * 1e3);
 	gap_report("storm");
-	/* The library's own: its longest pass holds one costly step. */
-	PAIR_CHECK(ctx->stats.max_pass_ns < STORM_PASS_MAX_S * 1e9,
-		   "the library's longest pass %.1f ms during the storm", ctx->stats.max_pass_ns / 1e6);
+	/* The library's own work: a pass holds one costly step. Asserted on
+	 * the loop thread's CPU in its longest iteration (an upper bound: the
+	 * guest charges rxe's softirqs to it); the passes' wall-clock figures
+	 * (ctx->stats) also hold the time the host did not run the guest's
+	 * vCPU (a 163 ms rdma_accept, a MAD write, was seen on a loaded host),
+	 * so they are printed, not judged. */
+	PAIR_CHECK(gm.cpu_max < STORM_PASS_MAX_S,
+		   "the loop thread's most CPU in one iteration %.1f ms during the storm",
+		   gm.cpu_max * 1e3);
 	PAIR_CHECK(storm_gap < STORM_GAP_MAX_S, "loop gap %.1f ms during the storm", storm_gap * 1e3);
 	PAIR_CHECK(gm.lib_max_cpu < LIB_PASS_MAX_S,
 		   "a pass's CPU time outside ez_accept() %.1f ms during the storm", gm.lib_max_cpu * 1e3);
