@@ -49,6 +49,7 @@
 static void conn_end(struct ez_conn *conn, int status);
 static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev);
 static void on_accept_step(struct loop_defer *d);
+static int ended_in_accept(const struct ez_conn *conn);
 
 
 
@@ -116,6 +117,8 @@ static void mark_end(struct ez_conn *conn, enum conn_state from, int status)
 {
 	conn->ended_from = from;
 	conn->end_status = status;
+	if (ended_in_accept(conn))
+		conn->ctx->naccepting--;
 	lookup_abandon(conn->lookup);
 	conn->lookup = NULL;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
@@ -1182,6 +1185,8 @@ static void on_accept_step(struct loop_defer *d)
 	case CS_ACCEPT_REPLY:
 		k = CTX_STEP_REPLY;
 		ret = accept_reply(conn);
+		if (!ret)
+			conn->ctx->naccepting--;
 		break;
 	default:	/* ended meanwhile */
 		return;
@@ -1268,6 +1273,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 				 req_init);
 	/* The pool, the QP and the reply follow, a loop pass each. */
 	conn_fire(conn, CE_ACCEPT_TAKEN, 0);
+	ctx->naccepting++;
 	*out = conn;
 	return 0;
 fail:

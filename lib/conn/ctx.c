@@ -29,6 +29,11 @@
  * than stop the reading: the events of established connections and
  * teardowns behind a flood of requests would wait with them. Only a full
  * ring at its maximum stops it (the kernel's backlog then holds the flood). */
+/* Requests wait in the ring (no handshake deadline runs there) while this
+ * many accepts are in their steps (a pass each, conn.c): handed out faster,
+ * 1,000 requests would queue 1,000 pool steps, and the last ones' deadlines
+ * (handshake_timeout_ms from ez_accept()) would pass in the queue. */
+#define CM_ACCEPTS_IN_STEPS 8
 #define CM_EVENTS_PER_PASS 32
 #define CM_REQUESTS_PER_PASS 32
 #define CM_REQUESTS_HELD 64
@@ -172,6 +177,8 @@ static void cm_requests(struct ez_ctx *ctx)
 
 	for (i = 0; i < CM_REQUESTS_PER_PASS && ctx->cm_nheld; i++) {
 		/* A copy: the handler may close the listener, which edits the ring. */
+		if (ctx->naccepting >= CM_ACCEPTS_IN_STEPS)
+			break;
 		struct cm_held c = ctx->cm_held[ctx->cm_head];
 
 		ctx->cm_head = (ctx->cm_head + 1) % ctx->cm_cap;

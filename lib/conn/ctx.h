@@ -68,6 +68,7 @@ struct ez_ctx {
 	struct loop_defer cm_more;
 	struct ctx_pass_stats stats;
 	uint64_t pass_start_ns;		/* when the current ez_ctx_process() pass began */
+	int naccepting;			/* accepts in their steps (CS_ACCEPT_*, conn.c) */
 	struct device_set devices;	/* opened on first use */
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
