@@ -392,14 +392,6 @@ static void on_handshake_deadline(struct listener_hs *h)
 {
 	struct ez_conn *conn = container_of(h, struct ez_conn, pend);
 
-	/* As the connect deadline does (connect_deadline_waits): the RTU or
-	 * the proof may sit unread in our own channel behind a burst; wait in
-	 * steps while it does, at most the deadline once more. */
-	if (conn->connect_grace_ms < h->timeout_ms && ctx_cm_behind(conn->ctx)) {
-		conn->connect_grace_ms += CONNECT_GRACE_STEP_MS;
-		ctx_timer_start(conn->ctx, &h->timer, CONNECT_GRACE_STEP_MS);
-		return;
-	}
 	listener_hs_leave(h);
 	if (conn->state == CS_AWAITING_PROOF) {
 		conn_auth_refuse(conn, "ez_accept(%s): no shared-secret proof from the peer within %u ms (the listener's handshake_timeout_ms)",
@@ -407,7 +399,7 @@ static void on_handshake_deadline(struct listener_hs *h)
 		return;
 	}
 	conn_fail(conn, -ETIMEDOUT, "ez_accept(%s): handshake not completed within %u ms (the listener's handshake_timeout_ms): waiting for %s",
-		  conn->host, h->timeout_ms + conn->connect_grace_ms, conn_state_awaits(conn->state));
+		  conn->host, h->timeout_ms, conn_state_awaits(conn->state));
 }
 
 static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts *opts, int accept,
