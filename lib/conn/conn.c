@@ -48,6 +48,8 @@
 
 static void conn_end(struct ez_conn *conn, int status);
 static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev);
+static void on_accept_step(struct loop_defer *d);
+static int ended_in_accept(const struct ez_conn *conn);
 
 
 
@@ -59,6 +61,7 @@ static void conn_free(struct ez_conn *conn)
 	ctx_timer_stop(ctx, &conn->connect_timer);
 	ctx_timer_stop(ctx, &conn->drain_timer);
 	loop_defer_cancel(&ctx->loop, &conn->finish_defer);
+	loop_defer_cancel(&ctx->loop, &conn->step_defer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
 	conn_live_stop(conn);
 	conn_auth_free(conn);
@@ -114,9 +117,12 @@ static void mark_end(struct ez_conn *conn, enum conn_state from, int status)
 {
 	conn->ended_from = from;
 	conn->end_status = status;
+	if (ended_in_accept(conn))
+		conn->ctx->naccepting--;
 	lookup_abandon(conn->lookup);
 	conn->lookup = NULL;
 	ctx_timer_stop(conn->ctx, &conn->connect_timer);
+	loop_defer_cancel(&conn->ctx->loop, &conn->step_defer);
 	listener_hs_leave(&conn->pend);
 	conn_live_stop(conn);
 }
@@ -204,7 +210,12 @@ static void release_and_report(struct ez_conn *conn)
 
 static void on_defer(struct loop_defer *d)
 {
-	conn_fire(container_of(d, struct ez_conn, finish_defer), CE_FINISH, 0);
+	struct ez_conn *conn = container_of(d, struct ez_conn, finish_defer);
+	struct ez_ctx *ctx = conn->ctx;	/* conn may be freed by the finish */
+	uint64_t t = loop_now_ns();
+
+	conn_fire(conn, CE_FINISH, 0);
+	ctx_note_step(ctx, CTX_STEP_FINISH, t);
 }
 
 
@@ -219,6 +230,32 @@ static void on_drain_timer(struct loop_timer *t)
 }
 
 
+
+/* A request this side took but never answered is refused with why (the
+ * peer's on_connect reads "rejected by peer: accept failed: ..."). */
+static void accept_refuse(struct ez_conn *conn)
+{
+	char why[EZ_ERRMSG_MAX + 16];
+	struct hs_msg m = { .kind = HS_REJ };
+	uint8_t rej[HS_REJ_MAX];
+	int n;
+
+	snprintf(why, sizeof(why), "accept failed: %s",
+		 conn->errmsg[0] ? conn->errmsg : "the connection was closed before its reply");
+	m.user_len = (uint8_t)(strlen(why) < hs_user_max(HS_REJ) ? strlen(why) :
+			       hs_user_max(HS_REJ));
+	memcpy(m.user, why, m.user_len);
+	n = hs_encode(&m, rej, sizeof(rej));
+	/* Fails when the peer gave up first (nothing to answer). */
+	if (rdma_reject(conn->id, rej, n > 0 ? (uint8_t)n : 0))
+		ezi_log_debug("rdma_reject: %s", ez_strerror(errno));
+}
+
+static int ended_in_accept(const struct ez_conn *conn)
+{
+	return conn->ended_from == CS_ACCEPT_POOL || conn->ended_from == CS_ACCEPT_QP ||
+	       conn->ended_from == CS_ACCEPT_REPLY;
+}
 
 /* CA_TEARDOWN. The QP enters ERR here: rdma_disconnect() only does that
  * for a QP that rdma_cm created. The flushed completions drain before the
@@ -240,6 +277,9 @@ static void teardown(struct ez_conn *conn)
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
 	}
 	path_teardown(conn);
+	/* An accept that ended between its steps has not answered the peer. */
+	if (conn->id && ended_in_accept(conn))
+		accept_refuse(conn);
 	/* No DREQ while the port is down: the finish parks the id. */
 	if (conn->id && was_connected(conn) && conn->dev &&
 	    !device_port_down(conn->dev, conn->port))
@@ -333,6 +373,8 @@ static void take_transition(struct ez_conn *conn, const struct conn_fsm_row *row
 		ctx_timer_start(conn->ctx, &conn->bye_timer, BYE_WAIT_MS);
 	if (actions & CA_TEARDOWN)
 		teardown(conn);
+	if (actions & CA_DEFER_STEP)
+		loop_defer(&conn->ctx->loop, &conn->step_defer);
 	if (actions & CA_DEFER_FINISH)
 		loop_defer(&conn->ctx->loop, &conn->finish_defer);
 	if (actions & CA_FINISH)
@@ -438,6 +480,7 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	conn->connect_timer.fn = on_connect_timeout;
 	conn->drain_timer.fn = on_drain_timer;
 	conn->finish_defer.fn = on_defer;
+	conn->step_defer.fn = on_accept_step;
 	conn->bye_timer.fn = on_bye_timer;
 	conn->next = ctx->conns;
 	if (ctx->conns)
@@ -447,13 +490,11 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 	return conn;
 }
 
-/* Pool, send ops and buffers, CQ room and the QP (in INIT), on conn->dev. */
-static int conn_setup(struct ez_conn *conn)
+/* Pool, send ops and buffers and CQ room, on conn->dev. */
+static int conn_setup_pool(struct ez_conn *conn)
 {
 	struct device *dev = conn->dev;
-	struct ibv_qp_init_attr ia = { 0 };
-	struct ibv_qp_attr a;
-	int mask, ret, n;
+	int ret, n;
 	/* Set by the calls below on success; initialized because LTO inlines
 	 * them and GCC then cannot see that (-Wmaybe-uninitialized). */
 	uint32_t buf_size = 0, credits = 0;
@@ -541,6 +582,16 @@ static int conn_setup(struct ez_conn *conn)
 	ret = device_cq_claim(dev, &conn->cqr, n - conn->held_cq, conn->held_cq);
 	if (ret)
 		return conn_fail_ret(conn, ret);
+	return 0;
+}
+
+/* The QP (in INIT) on the pool and CQ room conn_setup_pool() made. */
+static int conn_setup_qp(struct ez_conn *conn)
+{
+	struct device *dev = conn->dev;
+	struct ibv_qp_init_attr ia = { 0 };
+	struct ibv_qp_attr a;
+	int mask, ret;
 
 	ia.qp_context = conn;
 	ia.send_cq = conn->cqr.cq->cq;
@@ -595,6 +646,15 @@ static int conn_setup(struct ez_conn *conn)
 		return conn_fail_ret(conn, ret);
 	conn_access_set_init(conn, (int)a.qp_access_flags);
 	return path_modify(conn, &a, mask);
+}
+
+/* Pool, send ops and buffers, CQ room and the QP (in INIT): the active
+ * side's, in one go (the passive side's go a step a pass: accept_step). */
+static int conn_setup(struct ez_conn *conn)
+{
+	int ret = conn_setup_pool(conn);
+
+	return ret ? ret : conn_setup_qp(conn);
 }
 
 static uint32_t calc_flow_label(uint32_t lqpn, uint32_t rqpn)
@@ -1036,18 +1096,117 @@ int ez_connect_sz(struct ez_ctx *ctx, const char *host, const char *service,
 	return 0;
 }
 
+/* What ez_accept() refuses itself, before the steps: a shared pool of
+ * another device; a keyed listener's connection whose buffers cannot take
+ * the client's proof. */
+static int accept_checks(struct ez_conn *conn)
+{
+	uint32_t buf_size, max;
+	struct device *pdev;
+	struct device_cq *rcq;
+	int ret;
+
+	if (conn->o.srqpool) {
+		ret = pool_lookup(conn->o.srqpool, &pdev, &buf_size, &rcq);
+		if (ret)
+			return conn_fail_ret(conn, ret);
+		if (pdev != conn->dev)
+			return conn_fail_ret(conn, ezi_fail(-EINVAL,
+				"srqpool is on device %s, the connection resolved to %s",
+				pdev->name, conn->dev->name));
+	} else {
+		buf_size = conn->o.max_msg_size < CONN_EAGER_MAX ? conn->o.max_msg_size :
+			   CONN_EAGER_MAX;
+	}
+	max = buf_size < conn->o.max_msg_size ? buf_size : conn->o.max_msg_size;
+	if (conn->auth && max < AUTH_PROOF_LEN)
+		return conn_fail_ret(conn, ezi_fail(-EINVAL,
+			"ez_accept: receive buffers of %u bytes cannot take the %d-byte shared-secret proof",
+			max, AUTH_PROOF_LEN));
+	return 0;
+}
+
+/* CS_ACCEPT_REPLY's step: the reply, with the handshake. */
+static int accept_reply(struct ez_conn *conn)
+{
+	struct rdma_conn_param p = { 0 };
+	uint8_t hs[HS_REP_MAX];
+	int n = encode_hs(conn, HS_REP, hs, sizeof(hs));
+
+	if (n < 0)
+		return n;
+	p.private_data = hs;
+	p.private_data_len = (uint8_t)n;
+	p.responder_resources = conn->acc_rd_dest;
+	p.initiator_depth = conn->acc_rd_init;
+	p.flow_control = 1;
+	p.retry_count = conn->o.retry_count;
+	p.rnr_retry_count = conn->o.rnr_retry;
+	p.srq = 1;
+	p.qp_num = conn->qpn;
+	conn->step = "rdma_accept";
+	if (rdma_accept(conn->id, &p))
+		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_accept(%s): %s", conn->host,
+						    ez_strerror(errno)));
+	conn_fire(conn, conn->auth ? CE_REP_SENT_KEYED : CE_REP_SENT, 0);
+	ctx_timer_start(conn->ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
+	return 0;
+}
+
+/* CA_DEFER_STEP's work, a pass after the step before: an accept's pool
+ * (SRQ, registered buffers, receives posted: 2-116 ms in a loaded TCG
+ * guest), its QP and the modifies to RTS (1-90 ms), its reply (0.5-17 ms)
+ * each have a pass of their own, so a connect storm never puts two of
+ * them, or one of them and a whole batch of events, in one pass. A step
+ * that fails ends the connection: the teardown refuses the request with
+ * the reason, and on_connect gets the error. */
+static void on_accept_step(struct loop_defer *d)
+{
+	struct ez_conn *conn = container_of(d, struct ez_conn, step_defer);
+	uint64_t t = loop_now_ns();
+	enum ctx_step k;
+	int ret;
+
+	switch (conn->state) {
+	case CS_ACCEPT_POOL:
+		k = CTX_STEP_POOL;
+		ret = conn_setup_pool(conn);
+		if (!ret)
+			conn_fire(conn, CE_POOL_MADE, 0);
+		break;
+	case CS_ACCEPT_QP:
+		k = CTX_STEP_QP;
+		ret = conn_setup_qp(conn);
+		if (!ret)
+			ret = conn_rtr_rts(conn, conn->acc_rd_dest, conn->acc_rd_init);
+		if (!ret)
+			conn_fire(conn, CE_QP_READY, 0);
+		break;
+	case CS_ACCEPT_REPLY:
+		k = CTX_STEP_REPLY;
+		ret = accept_reply(conn);
+		if (!ret)
+			conn->ctx->naccepting--;
+		break;
+	default:	/* ended meanwhile */
+		return;
+	}
+	/* The end (teardown) is counted with its step: no finish yet. */
+	if (ret)
+		conn_end(conn, ret);
+	ctx_note_step(conn->ctx, k, t);
+}
+
 int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_t opts_size,
 		 const struct ez_conn_cbs *cbs, size_t cbs_size, void *arg,
 		 struct ez_conn **out)
 {
-	struct rdma_conn_param p = { 0 };
 	struct ez_conn_opts o;
 	struct ez_conn_cbs c;
-	uint8_t hs[HS_REP_MAX];
 	struct ez_conn *conn;
 	struct ez_ctx *ctx;
-	int ret, n;
-	uint8_t rd_dest, rd_init, req_resp, req_init;
+	int ret;
+	uint8_t req_resp, req_init;
 
 	if (req && ctx_check_thread(req->listener->ctx, "ez_accept"))
 		return -EPERM;
@@ -1103,60 +1262,23 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 		conn_fail_ret(conn, ret);
 		goto fail;
 	}
-	ret = conn_setup(conn);
+	ret = accept_checks(conn);
 	if (ret)
 		goto fail;
-	if (conn->auth && conn->my_max_msg < AUTH_PROOF_LEN) {
-		ret = conn_fail_ret(conn, ezi_fail(-EINVAL,
-			"ez_accept: receive buffers of %u bytes cannot take the %d-byte shared-secret proof",
-			conn->my_max_msg, AUTH_PROOF_LEN));
-		goto fail;
-	}
 	/* The request event already speaks from our side (ib_cm swaps the
 	 * fields); never offer more than it does. */
-	rd_dest = min3(conn->o.responder_resources, conn->dev->attr.max_qp_rd_atom, req_resp);
-	rd_init = min3(conn->o.initiator_depth, conn->dev->attr.max_qp_init_rd_atom, req_init);
-	p.responder_resources = rd_dest;
-	p.initiator_depth = rd_init;
-	ret = conn_rtr_rts(conn, rd_dest, rd_init);
-	if (ret)
-		goto fail;
-	n = encode_hs(conn, HS_REP, hs, sizeof(hs));
-	if (n < 0) {
-		ret = n;
-		goto fail;
-	}
-	p.private_data = hs;
-	p.private_data_len = (uint8_t)n;
-	p.flow_control = 1;
-	p.retry_count = conn->o.retry_count;
-	p.rnr_retry_count = conn->o.rnr_retry;
-	p.srq = 1;
-	p.qp_num = conn->qpn;
-	conn->step = "rdma_accept";
-	if (rdma_accept(conn->id, &p)) {
-		ret = conn_fail_ret(conn, ezi_fail(-errno, "rdma_accept(%s): %s", conn->host,
-						   ez_strerror(errno)));
-		goto fail;
-	}
-	conn_fire(conn, conn->auth ? CE_REP_SENT_KEYED : CE_REP_SENT, 0);
-	ctx_timer_start(ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
+	conn->acc_rd_dest = min3(conn->o.responder_resources, conn->dev->attr.max_qp_rd_atom,
+				 req_resp);
+	conn->acc_rd_init = min3(conn->o.initiator_depth, conn->dev->attr.max_qp_init_rd_atom,
+				 req_init);
+	/* The pool, the QP and the reply follow, a loop pass each. */
+	conn_fire(conn, CE_ACCEPT_TAKEN, 0);
+	ctx->naccepting++;
 	*out = conn;
 	return 0;
 fail:
 	/* No callback ever runs for a connection ez_accept() did not return. */
-	{
-		char why[EZ_ERRMSG_MAX + 16];
-		struct hs_msg m = { .kind = HS_REJ };
-		uint8_t rej[HS_REJ_MAX];
-
-		snprintf(why, sizeof(why), "accept failed: %s", conn->errmsg);
-		m.user_len = (uint8_t)(strlen(why) < hs_user_max(HS_REJ) ? strlen(why) :
-				       hs_user_max(HS_REJ));
-		memcpy(m.user, why, m.user_len);
-		n = hs_encode(&m, rej, sizeof(rej));
-		rdma_reject(conn->id, rej, (uint8_t)n);
-	}
+	accept_refuse(conn);
 	ret = ret ? ret : -EIO;
 	ezi_fail(ret, "%s", conn->errmsg);
 	conn->cbs = (struct ez_conn_cbs){ 0 };

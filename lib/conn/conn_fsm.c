@@ -28,10 +28,14 @@ static const struct conn_fsm_row table[CS_COUNT][CE_COUNT] = {
 	/* Only the listener's verdict establishes a keyed client. */
 	[CS_AUTHENTICATING][CE_PROOF_OK] = ROW(CS_CONNECTED, CA_REPORT_UP),
 
-	/* Passive side: the reply, then the RTU, or with a shared secret the
-	 * client's proof (an RTU or a message does not establish it). */
-	[CS_NEW][CE_REP_SENT] = ROW(CS_ACCEPTING, 0),
-	[CS_NEW][CE_REP_SENT_KEYED] = ROW(CS_AWAITING_PROOF, 0),
+	/* Passive side: the accept's steps a pass each (pool; QP to RTS;
+	 * reply), then the RTU, or with a shared secret the client's proof
+	 * (an RTU or a message does not establish it). */
+	[CS_NEW][CE_ACCEPT_TAKEN] = ROW(CS_ACCEPT_POOL, CA_DEFER_STEP),
+	[CS_ACCEPT_POOL][CE_POOL_MADE] = ROW(CS_ACCEPT_QP, CA_DEFER_STEP),
+	[CS_ACCEPT_QP][CE_QP_READY] = ROW(CS_ACCEPT_REPLY, CA_DEFER_STEP),
+	[CS_ACCEPT_REPLY][CE_REP_SENT] = ROW(CS_ACCEPTING, 0),
+	[CS_ACCEPT_REPLY][CE_REP_SENT_KEYED] = ROW(CS_AWAITING_PROOF, 0),
 	[CS_ACCEPTING][CE_RTU] = ROW(CS_CONNECTED, CA_REPORT_UP),
 	[CS_AWAITING_PROOF][CE_PROOF_OK] = ROW(CS_CONNECTED, CA_REPORT_UP),
 	/* The refusal of a wrong proof goes out like a goodbye. */
@@ -40,7 +44,8 @@ static const struct conn_fsm_row table[CS_COUNT][CE_COUNT] = {
 	[CS_CONNECTED][CE_END_BYE] = ROW(CS_SAYING_BYE, CA_END | CA_BYE_TIMER),
 
 	LIVE(CS_NEW), LIVE(CS_RESOLVING_NAME), LIVE(CS_RESOLVING_ADDR), LIVE(CS_RESOLVING_ROUTE),
-	LIVE(CS_CONNECTING), LIVE(CS_AUTHENTICATING), LIVE(CS_ACCEPTING), LIVE(CS_AWAITING_PROOF),
+	LIVE(CS_CONNECTING), LIVE(CS_AUTHENTICATING), LIVE(CS_ACCEPT_POOL), LIVE(CS_ACCEPT_QP),
+	LIVE(CS_ACCEPT_REPLY), LIVE(CS_ACCEPTING), LIVE(CS_AWAITING_PROOF),
 	LIVE(CS_CONNECTED),
 
 	/* The teardown, one way. */
@@ -67,6 +72,8 @@ const char *conn_state_name(enum conn_state s)
 		[CS_NEW] = "NEW", [CS_RESOLVING_NAME] = "RESOLVING_NAME",
 		[CS_RESOLVING_ADDR] = "RESOLVING_ADDR", [CS_RESOLVING_ROUTE] = "RESOLVING_ROUTE",
 		[CS_CONNECTING] = "CONNECTING", [CS_AUTHENTICATING] = "AUTHENTICATING",
+		[CS_ACCEPT_POOL] = "ACCEPT_POOL", [CS_ACCEPT_QP] = "ACCEPT_QP",
+		[CS_ACCEPT_REPLY] = "ACCEPT_REPLY",
 		[CS_ACCEPTING] = "ACCEPTING", [CS_AWAITING_PROOF] = "AWAITING_PROOF",
 		[CS_CONNECTED] = "CONNECTED", [CS_SAYING_BYE] = "SAYING_BYE",
 		[CS_DRAINING] = "DRAINING", [CS_FINISHING] = "FINISHING",
@@ -87,6 +94,9 @@ const char *conn_state_awaits(enum conn_state s)
 		[CS_RESOLVING_ROUTE] = "route resolution",
 		[CS_CONNECTING] = "the peer's CM reply (no listener answered the request)",
 		[CS_AUTHENTICATING] = "the listener's verdict on our shared-secret proof",
+		[CS_ACCEPT_POOL] = "this side's accept: its receive pool (a step a loop pass)",
+		[CS_ACCEPT_QP] = "this side's accept: its QP (a step a loop pass)",
+		[CS_ACCEPT_REPLY] = "this side's accept: its reply (a step a loop pass)",
 		[CS_ACCEPTING] = "the peer's RTU (the CM's ready-to-use)",
 		[CS_AWAITING_PROOF] = "the peer's shared-secret proof",
 	};
@@ -100,7 +110,8 @@ const char *conn_event_name(enum conn_event e)
 		[CE_LOOKUP] = "LOOKUP", [CE_RESOLVE_ADDR] = "RESOLVE_ADDR",
 		[CE_RESOLVE_ROUTE] = "RESOLVE_ROUTE", [CE_REQ_SENT] = "REQ_SENT",
 		[CE_REPLY_OK] = "REPLY_OK", [CE_PROOF_SENT] = "PROOF_SENT",
-		[CE_REP_SENT] = "REP_SENT", [CE_REP_SENT_KEYED] = "REP_SENT_KEYED",
+		[CE_ACCEPT_TAKEN] = "ACCEPT_TAKEN", [CE_POOL_MADE] = "POOL_MADE",
+		[CE_QP_READY] = "QP_READY", [CE_REP_SENT] = "REP_SENT", [CE_REP_SENT_KEYED] = "REP_SENT_KEYED",
 		[CE_RTU] = "RTU", [CE_PROOF_OK] = "PROOF_OK", [CE_CLOSE] = "CLOSE",
 		[CE_END] = "END", [CE_END_BYE] = "END_BYE", [CE_BYE_DONE] = "BYE_DONE",
 		[CE_DRAINED] = "DRAINED", [CE_FINISH] = "FINISH", [CE_REPORTED] = "REPORTED",

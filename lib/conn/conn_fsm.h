@@ -16,6 +16,12 @@ enum conn_state {
 	CS_RESOLVING_ROUTE,	/* active: rdma_resolve_route() */
 	CS_CONNECTING,		/* active: REQ sent, waiting for the reply */
 	CS_AUTHENTICATING,	/* keyed active: proof sent, waiting for the verdict */
+	/* Passive: ez_accept() took the request; the accept's costly steps
+	 * (each up to ~0.1 s in a TCG guest) run one a loop pass, from the
+	 * deferred work, so that no pass holds more than one of them. */
+	CS_ACCEPT_POOL,		/* passive: its private pool (SRQ, MR, receives) is next */
+	CS_ACCEPT_QP,		/* passive: pool made; its QP and INIT/RTR/RTS are next */
+	CS_ACCEPT_REPLY,	/* passive: QP in RTS; the reply (rdma_accept) is next */
 	CS_ACCEPTING,		/* passive: REP sent, waiting for the RTU */
 	CS_AWAITING_PROOF,	/* keyed passive: REP sent, waiting for the client's proof */
 	CS_CONNECTED,
@@ -37,6 +43,9 @@ enum conn_event {
 	CE_REQ_SENT,		/* the QP is in INIT and rdma_connect() is under way */
 	CE_REPLY_OK,		/* active: the reply was checked, QP in RTS, RTU sent */
 	CE_PROOF_SENT,		/* keyed active: reply checked, QP in RTS, proof posted */
+	CE_ACCEPT_TAKEN,	/* passive: ez_accept() took the request (its checks passed) */
+	CE_POOL_MADE,		/* passive: the accept's pool step is done */
+	CE_QP_READY,		/* passive: the accept's QP is in RTS */
 	CE_REP_SENT,		/* passive: QP in RTS, rdma_accept() done */
 	CE_REP_SENT_KEYED,	/* passive with a shared secret: the same */
 	CE_RTU,			/* passive: the CM's ESTABLISHED, or a message that overtook it */
@@ -62,6 +71,7 @@ enum conn_action {
 	CA_FINISH = 1u << 6,		/* destroy QPs and id, then the final callback */
 	CA_FREE_IF_CLOSED = 1u << 7,	/* free the handle if the application closed it */
 	CA_FREE = 1u << 8,		/* free the handle */
+	CA_DEFER_STEP = 1u << 9,	/* queue the accept's next step for the next pass */
 };
 
 struct conn_fsm_row {

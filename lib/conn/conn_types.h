@@ -200,6 +200,10 @@ struct ez_conn {
 	uint32_t connect_grace_ms; /* the deadline waited this long for our own CM backlog */
 	struct loop_timer drain_timer;
 	struct loop_defer finish_defer;	/* conn_finish(), outside any call or CQ poll */
+	/* A passive connection's accept steps (CS_ACCEPT_*), one a loop pass,
+	 * and the RDMA read depths the request allowed, for its RTR/RTS. */
+	struct loop_defer step_defer;
+	uint8_t acc_rd_dest, acc_rd_init;
 	struct loop_timer bye_timer;
 
 	/* Multi-path (path.c): paths[0] is conn->qp. */

@@ -16,16 +16,24 @@
 
 /* A pass reads at most CM_EVENTS_PER_PASS events. Events of existing ids
  * (disconnects, establishments, replies: teardown and connections already
- * made) are handled as they are read, within CM_EVENT_BUDGET_NS; new
+ * made) are handled as they are read, at least one a pass and more while
+ * the pass (from its start, the deferred work included) is within
+ * CM_EVENT_BUDGET_NS; new
  * requests wait in a ring (grown
  * from CM_REQUESTS_HELD up to CM_REQUESTS_HELD_MAX) and at most
- * CM_REQUESTS_PER_PASS of them, within CM_REQUEST_BUDGET_NS (an accept is
- * ~12 ms in a TCG guest), are handed to their listener after the others.
+ * CM_REQUESTS_PER_PASS of them, within CM_REQUEST_BUDGET_NS, are handed to
+ * their listener after the others (cheap: ez_accept() defers the accept's
+ * costly steps, a pass each, conn.c).
  * The rest waits for the next pass: the channel's fd stays readable, and
  * held requests keep the loop awake as deferred work. The ring grows rather
  * than stop the reading: the events of established connections and
  * teardowns behind a flood of requests would wait with them. Only a full
  * ring at its maximum stops it (the kernel's backlog then holds the flood). */
+/* Requests wait in the ring (no handshake deadline runs there) while this
+ * many accepts are in their steps (a pass each, conn.c): handed out faster,
+ * 1,000 requests would queue 1,000 pool steps, and the last ones' deadlines
+ * (handshake_timeout_ms from ez_accept()) would pass in the queue. */
+#define CM_ACCEPTS_IN_STEPS 8
 #define CM_EVENTS_PER_PASS 32
 #define CM_REQUESTS_PER_PASS 32
 #define CM_REQUESTS_HELD 64
@@ -114,9 +122,13 @@ static void cm_read(struct ez_ctx *ctx)
 	struct cm_handler *h;
 	int i;
 
-	uint64_t start = loop_now_ns();
+	/* The budget counts from the pass's start: after a costly deferred
+	 * step (an accept's, a finish) the pass reads one event, not 10 ms
+	 * of them on top. */
+	uint64_t start = ctx->pass_start_ns ? ctx->pass_start_ns : loop_now_ns();
 
-	for (i = 0; i < CM_EVENTS_PER_PASS && loop_now_ns() - start < CM_EVENT_BUDGET_NS; i++) {
+	for (i = 0; i < CM_EVENTS_PER_PASS && (i == 0 || loop_now_ns() - start < CM_EVENT_BUDGET_NS);
+	     i++) {
 		if (ctx->cm_nheld == ctx->cm_cap && !cm_grow(ctx))
 			return;
 		if (rdma_get_cm_event(ctx->ch, &raw)) {
@@ -139,8 +151,12 @@ static void cm_read(struct ez_ctx *ctx)
 		rdma_ack_cm_event(raw);
 		if (ctx->cm_nheld && cm_held_event(ctx, &ev))
 			continue;
-		if (h)
+		if (h) {
+			uint64_t t = loop_now_ns();
+
 			h->on_event(h, &ev);
+			ctx_note_step(ctx, CTX_STEP_EVENT, t);
+		}
 	}
 }
 
@@ -156,20 +172,23 @@ static void cm_drop_request(struct cm_held *c)
 
 static void cm_requests(struct ez_ctx *ctx)
 {
-	uint64_t start = loop_now_ns();
+	uint64_t start = loop_now_ns(), t;
 	int i;
 
 	for (i = 0; i < CM_REQUESTS_PER_PASS && ctx->cm_nheld; i++) {
 		/* A copy: the handler may close the listener, which edits the ring. */
+		if (ctx->naccepting >= CM_ACCEPTS_IN_STEPS)
+			break;
 		struct cm_held c = ctx->cm_held[ctx->cm_head];
 
 		ctx->cm_head = (ctx->cm_head + 1) % ctx->cm_cap;
 		ctx->cm_nheld--;
+		t = loop_now_ns();
 		if (c.h)
 			c.h->on_event(c.h, &c.ev);
 		else
 			cm_drop_request(&c);
-		if (loop_now_ns() - start > CM_REQUEST_BUDGET_NS)
+		if (ctx_note_step(ctx, CTX_STEP_REQUEST, t) - start > CM_REQUEST_BUDGET_NS)
 			break;
 	}
 }
@@ -234,6 +253,7 @@ static int ctx_process(struct ez_ctx *ctx);
  * batch half dispatched, a connection being finished), so it is refused. */
 int ez_ctx_process(struct ez_ctx *ctx)
 {
+	uint64_t t;
 	int n;
 
 	if (ctx_check_thread(ctx, "ez_ctx_process"))
@@ -244,7 +264,13 @@ int ez_ctx_process(struct ez_ctx *ctx)
 		return ezi_fail(-EBUSY, "ez_ctx_process: called from a callback of the same "
 				"context (already processing); return from the callback instead");
 	ctx->processing = 1;
+	t = loop_now_ns();
+	ctx->pass_start_ns = t;
 	n = ctx_process(ctx);
+	t = loop_now_ns() - t;
+	ctx->stats.passes++;
+	if (t > ctx->stats.max_pass_ns)
+		ctx->stats.max_pass_ns = t;
 	if (ctx->handoff_hook)
 		ctx->handoff_hook(ctx, CTX_HOOK_PASS);
 	ctx->processing = 0;

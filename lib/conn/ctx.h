@@ -30,6 +30,27 @@ struct cm_handler {
 	void (*on_event)(struct cm_handler *h, const struct cm_event *ev);
 };
 
+/* The costly steps of a loop pass, by kind: how many and the longest
+ * (read by tests/faults/liveness_pair.c and test_liveness; reset by
+ * zeroing), and the longest ez_ctx_process() pass. They say where a long
+ * loop gap went: a pass holds at most one costly step once 10 ms are
+ * spent on its kind (lib/loop/loop.h, ctx.c), so its longest step bounds
+ * it. */
+enum ctx_step {
+	CTX_STEP_POOL,		/* an accept's pool (conn.c's on_accept_step) */
+	CTX_STEP_QP,		/* an accept's QP, to RTS */
+	CTX_STEP_REPLY,		/* an accept's rdma_accept */
+	CTX_STEP_FINISH,	/* a connection's finish: QPs, pool, CM id */
+	CTX_STEP_EVENT,		/* a CM event of an existing id */
+	CTX_STEP_REQUEST,	/* a request handed to its listener (on_request, ez_accept) */
+	CTX_STEP_COUNT
+};
+
+struct ctx_pass_stats {
+	uint64_t n[CTX_STEP_COUNT], max_ns[CTX_STEP_COUNT];
+	uint64_t passes, max_pass_ns;
+};
+
 struct ez_ctx {
 	struct loop loop;	/* epoll set, timers, deferred work */
 	struct ev_loop *ev_loop;	/* NULL with EZ_CTX_NO_LOOP */
@@ -45,6 +66,9 @@ struct ez_ctx {
 	int cm_head, cm_nheld, cm_cap;
 	uint64_t cm_pass;		/* the loop pass the CM channel was last handled in */
 	struct loop_defer cm_more;
+	struct ctx_pass_stats stats;
+	uint64_t pass_start_ns;		/* when the current ez_ctx_process() pass began */
+	int naccepting;			/* accepts in their steps (CS_ACCEPT_*, conn.c) */
 	struct device_set devices;	/* opened on first use */
 	struct ez_conn *conns;		/* every live connection */
 	int nlisteners, nconns, npools, nmrs;
@@ -105,6 +129,17 @@ static inline void ctx_timer_start(struct ez_ctx *ctx, struct loop_timer *t, uin
 static inline void ctx_timer_stop(struct ez_ctx *ctx, struct loop_timer *t)
 {
 	loop_timer_stop(&ctx->loop, t);
+}
+
+/* A costly step of kind k took ns (from start_ns to now); now. */
+static inline uint64_t ctx_note_step(struct ez_ctx *ctx, enum ctx_step k, uint64_t start_ns)
+{
+	uint64_t now = loop_now_ns(), ns = now - start_ns;
+
+	ctx->stats.n[k]++;
+	if (ns > ctx->stats.max_ns[k])
+		ctx->stats.max_ns[k] = ns;
+	return now;
 }
 
 /* A listener's id is about to be destroyed: its requests still held by the

@@ -2,7 +2,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,8 @@
 #include <ev.h>
 
 #include "easyrdma.h"
+#include "pair.h"
+#include "conn/ctx.h"
 
 /*
  * VM a: the server (echoes everything). VM b: the client, which
@@ -30,113 +31,69 @@
  */
 /* The loop's longest gap: during the close of a vanished peer's connection
  * the loop's own work in it (its thread's CPU time) stays under 100 ms and
- * the gap under 1 s (the guest's vCPU is not always run: 268 ms gaps with
- * 0.2 ms of work were seen on a loaded host); before, the loop stood 50 s
- * in rdma_destroy_id(). During the storm, one accept costs up to ~0.2 s of
- * CPU in a TCG guest (rxe's QP, SRQ and MR creation), so the bound is the
- * issue's stall (passes of 3-4.5 s) not coming back. */
+ * the gap under 1 s (the guest's vCPU is not always run: 268-529 ms gaps
+ * with 0.2 ms of work were seen on a loaded host); before, the loop stood
+ * 50 s in rdma_destroy_id().
+ * During the storm the figures are printed: the longest gap and what the
+ * loop did in it, the longest iteration, the most CPU one spent outside
+ * ez_accept(), the longest accept, and the library's own count of its
+ * costly steps by kind with the longest of each (ctx->stats: an accept's
+ * pool, QP and reply steps, finishes, CM events, requests) and its longest
+ * pass. One ez_accept() was 7-190 ms in a loaded TCG guest when it made
+ * the pool, the QP and the reply in one call; the library now makes them
+ * a loop pass each (conn.c's on_accept_step), so a pass holds at most one
+ * such step once 10 ms of its kind are spent. The kernel's rxe and rdma_cm
+ * work for the storm runs on the same vCPU and is charged to the loop
+ * thread when it interrupts it (no IRQ_TIME_ACCOUNTING in the guest
+ * kernel): the CPU figures are an upper bound. */
 #define GAP_MAX_S 0.100
+#define LIB_PASS_MAX_S 2.0
 #define CLOSE_GAP_MAX_S 1.0
 #define STORM_GAP_MAX_S 2.0
+#define STORM_PASS_MAX_S 0.250
 #define CLOSE_MAX_S 0.5	/* documented: about 200 ms (ez_conn_close(3)) */
 #define STORM_PROCS 2
 #define STORM_TOTAL 100
 
-static struct ev_loop *loop;
 static struct ez_ctx *ctx;
-static const char *dir;
-static int failures;
-static double t0;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%7.3f %s: ", now_s() - t0, getenv("EZ_HOST"));
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			say("FAIL %s:%d: %s", __FILE__, __LINE__, #cond); \
-			say(__VA_ARGS__);                                 \
-			failures++;                                       \
-		}                                                         \
-	} while (0)
-
-static void put_file(const char *name, const char *text)
-{
-	char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (f) {
-		fputs(text, f);
-		fclose(f);
-	}
-}
-
-static int get_file(const char *name, char *buf, size_t len)
-{
-	char path[512];
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, len - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return n > 0;
-}
-
-static int has_file(const char *name)
-{
-	char buf[64];
-
-	return get_file(name, buf, sizeof(buf));
-}
-
-static void spin(double secs)
-{
-	double end = now_s() + secs;
-
-	while (now_s() < end)
-		ev_run(loop, EVRUN_ONCE);
-}
-
-/* Spins until the file exists or secs pass; whether it does. */
-static int wait_file(const char *name, double secs)
-{
-	double end = now_s() + secs;
-
-	while (!has_file(name) && now_s() < end)
-		spin(0.02);
-	return has_file(name);
-}
-
-/* The loop's longest gap: a 10 ms timer. */
+/* The loop's longest gap: a 10 ms timer. What the loop did in it is
+ * measured per loop iteration (from libev's check watcher, after the wait,
+ * to its prepare watcher, before the next): the time and the loop thread's
+ * CPU time spent in the callbacks (the context's pass and this program's
+ * callbacks), and the part of it inside ez_accept() (on_request). The
+ * library's own work in a pass is the iteration's CPU time less its
+ * accepts': CM events, teardowns, completions, timers. CPU time is the
+ * thread's as the guest kernel counts it, softirqs that interrupted it
+ * included (the guest kernel has no IRQ_TIME_ACCOUNTING): rxe's packet
+ * work for the storm lands there too, so it is an upper bound. */
 static ev_timer gap_timer;
-static double gap_last, gap_max, cpu_last, gap_cpu;
+static ev_check it_check;
+static ev_prepare it_prepare;
 
-/* The loop thread's CPU time in the longest gap: whether the loop was busy
- * (the library's work) or not running (the guest's vCPU, other processes). */
+struct window {
+	double t, cpu;			/* in the callbacks */
+	double acc_t, acc_cpu;		/* in ez_accept() */
+	int iterations, accepts;
+};
+
+static struct {
+	double last, cpu_last;		/* the gap timer's last run */
+	double max, max_cpu;		/* the longest gap and the thread's CPU time in it */
+	struct window cur, in_max;	/* since the last run; in the longest gap */
+	/* per iteration */
+	double it_t0, it_cpu0, it_acc_cpu;
+	int it_on, it_accepts;
+	double it_max, it_max_cpu;	/* the longest iteration */
+	double cpu_max;			/* the most CPU one iteration took */
+	double lib_max_cpu;		/* the most CPU an iteration spent outside ez_accept() */
+	int lib_max_accepts;		/* the accepts of that iteration */
+	double acc_max, acc_max_cpu;	/* the longest ez_accept() */
+	int it_max_accepts;		/* most accepts in one iteration */
+} gm;
+
+/* The loop thread's CPU time: whether the loop was busy (the library's
+ * work) or not running (the guest's vCPU, other processes). */
 static double thread_cpu_s(void)
 {
 	struct timespec ts;
@@ -147,24 +104,146 @@ static double thread_cpu_s(void)
 
 static void on_gap(struct ev_loop *l, ev_timer *w, int revents)
 {
-	double n = now_s(), c = thread_cpu_s();
+	double n = pair_now(), c = thread_cpu_s();
 
 	(void)l;
 	(void)w;
 	(void)revents;
-	if (gap_last && n - gap_last > gap_max) {
-		gap_max = n - gap_last;
-		gap_cpu = c - cpu_last;
+	if (gm.last && n - gm.last > gm.max) {
+		gm.max = n - gm.last;
+		gm.max_cpu = c - gm.cpu_last;
+		gm.in_max = gm.cur;
 	}
-	gap_last = n;
-	cpu_last = c;
+	memset(&gm.cur, 0, sizeof(gm.cur));
+	gm.last = n;
+	gm.cpu_last = c;
+}
+
+static void on_it_check(struct ev_loop *l, ev_check *w, int revents)
+{
+	(void)l;
+	(void)w;
+	(void)revents;
+	gm.it_t0 = pair_now();
+	gm.it_cpu0 = thread_cpu_s();
+	gm.it_acc_cpu = 0;
+	gm.it_accepts = 0;
+	gm.it_on = 1;
+}
+
+static void on_it_prepare(struct ev_loop *l, ev_prepare *w, int revents)
+{
+	double t, cpu;
+
+	(void)l;
+	(void)w;
+	(void)revents;
+	if (!gm.it_on)
+		return;
+	gm.it_on = 0;
+	t = pair_now() - gm.it_t0;
+	cpu = thread_cpu_s() - gm.it_cpu0;
+	gm.cur.t += t;
+	gm.cur.cpu += cpu;
+	gm.cur.iterations++;
+	if (cpu > gm.cpu_max)
+		gm.cpu_max = cpu;
+	if (t > gm.it_max) {
+		gm.it_max = t;
+		gm.it_max_cpu = cpu;
+	}
+	if (cpu - gm.it_acc_cpu > gm.lib_max_cpu) {
+		gm.lib_max_cpu = cpu - gm.it_acc_cpu;
+		gm.lib_max_accepts = gm.it_accepts;
+	}
+	if (gm.it_accepts > gm.it_max_accepts)
+		gm.it_max_accepts = gm.it_accepts;
+}
+
+/* ez_accept() measured (on_request). */
+static int timed_accept(struct ez_conn_req *req, const struct ez_conn_opts *o,
+			const struct ez_conn_cbs *c, void *arg, struct ez_conn **out)
+{
+	double t = pair_now(), cpu = thread_cpu_s();
+	int ret = ez_accept(req, o, c, arg, out);
+
+	t = pair_now() - t;
+	cpu = thread_cpu_s() - cpu;
+	gm.cur.acc_t += t;
+	gm.cur.acc_cpu += cpu;
+	gm.cur.accepts++;
+	gm.it_acc_cpu += cpu;
+	gm.it_accepts++;
+	if (t > gm.acc_max) {
+		gm.acc_max = t;
+		gm.acc_max_cpu = cpu;
+	}
+	return ret;
 }
 
 static void gap_reset(void)
 {
-	gap_last = 0;
-	gap_max = 0;
-	gap_cpu = 0;
+	memset(&gm, 0, sizeof(gm));
+	memset(&ctx->stats, 0, sizeof(ctx->stats));
+}
+
+/* What the loop did in the longest gap and per pass, printed: the
+ * library's own count of its costly steps by kind (ctx.h's ctx_pass_stats)
+ * says which one a long pass held. */
+static void gap_report(const char *what)
+{
+	static const char *const kinds[CTX_STEP_COUNT] = {
+		[CTX_STEP_POOL] = "accept pool", [CTX_STEP_QP] = "accept QP",
+		[CTX_STEP_REPLY] = "accept reply", [CTX_STEP_FINISH] = "finish",
+		[CTX_STEP_EVENT] = "CM event", [CTX_STEP_REQUEST] = "request",
+	};
+	const struct ctx_pass_stats *st = &ctx->stats;
+	char steps[512];
+	size_t off = 0;
+
+	for (int k = 0; k < CTX_STEP_COUNT; k++)
+		off += (size_t)snprintf(steps + off, sizeof(steps) - off, "%s%s %llu (longest %.1f ms)",
+					k ? ", " : "", kinds[k], (unsigned long long)st->n[k],
+					st->max_ns[k] / 1e6);
+	pair_say("%s: longest loop gap %.1f ms, the loop thread ran %.1f ms of it: %d iterations took "
+		 "%.1f ms (%.1f ms CPU), %d ez_accept() %.1f ms (%.1f ms CPU) of them",
+		 what, gm.max * 1e3, gm.max_cpu * 1e3, gm.in_max.iterations, gm.in_max.t * 1e3,
+		 gm.in_max.cpu * 1e3, gm.in_max.accepts, gm.in_max.acc_t * 1e3,
+		 gm.in_max.acc_cpu * 1e3);
+	pair_say("%s: per iteration: longest %.1f ms (%.1f ms CPU); the most CPU in one %.1f ms; "
+		 "the most CPU outside ez_accept() %.1f ms (in one with %d accepts); at most %d accepts in one; longest ez_accept() %.1f ms "
+		 "(%.1f ms CPU); the library: %llu passes, longest %.1f ms; steps: %s",
+		 what, gm.it_max * 1e3, gm.it_max_cpu * 1e3, gm.cpu_max * 1e3, gm.lib_max_cpu * 1e3,
+		 gm.lib_max_accepts,
+		 gm.it_max_accepts, gm.acc_max * 1e3, gm.acc_max_cpu * 1e3,
+		 (unsigned long long)st->passes, st->max_pass_ns / 1e6, steps);
+}
+
+/* The rendezvous files are on 9p, which in a loaded TCG guest takes up to
+ * a second a look (charged to the thread): that is this program's own
+ * stall, not the library's, so a look during the storm is left out of the
+ * gaps measured (the interval it falls in is not counted; its time is
+ * printed). */
+static double *echo_side;	/* E's last echo, on b */
+static double own_9p_s, own_9p_max_s;
+
+static int has_unmeasured(const char *name)
+{
+	double t = pair_now(), cpu = thread_cpu_s();
+	int r = pair_has(name);
+
+	t = pair_now() - t;
+	cpu = thread_cpu_s() - cpu;
+	own_9p_s += t;
+	if (t > own_9p_max_s)
+		own_9p_max_s = t;
+	gm.last = 0;
+	/* The iteration under way (its callbacks ran) keeps its own time. */
+	gm.it_t0 += t;
+	gm.it_cpu0 += cpu;
+	if (echo_side)
+		*echo_side = 0;
+	return r;
 }
 
 struct side {
@@ -187,7 +266,7 @@ static void on_connect(struct ez_conn *conn, int status, void *arg)
 	s->connected = 1;
 	s->connect_status = status;
 	if (status)
-		say("%s: on_connect(%d) %s", s->name, status, ez_conn_errmsg(conn));
+		pair_say("%s: on_connect(%d) %s", s->name, status, ez_conn_errmsg(conn));
 	if (status && !strcmp(s->name, "a/storm")) {
 		ez_conn_close(conn);
 		s->conn = NULL;
@@ -200,7 +279,7 @@ static void on_connect(struct ez_conn *conn, int status, void *arg)
 static void on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 {
 	struct side *s = arg;
-	double n = now_s();
+	double n = pair_now();
 
 	if (s->ping) {
 		if (s->measuring && s->last && n - s->last > s->max_gap)
@@ -224,7 +303,7 @@ static void on_disconnect(struct ez_conn *conn, int status, void *arg)
 
 	s->ended = 1;
 	s->end_status = status;
-	s->t_end = now_s();
+	s->t_end = pair_now();
 	snprintf(s->msg, sizeof(s->msg), "%s", ez_conn_errmsg(conn));
 	/* The server lets the storm's connections go at once. */
 	if (s->name && !strcmp(s->name, "a/storm")) {
@@ -267,12 +346,12 @@ static int storm_main(const char *port)
 	struct st_conn c[STORM_TOTAL] = { { 0 } };
 	struct ez_conn_opts o = { .send_depth = 2, .recv_depth = 2, .max_msg_size = 64,
 				  .connect_timeout_ms = 30000 };
-	double end = now_s() + 200;
+	double end = pair_now() + 200;
 
-	loop = ev_default_loop(0);
-	if (ez_ctx_new(loop, 0, &ctx))
+	pair_loop = ev_default_loop(0);
+	if (ez_ctx_new(pair_loop, 0, &ctx))
 		return 2;
-	while (ended < total && now_s() < end) {
+	while (ended < total && pair_now() < end) {
 		while (started < total && started - ended < burst) {
 			if (ez_connect(ctx, getenv("EZ_PEER_ADDR"), port, &o, &st_cbs, &c[started],
 				       &c[started].conn)) {
@@ -281,7 +360,7 @@ static int storm_main(const char *port)
 			}
 			started++;
 		}
-		ev_run(loop, EVRUN_ONCE);
+		ev_run(pair_loop, EVRUN_ONCE);
 		for (i = 0; i < started; i++) {
 			if (c[i].done == 1) {
 				c[i].done = 2;
@@ -291,16 +370,16 @@ static int storm_main(const char *port)
 			}
 		}
 	}
-	end = now_s() + 2;
-	while (now_s() < end) {
-		ev_run(loop, EVRUN_NOWAIT);
+	end = pair_now() + 2;
+	while (pair_now() < end) {
+		ev_run(pair_loop, EVRUN_NOWAIT);
 		usleep(1000);
 	}
-	say("storm process %d: %d connects, %d up", (int)getpid(), ended, ok);
-	end = now_s();
+	pair_say("storm process %d: %d connects, %d up", (int)getpid(), ended, ok);
+	end = pair_now();
 	if (ez_ctx_free(ctx))
-		say("storm: ez_ctx_free: %s", ez_errmsg());
-	say("storm process %d: ez_ctx_free took %.2f s", (int)getpid(), now_s() - end);
+		pair_say("storm: ez_ctx_free: %s", ez_errmsg());
+	pair_say("storm process %d: ez_ctx_free took %.2f s", (int)getpid(), pair_now() - end);
 	/* Done: said in a file, as the process's exit has been seen to take
 	 * minutes in the guest after this point (rxe's teardown of the
 	 * process's verbs objects; see the report of issue 20). */
@@ -309,7 +388,7 @@ static int storm_main(const char *port)
 
 		snprintf(name, sizeof(name), "storm-%s-%s", getenv("EZ_STORM_INDEX"),
 			 ended == total && ok == total ? "ok" : "failed");
-		put_file(name, "1");
+		pair_put(name, "1");
 	}
 	return ended == total && ok == total ? 0 : 1;
 }
@@ -334,9 +413,9 @@ static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg
 		return;
 	}
 	s->name = len && d[0] == 'V' ? "a/V" : len && d[0] == 'E' ? "a/E" : "a/storm";
-	if (ez_accept(req, &o, &cbs, s, &s->conn)) {
-		say("ez_accept: %s", ez_errmsg());
-		failures++;
+	if (timed_accept(req, &o, &cbs, s, &s->conn)) {
+		pair_say("ez_accept: %s", ez_errmsg());
+		pair_failures++;
 		return;
 	}
 	if (len && d[0] == 'V')
@@ -352,62 +431,81 @@ static int server(void)
 	int i, up = 0;
 
 	if (ez_listen(ctx, getenv("EZ_TEST_ADDR"), "0", NULL, on_request, NULL, &l)) {
-		say("ez_listen: %s", ez_errmsg());
+		pair_say("ez_listen: %s", ez_errmsg());
 		return 1;
 	}
 	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
-	put_file("port", port);
-	if (!wait_file("storm-start", 120)) {
-		say("no storm-start from b");
+	pair_put("port", port);
+	if (!pair_wait("storm-start", 120)) {
+		pair_say("no storm-start from b");
 		return 1;
 	}
 	gap_reset();
-	wait_file("storm-end", 240);
-	storm_gap = gap_max;
+	{
+		double end = pair_now() + 240;
+
+		while (!has_unmeasured("storm-end") && pair_now() < end)
+			pair_spin(0.1);
+	}
+	storm_gap = gm.max;
 	for (i = 0; i < naccepted; i++)
 		up += acc[i].connected && !acc[i].connect_status;
-	say("storm: %d connections accepted, %d up; longest loop gap %.1f ms (the loop thread ran %.1f ms of it)",
-	    naccepted, up, storm_gap * 1e3, gap_cpu * 1e3);
-	CHECK(storm_gap < STORM_GAP_MAX_S, "loop gap %.1f ms during the storm", storm_gap * 1e3);
+	pair_say("storm: %d connections accepted, %d up; this program's own looks at its 9p files "
+		 "took %.1f ms (the longest %.1f ms), left out of the gaps", naccepted, up,
+		 own_9p_s * 1e3, own_9p_max_s * 1e3);
+	gap_report("storm");
+	/* The library's own work: a pass holds one costly step. Asserted on
+	 * the loop thread's CPU in its longest iteration (an upper bound: the
+	 * guest charges rxe's softirqs to it); the passes' wall-clock figures
+	 * (ctx->stats) also hold the time the host did not run the guest's
+	 * vCPU (a 163 ms rdma_accept, a MAD write, was seen on a loaded host),
+	 * so they are printed, not judged. */
+	PAIR_CHECK(gm.cpu_max < STORM_PASS_MAX_S,
+		   "the loop thread's most CPU in one iteration %.1f ms during the storm",
+		   gm.cpu_max * 1e3);
+	PAIR_CHECK(storm_gap < STORM_GAP_MAX_S, "loop gap %.1f ms during the storm", storm_gap * 1e3);
+	PAIR_CHECK(gm.lib_max_cpu < LIB_PASS_MAX_S,
+		   "a pass's CPU time outside ez_accept() %.1f ms during the storm", gm.lib_max_cpu * 1e3);
 	snprintf(buf, sizeof(buf), "%.1f", storm_gap * 1e3);
-	put_file("storm-gap", buf);
+	pair_put("storm-gap", buf);
 
 	/* The peer host vanishes; V is idle, so nothing has told us. */
-	if (!wait_file("down", 60) || !vconn) {
-		say("no link-down from b (V %p)", (void *)vconn);
+	if (!pair_wait("down", 60) || !vconn) {
+		pair_say("no link-down from b (V %p)", (void *)vconn);
 		return 1;
 	}
-	spin(0.3);
-	CHECK(vconn->connected && !vconn->ended, "a/V ended before the close: %d %s",
+	pair_spin(0.3);
+	PAIR_CHECK(vconn->connected && !vconn->ended, "a/V ended before the close: %d %s",
 	      vconn->end_status, vconn->msg);
 	gap_reset();
-	t_close = now_s();
+	t_close = pair_now();
 	ez_conn_close(vconn->conn);
-	t = now_s() - t_close;
-	while (!vconn->ended && now_s() - t_close < 60)
-		spin(0.01);
-	spin(2.0);
-	close_gap = gap_max;
-	say("vanished peer: ez_conn_close() returned in %.2f ms, on_disconnect(%d, \"%s\") %.1f ms after it; "
+	t = pair_now() - t_close;
+	while (!vconn->ended && pair_now() - t_close < 60)
+		pair_spin(0.01);
+	pair_spin(2.0);
+	close_gap = gm.max;
+	pair_say("vanished peer: ez_conn_close() returned in %.2f ms, on_disconnect(%d, \"%s\") %.1f ms after it; "
 	    "longest loop gap %.1f ms (the loop thread ran %.1f ms of it) over the next %.1f s",
 	    t * 1e3, vconn->end_status, vconn->msg, (vconn->t_end - t_close) * 1e3, close_gap * 1e3,
-	    gap_cpu * 1e3, now_s() - t_close);
-	CHECK(t < 0.01, "ez_conn_close took %.1f ms", t * 1e3);
-	CHECK(vconn->ended && vconn->t_end - t_close < CLOSE_MAX_S,
+	    gm.max_cpu * 1e3, pair_now() - t_close);
+	gap_report("vanished peer");
+	PAIR_CHECK(t < 0.01, "ez_conn_close took %.1f ms", t * 1e3);
+	PAIR_CHECK(vconn->ended && vconn->t_end - t_close < CLOSE_MAX_S,
 	      "on_disconnect %.1f ms after the close", (vconn->t_end - t_close) * 1e3);
-	CHECK(close_gap < CLOSE_GAP_MAX_S && gap_cpu < GAP_MAX_S,
+	PAIR_CHECK(close_gap < CLOSE_GAP_MAX_S && gm.max_cpu < GAP_MAX_S,
 	      "loop gap %.1f ms after the close (its thread ran %.1f ms of it)", close_gap * 1e3,
-	      gap_cpu * 1e3);
+	      gm.max_cpu * 1e3);
 	vconn = NULL;	/* freed by its final callback */
-	put_file("closed", "1");
-	wait_file("done", 60);
+	pair_put("closed", "1");
+	pair_wait("done", 60);
 	ez_listener_close(l);
 	for (i = 0; i < naccepted; i++)
 		if (acc[i].conn && strcmp(acc[i].name, "a/V"))
 			ez_conn_close(acc[i].conn);
-	spin(0.5);
-	put_file("server-done", "1");
-	return failures != 0;
+	pair_spin(0.5);
+	pair_put("server-done", "1");
+	return pair_failures != 0;
 }
 
 /* ---- b: the client ----------------------------------------------------- */
@@ -445,7 +543,7 @@ static int client(void)
 	uint64_t e0;
 	int i, running, status;
 
-	if (!wait_file("port", 60) || !get_file("port", port, sizeof(port)))
+	if (!pair_wait("port", 60) || !pair_get("port", port, sizeof(port)))
 		return 1;
 	eo.private_data = "E";
 	eo.private_data_len = 1;
@@ -453,93 +551,97 @@ static int client(void)
 	vo.private_data_len = 1;
 	if (ez_connect(ctx, getenv("EZ_PEER_ADDR"), port, &eo, &cbs, &E, &E.conn) ||
 	    ez_connect(ctx, getenv("EZ_PEER_ADDR"), port, &vo, &cbs, &V, &V.conn)) {
-		say("ez_connect: %s", ez_errmsg());
+		pair_say("ez_connect: %s", ez_errmsg());
 		return 1;
 	}
-	t = now_s();
-	while ((!E.connected || !V.connected) && now_s() - t < 30)
-		spin(0.02);
-	CHECK(!E.connect_status && !V.connect_status && E.connected && V.connected,
+	t = pair_now();
+	while ((!E.connected || !V.connected) && pair_now() - t < 30)
+		pair_spin(0.02);
+	PAIR_CHECK(!E.connect_status && !V.connect_status && E.connected && V.connected,
 	      "connects: E %d, V %d", E.connect_status, V.connect_status);
-	spin(0.5);
+	pair_spin(0.5);
 	E.measuring = 1;
 	e0 = E.echoes;
-	t = now_s();
-	spin(1.0);
+	t = pair_now();
+	pair_spin(1.0);
 	quiet_gap = E.max_gap;
-	say("quiet: %.0f round trips/s, longest echo gap %.1f ms", (E.echoes - e0) / (now_s() - t),
+	pair_say("quiet: %.0f round trips/s, longest echo gap %.1f ms", (E.echoes - e0) / (pair_now() - t),
 	    quiet_gap * 1e3);
 	E.max_gap = 0;
 	E.last = 0;
 
-	put_file("storm-start", "1");
+	pair_put("storm-start", "1");
 	for (i = 0; i < STORM_PROCS; i++)
 		pids[i] = storm_start(port, i);
 	e0 = E.echoes;
-	t = now_s();
+	t = pair_now();
 	running = STORM_PROCS;
-	while (running && now_s() - t < 120) {
-		spin(0.02);
+	echo_side = &E.last;
+	while (running && pair_now() - t < 120) {
+		pair_spin(0.1);
 		running = 0;
 		for (i = 0; i < STORM_PROCS; i++) {
 			char name[32];
 
 			snprintf(name, sizeof(name), "storm-%d-ok", i);
-			if (has_file(name))
+			if (has_unmeasured(name))
 				continue;
 			snprintf(name, sizeof(name), "storm-%d-failed", i);
-			CHECK(!has_file(name), "storm process %d: not every connect came up", i);
+			PAIR_CHECK(!has_unmeasured(name), "storm process %d: not every connect came up", i);
 			if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-				CHECK(0, "storm process %d ended (status 0x%x) before its report", i,
+				PAIR_CHECK(0, "storm process %d ended (status 0x%x) before its report", i,
 				      status);
 				pids[i] = 0;
 				continue;
 			}
-			running += !has_file(name);
+			running += !has_unmeasured(name);
 		}
 	}
-	storm_rate = (E.echoes - e0) / (now_s() - t);
-	put_file("storm-end", "1");
-	wait_file("storm-gap", 30);
-	get_file("storm-gap", buf, sizeof(buf));
-	say("storm: %d processes x %d connects (8 at a time) in %.1f s; meanwhile E: %.0f round trips/s, "
+	echo_side = NULL;
+	storm_rate = (E.echoes - e0) / (pair_now() - t);
+	pair_put("storm-end", "1");
+	pair_wait("storm-gap", 30);
+	pair_get("storm-gap", buf, sizeof(buf));
+	pair_say("storm: %d processes x %d connects (8 at a time) in %.1f s; meanwhile E: %.0f round trips/s, "
 	    "longest echo gap %.1f ms; a's longest loop gap %s ms",
-	    STORM_PROCS, STORM_TOTAL, now_s() - t, storm_rate, E.max_gap * 1e3, buf);
-	CHECK(!running, "%d storm processes did not report", running);
-	CHECK(E.max_gap < STORM_GAP_MAX_S, "echo gap %.1f ms during the storm", E.max_gap * 1e3);
-	CHECK(E.connected && !E.ended, "E ended during the storm: %d %s", E.end_status, E.msg);
+	    STORM_PROCS, STORM_TOTAL, pair_now() - t, storm_rate, E.max_gap * 1e3, buf);
+	pair_say("storm: b's own looks at its 9p files took %.1f ms (the longest %.1f ms), left out "
+		 "of the echo gap", own_9p_s * 1e3, own_9p_max_s * 1e3);
+	PAIR_CHECK(!running, "%d storm processes did not report", running);
+	PAIR_CHECK(E.max_gap < STORM_GAP_MAX_S, "echo gap %.1f ms during the storm", E.max_gap * 1e3);
+	PAIR_CHECK(E.connected && !E.ended, "E ended during the storm: %d %s", E.end_status, E.msg);
 	ez_conn_close(E.conn);
-	spin(0.5);
+	pair_spin(0.5);
 
-	say("ip link set eth0 down (the host vanishes for a)");
+	pair_say("ip link set eth0 down (the host vanishes for a)");
 	if (system("ip link set eth0 down"))
-		failures++;
-	put_file("down", "1");
-	CHECK(wait_file("closed", 90), "a did not report its close");
+		pair_failures++;
+	pair_put("down", "1");
+	PAIR_CHECK(pair_wait("closed", 90), "a did not report its close");
 	if (system("ip link set eth0 up"))
-		failures++;
-	say("ip link set eth0 up; V: ended %d (%d, %s)", V.ended, V.end_status, V.msg);
-	put_file("up", "1");
+		pair_failures++;
+	pair_say("ip link set eth0 up; V: ended %d (%d, %s)", V.ended, V.end_status, V.msg);
+	pair_put("up", "1");
 	/* b's V ended with the port; its parked CM id goes once the port is up. */
-	spin(3.0);
+	pair_spin(3.0);
 	ez_conn_close(V.conn);
-	spin(0.5);
+	pair_spin(0.5);
 	/* The storm processes reported; their exit is noted, not judged. */
 	for (i = 0; i < STORM_PROCS; i++) {
 		if (pids[i] <= 0)
 			continue;
 		if (waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-			say("storm process %d exited (status 0x%x)", i, status);
+			pair_say("storm process %d exited (status 0x%x)", i, status);
 			continue;
 		}
-		say("NOTE: storm process %d reported but has not exited %.0f s after the storm began: killed", i,
-		    now_s() - t);
+		pair_say("NOTE: storm process %d reported but has not exited %.0f s after the storm began: killed", i,
+		    pair_now() - t);
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], &status, 0);
 	}
-	put_file("done", "1");
-	wait_file("server-done", 30);
-	return failures != 0;
+	pair_put("done", "1");
+	pair_wait("server-done", 30);
+	return pair_failures != 0;
 }
 
 int main(void)
@@ -549,29 +651,37 @@ int main(void)
 	double t;
 	int ret;
 
-	t0 = now_s();
-	dir = getenv("EZ_PAIR_DIR");
-	if (storm)
-		return storm_main(storm);
-	if (!dir || !host || !getenv("EZ_TEST_ADDR") || !getenv("EZ_PEER_ADDR")) {
+	if (pair_init() && !storm) {
 		fprintf(stderr, "liveness_pair: run me under `testbed pair` (see liveness-pair.sh)\n");
 		return 2;
 	}
-	loop = ev_default_loop(0);
-	if (ez_ctx_new(loop, 0, &ctx)) {
-		say("ez_ctx_new: %s", ez_errmsg());
+	if (storm)
+		return storm_main(storm);
+	if (!host || !getenv("EZ_TEST_ADDR") || !getenv("EZ_PEER_ADDR")) {
+		fprintf(stderr, "liveness_pair: run me under `testbed pair` (see liveness-pair.sh)\n");
+		return 2;
+	}
+	pair_loop = ev_default_loop(0);
+	if (ez_ctx_new(pair_loop, 0, &ctx)) {
+		pair_say("ez_ctx_new: %s", ez_errmsg());
 		return 1;
 	}
 	ev_timer_init(&gap_timer, on_gap, 0.01, 0.01);
-	ev_timer_start(loop, &gap_timer);
+	ev_timer_start(pair_loop, &gap_timer);
+	ev_check_init(&it_check, on_it_check);
+	ev_check_start(pair_loop, &it_check);
+	ev_prepare_init(&it_prepare, on_it_prepare);
+	ev_prepare_start(pair_loop, &it_prepare);
 	ret = strcmp(host, "a") == 0 ? server() : client();
-	ev_timer_stop(loop, &gap_timer);
-	t = now_s();
+	ev_timer_stop(pair_loop, &gap_timer);
+	ev_check_stop(pair_loop, &it_check);
+	ev_prepare_stop(pair_loop, &it_prepare);
+	t = pair_now();
 	if (ez_ctx_free(ctx)) {
-		say("ez_ctx_free: %s", ez_errmsg());
+		pair_say("ez_ctx_free: %s", ez_errmsg());
 		ret = 1;
 	}
-	say("ez_ctx_free took %.2f s (the reaper's CM ids); %s (%d failed checks)", now_s() - t,
-	    ret ? "FAILED" : "passed", failures);
+	pair_say("ez_ctx_free took %.2f s (the reaper's CM ids); %s (%d failed checks)", pair_now() - t,
+	    ret ? "FAILED" : "passed", pair_failures);
 	return ret;
 }

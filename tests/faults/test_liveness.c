@@ -168,6 +168,11 @@ START_TEST(churn_lanes)
 				l->t = t;
 				break;
 			case XFER:
+				/* The server ending the connection (its deadline,
+				 * its resources) is a failure with its cause. */
+				ck_assert_msg(!l->e.disconnected, "lane %d: disconnected before its 3 echoes "
+					      "(%d received): %d %s", i, l->e.received,
+					      l->e.disconnect_status, l->e.disconnect_msg);
 				if (l->e.received < 3)
 					break;
 				ep_close(&l->e);
@@ -210,6 +215,18 @@ START_TEST(churn_lanes)
 	       lanes, secs, cycles, cycles / (t_last - t0), attempts, refused, refused ? ": " : "",
 	       refusal, max_alive, max_live, max_excess, max_cq, alive(b.ctx), cq_reserved(b.ctx),
 	       (now_s() - t_last) * 1e3, g.max * 1e3, g.max_cpu * 1e3);
+	/* The library's own: each context's longest pass and its longest
+	 * costly steps (ctx.h's ctx_pass_stats), against the gap above, which
+	 * also holds the other context's pass, this loop's lanes and the
+	 * guest kernel's rxe work charged to the thread. */
+	printf("churn: the server's longest pass %.1f ms (accept pool %.1f, QP %.1f, reply %.1f, "
+	       "finish %.1f, CM event %.1f ms at most), the clients' %.1f ms (finish %.1f, CM event "
+	       "%.1f ms at most)\n",
+	       b.ctx->stats.max_pass_ns / 1e6, b.ctx->stats.max_ns[CTX_STEP_POOL] / 1e6,
+	       b.ctx->stats.max_ns[CTX_STEP_QP] / 1e6, b.ctx->stats.max_ns[CTX_STEP_REPLY] / 1e6,
+	       b.ctx->stats.max_ns[CTX_STEP_FINISH] / 1e6, b.ctx->stats.max_ns[CTX_STEP_EVENT] / 1e6,
+	       cb.ctx->stats.max_pass_ns / 1e6, cb.ctx->stats.max_ns[CTX_STEP_FINISH] / 1e6,
+	       cb.ctx->stats.max_ns[CTX_STEP_EVENT] / 1e6);
 	fflush(stdout);
 	ck_assert_msg(refused == 0, "%d of %d connects refused, the first: %s", refused, attempts,
 		      refusal);
@@ -295,13 +312,18 @@ struct st_conn {
 	int done, status;
 };
 
+/* The first failed connect's cause, printed by the storm process. */
+static char st_first_failure[300];
+
 static void st_connect(struct ez_conn *conn, int status, void *arg)
 {
 	struct st_conn *c = arg;
 
-	(void)conn;
 	c->done = 1;
 	c->status = status;
+	if (status && !st_first_failure[0])
+		snprintf(st_first_failure, sizeof(st_first_failure), "; the first failure: %d %s",
+			 status, ez_conn_errmsg(conn));
 }
 
 static void st_disconnect(struct ez_conn *conn, int status, void *arg)
@@ -355,8 +377,8 @@ static int storm_main(const char *spec)
 	end = now_s();
 	if (ez_ctx_free(ctx))
 		fprintf(stderr, "storm: ez_ctx_free: %s\n", ez_errmsg());
-	printf("storm process %d: %d connects, %d up; ez_ctx_free took %.2f s\n", (int)getpid(),
-	       ended, ok, now_s() - end);
+	printf("storm process %d: %d connects, %d up%s; ez_ctx_free took %.2f s\n", (int)getpid(),
+	       ended, ok, st_first_failure, now_s() - end);
 	fflush(stdout);
 	free(c);
 	return ended == total ? 0 : 1;
