@@ -67,7 +67,6 @@ struct ez_ctx {
 	uint64_t cm_pass;		/* the loop pass the CM channel was last handled in */
 	struct loop_defer cm_more;
 	struct ctx_pass_stats stats;
-	uint64_t pass_start_ns;		/* when the current ez_ctx_process() pass began */
 	int naccepting;			/* accepts in their steps (CS_ACCEPT_*, conn.c) */
 	struct device_set devices;	/* opened on first use */
 	struct ez_conn *conns;		/* every live connection */
