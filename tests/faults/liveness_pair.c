@@ -20,7 +20,8 @@
  *  1. opens E (ping-pong: each echo sends the next) and V (idle);
  *  2. runs a storm: STORM_PROCS processes each opening STORM_TOTAL
  *     connections 8 at a time and closing each once up; E's echo gap is
- *     measured on b, a's loop gap on a;
+ *     measured on b, a's loop gap on a, both under STORM_GAP_MAX_S (a
+ *     second storm when the first was over it);
  *  3. closes E, takes its eth0 down (the host vanishes for a), and a calls
  *     ez_conn_close(V): a's loop must not stall (rdma_destroy_id() of V's id
  *     waits for the DREP of its DREQ, which nobody sends: ~50 s on rxe,
@@ -49,7 +50,16 @@
 #define GAP_MAX_S 0.100
 #define LIB_PASS_MAX_S 2.0
 #define CLOSE_GAP_MAX_S 1.0
-#define STORM_GAP_MAX_S 2.0
+/* The storm's loop gap on a and echo gap on b, wall clock, and the loop
+ * thread's most CPU in one iteration: the gaps hold the time the host did
+ * not run a guest's vCPU (two TCG guests on two host cores beside the
+ * host's own work: a 301 ms gap with 0.3 ms of the loop's CPU in it was
+ * seen), and the CPU the guest's own stalls (one QP step of 443 ms CPU
+ * once, in a storm whose other 199 took at most 14 ms). So a storm over a
+ * bound is run again, up to STORM_ROUNDS in all, and the last must hold
+ * them; every round is printed. A library that stalls fails every round. */
+#define STORM_GAP_MAX_S 0.100
+#define STORM_ROUNDS 3
 #define STORM_PASS_MAX_S 0.250
 #define CLOSE_MAX_S 0.5	/* documented: about 200 ms (ez_conn_close(3)) */
 #define STORM_PROCS 2
@@ -237,12 +247,19 @@ static int has_unmeasured(const char *name)
 	own_9p_s += t;
 	if (t > own_9p_max_s)
 		own_9p_max_s = t;
-	gm.last = 0;
-	/* The iteration under way (its callbacks ran) keeps its own time. */
+	/* The look's own time is taken out of the interval it falls in, and
+	 * only that: the interval before it still counts (zeroing the gap's
+	 * start instead lost every stall that ended just before a look, as
+	 * pair_spin() returns after the iteration that stalled). The
+	 * iteration under way (its callbacks ran) keeps its own time. */
+	if (gm.last) {
+		gm.last += t;
+		gm.cpu_last += cpu;
+	}
 	gm.it_t0 += t;
 	gm.it_cpu0 += cpu;
-	if (echo_side)
-		*echo_side = 0;
+	if (echo_side && *echo_side)
+		*echo_side += t;
 	return r;
 }
 
@@ -395,7 +412,7 @@ static int storm_main(const char *port)
 
 /* ---- a: the server ----------------------------------------------------- */
 
-static struct side acc[STORM_PROCS * STORM_TOTAL + 16];
+static struct side acc[STORM_ROUNDS * STORM_PROCS * STORM_TOTAL + 16];
 static int naccepted;
 static struct side *vconn;
 
@@ -423,12 +440,65 @@ static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg
 	naccepted++;
 }
 
+/* One storm of b's (round: its number): the loop's gap measured, then b
+ * says whether another follows (1), or not (0); -1 when b did not. */
+static int server_storm(int round)
+{
+	char name[32], buf[64];
+	double storm_gap;
+	int i, up = 0, first = naccepted, last = round == STORM_ROUNDS - 1;
+
+	snprintf(name, sizeof(name), "storm-start-%d", round);
+	if (!pair_wait(name, 120)) {
+		pair_say("no %s from b", name);
+		return -1;
+	}
+	gap_reset();
+	own_9p_s = own_9p_max_s = 0;
+	snprintf(name, sizeof(name), "storm-end-%d", round);
+	{
+		double end = pair_now() + 240;
+
+		while (!has_unmeasured(name) && pair_now() < end)
+			pair_spin(0.1);
+	}
+	storm_gap = gm.max;
+	for (i = first; i < naccepted; i++)
+		up += acc[i].connected && !acc[i].connect_status;
+	pair_say("storm %d: %d connections accepted, %d up; this program's own looks at its 9p files "
+		 "took %.1f ms (the longest %.1f ms), left out of the gaps", round, naccepted - first, up,
+		 own_9p_s * 1e3, own_9p_max_s * 1e3);
+	gap_report("storm");
+	/* The library's own work: a pass holds one costly step. Judged on
+	 * the loop thread's CPU in its longest iteration (an upper bound: the
+	 * guest charges rxe's softirqs to it) and on the wall-clock gap, in
+	 * the last round (b asks for another while one is over its bound). */
+	PAIR_CHECK(gm.lib_max_cpu < LIB_PASS_MAX_S,
+		   "a pass's CPU time outside ez_accept() %.1f ms during the storm", gm.lib_max_cpu * 1e3);
+	if (last) {
+		PAIR_CHECK(gm.cpu_max < STORM_PASS_MAX_S,
+			   "the loop thread's most CPU in one iteration %.1f ms during the storm (round %d)",
+			   gm.cpu_max * 1e3, round);
+		PAIR_CHECK(storm_gap < STORM_GAP_MAX_S, "loop gap %.1f ms during the storm (round %d)",
+			   storm_gap * 1e3, round);
+	}
+	snprintf(buf, sizeof(buf), "%.1f %.1f", storm_gap * 1e3, gm.cpu_max * 1e3);
+	snprintf(name, sizeof(name), "storm-gap-%d", round);
+	pair_put(name, buf);
+	snprintf(name, sizeof(name), "storm-again-%d", round);
+	if (!pair_wait(name, 60) || !pair_get(name, buf, sizeof(buf))) {
+		pair_say("no %s from b", name);
+		return -1;
+	}
+	return !last && buf[0] == '1';
+}
+
 static int server(void)
 {
 	struct ez_listener *l;
-	char port[16], buf[64];
-	double t_close, t, storm_gap, close_gap;
-	int i, up = 0;
+	char port[16];
+	double t_close, t, close_gap;
+	int i, round;
 
 	if (ez_listen(ctx, getenv("EZ_TEST_ADDR"), "0", NULL, on_request, NULL, &l)) {
 		pair_say("ez_listen: %s", ez_errmsg());
@@ -436,38 +506,14 @@ static int server(void)
 	}
 	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
 	pair_put("port", port);
-	if (!pair_wait("storm-start", 120)) {
-		pair_say("no storm-start from b");
-		return 1;
-	}
-	gap_reset();
-	{
-		double end = pair_now() + 240;
+	for (round = 0;; round++) {
+		int again = server_storm(round);
 
-		while (!has_unmeasured("storm-end") && pair_now() < end)
-			pair_spin(0.1);
+		if (again < 0)
+			return 1;
+		if (!again)
+			break;
 	}
-	storm_gap = gm.max;
-	for (i = 0; i < naccepted; i++)
-		up += acc[i].connected && !acc[i].connect_status;
-	pair_say("storm: %d connections accepted, %d up; this program's own looks at its 9p files "
-		 "took %.1f ms (the longest %.1f ms), left out of the gaps", naccepted, up,
-		 own_9p_s * 1e3, own_9p_max_s * 1e3);
-	gap_report("storm");
-	/* The library's own work: a pass holds one costly step. Asserted on
-	 * the loop thread's CPU in its longest iteration (an upper bound: the
-	 * guest charges rxe's softirqs to it); the passes' wall-clock figures
-	 * (ctx->stats) also hold the time the host did not run the guest's
-	 * vCPU (a 163 ms rdma_accept, a MAD write, was seen on a loaded host),
-	 * so they are printed, not judged. */
-	PAIR_CHECK(gm.cpu_max < STORM_PASS_MAX_S,
-		   "the loop thread's most CPU in one iteration %.1f ms during the storm",
-		   gm.cpu_max * 1e3);
-	PAIR_CHECK(storm_gap < STORM_GAP_MAX_S, "loop gap %.1f ms during the storm", storm_gap * 1e3);
-	PAIR_CHECK(gm.lib_max_cpu < LIB_PASS_MAX_S,
-		   "a pass's CPU time outside ez_accept() %.1f ms during the storm", gm.lib_max_cpu * 1e3);
-	snprintf(buf, sizeof(buf), "%.1f", storm_gap * 1e3);
-	pair_put("storm-gap", buf);
 
 	/* The peer host vanishes; V is idle, so nothing has told us. */
 	if (!pair_wait("down", 60) || !vconn) {
@@ -533,15 +579,92 @@ static pid_t storm_start(const char *port, int index)
 	return pid;
 }
 
+/* One storm (round: its number) while E echoes: 1 when its gaps (E's echo
+ * gap here, a's loop gap there) were over STORM_GAP_MAX_S and another
+ * round follows, 0 when not (checked in the last round), -1 when a did
+ * not answer. */
+static int client_storm(struct side *E, const char *port, int round, pid_t *pids)
+{
+	char name[32], buf[64];
+	double t, storm_rate, a_gap, a_cpu;
+	uint64_t e0;
+	int i, running, status, last = round == STORM_ROUNDS - 1, again;
+
+	E->max_gap = 0;
+	E->last = 0;
+	own_9p_s = own_9p_max_s = 0;
+	snprintf(name, sizeof(name), "storm-start-%d", round);
+	pair_put(name, "1");
+	for (i = 0; i < STORM_PROCS; i++)
+		pids[i] = storm_start(port, round * STORM_PROCS + i);
+	e0 = E->echoes;
+	t = pair_now();
+	running = STORM_PROCS;
+	echo_side = &E->last;
+	while (running && pair_now() - t < 120) {
+		pair_spin(0.1);
+		running = 0;
+		for (i = 0; i < STORM_PROCS; i++) {
+			int ix = round * STORM_PROCS + i;
+
+			snprintf(name, sizeof(name), "storm-%d-ok", ix);
+			if (has_unmeasured(name))
+				continue;
+			snprintf(name, sizeof(name), "storm-%d-failed", ix);
+			PAIR_CHECK(!has_unmeasured(name), "storm process %d: not every connect came up", ix);
+			if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+				PAIR_CHECK(0, "storm process %d ended (status 0x%x) before its report", ix,
+				      status);
+				pids[i] = 0;
+				continue;
+			}
+			running += !has_unmeasured(name);
+		}
+	}
+	echo_side = NULL;
+	storm_rate = (E->echoes - e0) / (pair_now() - t);
+	snprintf(name, sizeof(name), "storm-end-%d", round);
+	pair_put(name, "1");
+	snprintf(name, sizeof(name), "storm-gap-%d", round);
+	if (!pair_wait(name, 30) || !pair_get(name, buf, sizeof(buf))) {
+		pair_say("no %s from a", name);
+		return -1;
+	}
+	if (sscanf(buf, "%lf %lf", &a_gap, &a_cpu) != 2) {
+		pair_say("%s: \"%s\"", name, buf);
+		return -1;
+	}
+	a_gap /= 1e3;
+	a_cpu /= 1e3;
+	pair_say("storm %d: %d processes x %d connects (8 at a time) in %.1f s; meanwhile E: %.0f round trips/s, "
+	    "longest echo gap %.1f ms; a's longest loop gap %.1f ms, its loop thread's most CPU in an iteration %.1f ms",
+	    round, STORM_PROCS, STORM_TOTAL, pair_now() - t, storm_rate, E->max_gap * 1e3, a_gap * 1e3,
+	    a_cpu * 1e3);
+	pair_say("storm %d: b's own looks at its 9p files took %.1f ms (the longest %.1f ms), left out "
+		 "of the echo gap", round, own_9p_s * 1e3, own_9p_max_s * 1e3);
+	PAIR_CHECK(!running, "%d storm processes did not report", running);
+	again = !last && (E->max_gap >= STORM_GAP_MAX_S || a_gap >= STORM_GAP_MAX_S ||
+			  a_cpu >= STORM_PASS_MAX_S);
+	if (again)
+		pair_say("storm %d: over a bound (gaps %.0f ms, a's CPU in an iteration %.0f ms): once more",
+			 round, STORM_GAP_MAX_S * 1e3, STORM_PASS_MAX_S * 1e3);
+	if (last)
+		PAIR_CHECK(E->max_gap < STORM_GAP_MAX_S, "echo gap %.1f ms during the storm (round %d)",
+			   E->max_gap * 1e3, round);
+	snprintf(name, sizeof(name), "storm-again-%d", round);
+	pair_put(name, again ? "1" : "0");
+	return again;
+}
+
 static int client(void)
 {
 	struct side E = { .name = "b/E", .ping = 1 }, V = { .name = "b/V" };
 	struct ez_conn_opts eo = { .connect_timeout_ms = 30000 }, vo = eo;
-	char port[16], buf[64];
-	pid_t pids[STORM_PROCS];
-	double t, quiet_gap, storm_rate;
+	char port[16];
+	pid_t pids[STORM_ROUNDS * STORM_PROCS] = { 0 };
+	double t, quiet_gap;
 	uint64_t e0;
-	int i, running, status;
+	int i, round, status;
 
 	if (!pair_wait("port", 60) || !pair_get("port", port, sizeof(port)))
 		return 1;
@@ -567,48 +690,16 @@ static int client(void)
 	quiet_gap = E.max_gap;
 	pair_say("quiet: %.0f round trips/s, longest echo gap %.1f ms", (E.echoes - e0) / (pair_now() - t),
 	    quiet_gap * 1e3);
-	E.max_gap = 0;
-	E.last = 0;
-
-	pair_put("storm-start", "1");
-	for (i = 0; i < STORM_PROCS; i++)
-		pids[i] = storm_start(port, i);
-	e0 = E.echoes;
 	t = pair_now();
-	running = STORM_PROCS;
-	echo_side = &E.last;
-	while (running && pair_now() - t < 120) {
-		pair_spin(0.1);
-		running = 0;
-		for (i = 0; i < STORM_PROCS; i++) {
-			char name[32];
 
-			snprintf(name, sizeof(name), "storm-%d-ok", i);
-			if (has_unmeasured(name))
-				continue;
-			snprintf(name, sizeof(name), "storm-%d-failed", i);
-			PAIR_CHECK(!has_unmeasured(name), "storm process %d: not every connect came up", i);
-			if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
-				PAIR_CHECK(0, "storm process %d ended (status 0x%x) before its report", i,
-				      status);
-				pids[i] = 0;
-				continue;
-			}
-			running += !has_unmeasured(name);
-		}
+	for (round = 0;; round++) {
+		int again = client_storm(&E, port, round, pids + round * STORM_PROCS);
+
+		if (again < 0)
+			return 1;
+		if (!again)
+			break;
 	}
-	echo_side = NULL;
-	storm_rate = (E.echoes - e0) / (pair_now() - t);
-	pair_put("storm-end", "1");
-	pair_wait("storm-gap", 30);
-	pair_get("storm-gap", buf, sizeof(buf));
-	pair_say("storm: %d processes x %d connects (8 at a time) in %.1f s; meanwhile E: %.0f round trips/s, "
-	    "longest echo gap %.1f ms; a's longest loop gap %s ms",
-	    STORM_PROCS, STORM_TOTAL, pair_now() - t, storm_rate, E.max_gap * 1e3, buf);
-	pair_say("storm: b's own looks at its 9p files took %.1f ms (the longest %.1f ms), left out "
-		 "of the echo gap", own_9p_s * 1e3, own_9p_max_s * 1e3);
-	PAIR_CHECK(!running, "%d storm processes did not report", running);
-	PAIR_CHECK(E.max_gap < STORM_GAP_MAX_S, "echo gap %.1f ms during the storm", E.max_gap * 1e3);
 	PAIR_CHECK(E.connected && !E.ended, "E ended during the storm: %d %s", E.end_status, E.msg);
 	ez_conn_close(E.conn);
 	pair_spin(0.5);
@@ -627,7 +718,7 @@ static int client(void)
 	ez_conn_close(V.conn);
 	pair_spin(0.5);
 	/* The storm processes reported; their exit is noted, not judged. */
-	for (i = 0; i < STORM_PROCS; i++) {
+	for (i = 0; i < STORM_ROUNDS * STORM_PROCS; i++) {
 		if (pids[i] <= 0)
 			continue;
 		if (waitpid(pids[i], &status, WNOHANG) == pids[i]) {
