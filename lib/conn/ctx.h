@@ -77,6 +77,7 @@ struct ez_ctx {
 	struct lookup_set lookups;	/* host names being resolved */
 	struct ezi_owner owner;		/* the thread that may use it (ez_ctx_new's) */
 	int processing;			/* inside ez_ctx_process(): a nested call is refused */
+	int busy_fast;			/* EZ_CTX_BUSY_POLL without a libev loop: ez_ctx_process()'s short pass */
 	/* EZ_MR_REMOTE_* of the EZ_MR_SHARED MRs ever registered: every QP of
 	 * the context admits it (conn_export.c). */
 	unsigned int shared_access;

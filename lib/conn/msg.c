@@ -1067,9 +1067,8 @@ static void retire_run(struct ez_conn *conn, struct conn_path *p, struct op *upt
 void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 {
 	struct ez_conn *conn = op->conn;
-	int status = wc_status_errno(wc->status);
 	struct conn_path *p = op->path;
-	int last_path = 0;
+	int last_path = 0, status;
 	struct op *e;
 
 	/* A send queue completes in order, and a WR that fails or is flushed
@@ -1081,6 +1080,17 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 		if (!p->sq_head)
 			p->sq_tail = NULL;
 	}
+	/* The application's op that succeeded, as its run's were: a
+	 * ping-pong signals every send, so this is its every completion. */
+	if (__builtin_expect(wc->status == IBV_WC_SUCCESS && OP_KIND_IN(OP_APP_KINDS, op->kind), 1)) {
+		app_op_done_ok(conn, p, op);
+		if (conn->state == CS_CONNECTED)
+			kick_if_needed(conn);
+		else if (conn_is_ended(conn))
+			conn_drain_check(conn);
+		return;
+	}
+	status = wc_status_errno(wc->status);
 	/* A path of several that fails is taken out and the others carry on. */
 	if (status && conn->npaths > 1)
 		status = path_on_error(conn, op, status, &last_path);

@@ -163,11 +163,20 @@ static void device_close(struct device *dev)
 	device_release(dev);
 }
 
+/* After a device or CQ came or went: set->only. */
+static void set_note_cqs(struct device_set *set)
+{
+	struct device *d = set->list;
+
+	set->only = d && !d->next && d->cqs && !d->cqs->next ? d->cqs : NULL;
+}
+
 void device_set_init(struct device_set *set, struct loop *loop, int busy_poll)
 {
 	set->loop = loop;
 	set->busy_poll = busy_poll;
 	set->list = NULL;
+	set->only = NULL;
 	reaper_init(&set->reaper);
 }
 
@@ -175,8 +184,10 @@ void device_set_fini(struct device_set *set)
 {
 	struct device *dev;
 
+	set->only = NULL;
 	while ((dev = set->list)) {
 		set->list = dev->next;
+		dev->set = NULL;
 		device_close(dev);
 	}
 	reaper_fini(&set->reaper);
@@ -188,7 +199,7 @@ static int poll_dispatch(struct device_cq *c, struct ibv_wc *wc, int n, int max_
  * batch on this frame; only a CQ with completions goes on to the dispatch
  * loop (cq_poll()'s bound). An empty pass is the walk and one
  * ibv_poll_cq() per CQ, no call frame per device or CQ. */
-int device_set_poll(struct device_set *set)
+static __attribute__((noinline)) int set_poll_all(struct device_set *set)
 {
 	struct ibv_wc wc[CQ_POLL_BATCH];
 	struct device_cq *c;
@@ -203,6 +214,20 @@ int device_set_poll(struct device_set *set)
 		}
 	}
 	return total;
+}
+
+int device_set_poll(struct device_set *set)
+{
+	struct ibv_wc wc[CQ_POLL_BATCH];
+	struct device_cq *c = set->only;
+	int n;
+
+	if (__builtin_expect(!c, 0))
+		return set_poll_all(set);
+	n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
+	if (__builtin_expect(n == 0, 1))
+		return 0;
+	return poll_dispatch(c, wc, n, c->cq->cqe / CQ_POLL_BATCH + 1, NULL);
 }
 
 int device_set_get(struct device_set *set, struct ibv_context *verbs, struct device **out)
@@ -284,6 +309,8 @@ int device_set_get(struct device_set *set, struct ibv_context *verbs, struct dev
 	}
 	dev->next = set->list;
 	set->list = dev;
+	dev->set = set;
+	set_note_cqs(set);
 	*out = dev;
 	return 0;
 err:
@@ -356,6 +383,8 @@ static int cq_new(struct device *dev, struct device_cq **out)
 	*pp = c;
 	dev->ncq++;
 	dev->cqs_made++;
+	if (dev->set)
+		set_note_cqs(dev->set);
 	if (dev->ncq > dev->ncq_max)
 		dev->ncq_max = dev->ncq;
 	if (out)
@@ -377,6 +406,8 @@ static void cq_free(struct device_cq *c)
 	*pp = c->next;
 	dev->ncq--;
 	dev->cqs_freed++;
+	if (dev->set)
+		set_note_cqs(dev->set);
 	loop_defer_cancel(dev->loop, &c->poll_more);
 	if ((err = ibv_destroy_cq(c->cq)))
 		ezi_log_err("ibv_destroy_cq(%s, CQ %u): %s", dev->name, c->serial, ez_strerror(err));
@@ -682,6 +713,29 @@ static void on_async(struct loop_watch *w)
 
 /* ---- the CQs: notification, batched polling, dispatch by wr_id (cq.h) ---- */
 
+/* One completion to its owner: an op's by its tag, a receive by its QP. */
+static inline void dispatch_one(struct device *dev, const struct ibv_wc *wc)
+{
+	if (wc->wr_id & CQ_OP_TAG) {
+		struct device_wr *wr = (struct device_wr *)(uintptr_t)(wc->wr_id & ~(uint64_t)CQ_OP_TAG);
+
+		wr->done(wr, wc);
+	} else {
+		struct device_qp *dq = device_qp_find(dev, wc->qp_num);
+
+		if (dq) {
+			dq->ops->on_recv(dq, wc);
+		} else {
+			/* The connection is gone: the buffer goes back. */
+			struct ez_buf *b = (struct ez_buf *)(uintptr_t)wc->wr_id;
+
+			b = srqpool_take(b->pool, wc->wr_id, 0);
+			if (b)
+				ez_buf_release(b);
+		}
+	}
+}
+
 /* Dispatches the n completions of wc (a batch just polled from c), then
  * polls and dispatches up to max_batches batches in all, fewer if c empties
  * first; *full (if set) says how many batches were full. */
@@ -689,7 +743,7 @@ static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct i
 						   int max_batches, int *full)
 {
 	struct device *dev = c->dev;
-	int i, total = 0, batches = 0;
+	int i, tail, total = 0, batches = 0;
 
 	for (;;) {
 		if (n < 0) {
@@ -700,32 +754,22 @@ static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct i
 		 * while a batch is dispatched, and runs at its end. */
 		if (n == 0)
 			break;
+		/* A receive that ends the batch is dispatched after the batch
+		 * is closed: nothing polled after it can join what its callback
+		 * submits, so that goes out at once (a ping-pong's echo: no
+		 * queue, no after-batch list). Not a send completion: its
+		 * callbacks are a whole unsignalled run's, whose next sends
+		 * chain into one post. */
+		tail = !(wc[n - 1].wr_id & CQ_OP_TAG);
 		dev->dispatching++;
-		for (i = 0; i < n; i++) {
-			if (wc[i].wr_id & CQ_OP_TAG) {
-				struct device_wr *wr = (struct device_wr *)(uintptr_t)
-					(wc[i].wr_id & ~(uint64_t)CQ_OP_TAG);
-
-				wr->done(wr, &wc[i]);
-			} else {
-				struct device_qp *dq = device_qp_find(dev, wc[i].qp_num);
-
-				if (dq) {
-					dq->ops->on_recv(dq, &wc[i]);
-				} else {
-					/* The connection is gone: the buffer goes back. */
-					struct ez_buf *b = (struct ez_buf *)(uintptr_t)wc[i].wr_id;
-
-					b = srqpool_take(b->pool, wc[i].wr_id, 0);
-					if (b)
-						ez_buf_release(b);
-				}
-			}
-		}
+		for (i = 0; i < n - tail; i++)
+			dispatch_one(dev, &wc[i]);
 		/* What the callbacks submitted goes out now, a chain per
 		 * connection, before the next batch is polled. */
-		if (--dev->dispatching == 0)
+		if (--dev->dispatching == 0 && !loop_defer_list_empty(&dev->after_batch))
 			loop_defer_list_run(&dev->after_batch);
+		if (tail)
+			dispatch_one(dev, &wc[n - 1]);
 		total += n;
 		if (n < CQ_POLL_BATCH)
 			break;

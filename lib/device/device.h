@@ -74,6 +74,7 @@ struct device_cq_room {
 
 struct device {
 	struct device *next;	/* the set's */
+	struct device_set *set;	/* once on the set's list */
 	struct loop *loop;	/* watches and timers */
 	struct ibv_context *cm_verbs;	/* rdma_cm's context for the device (process-wide) */
 	struct ibv_context *verbs;	/* this context's own, from ibv_open_device() */
@@ -125,6 +126,9 @@ struct device_set {
 	struct loop *loop;
 	int busy_poll;		/* CQs never armed: the owner polls them (device_set_poll) */
 	struct device *list;
+	/* The set's one CQ while it has one device with one CQ (the common
+	 * case): a busy pass polls it without walking the lists. */
+	struct device_cq *only;
 	struct reaper reaper;	/* rdma_destroy_id() of ids that may wait on the network */
 };
 

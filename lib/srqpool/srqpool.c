@@ -427,24 +427,33 @@ void srqpool_detach(struct ez_srqpool *pool, struct srqpool_acct *a)
 
 /* On the data path: a flush here is the repost the credit needs (one
  * doorbell, no syscall), done only when free buffers are what is missing. */
-uint32_t srqpool_credits_return(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t max)
+static __attribute__((noinline)) uint32_t credits_return_now(struct ez_srqpool *pool,
+							    struct srqpool_acct *a, uint32_t max)
 {
-	if (!a->owed)
-		return 0;
 	srqpool_share_unwait(pool, a);
 	if (pool->nfree && srqpool_share_room(pool) < (int64_t)a->owed * 2) {
-		/* Amortized: while the peer still holds half its share, the
-		 * credits wait until a quarter of it is owed, so one doorbell
-		 * reposts that many buffers instead of one per message (a
-		 * ping-pong reposted a buffer on every send). */
-		if (pool->share >= 8 && a->owed < pool->share / 4 && a->granted >= pool->share / 2)
-			return 0;
 		if (srqpool_flush(pool))
 			ezi_log_err("srqpool: repost before returning credits: %s", pool->errmsg);
 		else if (srqpool_has_waiters(pool))
 			srqpool_share_wake(pool, 0);
 	}
 	return srqpool_share_give(pool, a, max);
+}
+
+/* Amortized: while the peer still holds half its share, the credits wait
+ * until a quarter of it is owed, so one message in share / 4 carries them
+ * and one doorbell reposts that many buffers (a ping-pong returned a credit
+ * on every echo, and reposted a buffer for it). The peer never runs short:
+ * it holds at least half. A connection waiting for buffers is served at
+ * once. This test is the whole call on most sends: no frame of its own. */
+uint32_t srqpool_credits_return(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t max)
+{
+	if (!a->owed)
+		return 0;
+	if (pool->share >= 8 && !a->waiting && a->owed < pool->share / 4 &&
+	    a->granted >= pool->share / 2)
+		return 0;
+	return credits_return_now(pool, a, max);
 }
 
 void srqpool_credits_unreturn(struct ez_srqpool *pool, struct srqpool_acct *a, uint32_t n)
