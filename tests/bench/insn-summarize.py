@@ -371,6 +371,14 @@ def budget(result, path, check, write):
     with open(path) as f:
         b = json.load(f)
     tol = b.get("tolerance", 0.10)
+
+    def over(k, v, limit, what, fmt):
+        """one figure against its limit: printed; 1 if over it under --check"""
+        ok = v <= limit * (1 + tol)
+        print(("insn: %s %s: libeasyrdma " + fmt + " instructions per %s, budget " + fmt + " (+%d %%)") % (
+            "ok" if ok else "FAIL", k, v, what, limit, round(tol * 100)))
+        return 0 if ok or not check else 1
+
     rc = 0
     for k, limit in sorted(b["libeasyrdma_per_msg"].items()):
         if k not in figs:
@@ -378,12 +386,7 @@ def budget(result, path, check, write):
                 print("insn: FAIL %s: no figure measured (budget %d)" % (k, limit))
                 rc = 1
             continue
-        v = figs[k]
-        ok = v <= limit * (1 + tol)
-        print("insn: %s %s: libeasyrdma %.0f instructions per message, budget %d (+%d %%)" % (
-            "ok" if ok else "FAIL", k, v, limit, round(tol * 100)))
-        if not ok and check:
-            rc = 1
+        rc |= over(k, figs[k], limit, "message", "%.0f")
     # Each fit gives the same pass; a case whose fit was not usable (its
     # runs' pass counts too close) is skipped, but one must have measured it.
     per_pass = b.get("libeasyrdma_per_pass", {})
@@ -394,14 +397,8 @@ def budget(result, path, check, write):
         if k not in passes:
             print("insn: %s: no empty-pass figure (its fit was not usable)" % k)
             continue
-        v = passes[k]
-        ok = v <= limit * (1 + tol)
-        print("insn: %s %s: libeasyrdma %.1f instructions per empty poll pass, budget %.1f (+%d %%)" % (
-            "ok" if ok else "FAIL", k, v, limit, round(tol * 100)))
-        if not ok and check:
-            rc = 1
+        rc |= over(k, passes[k], limit, "empty poll pass", "%.1f")
     return rc
-
 
 if __name__ == "__main__":
     sys.exit(main())
