@@ -314,7 +314,7 @@ static int ctx_process(struct ez_ctx *ctx)
 	 * BUSY_FD_EVERY-th pass, since epoll_wait() is a system call and
 	 * ibv_poll_cq() is not. On a libev loop, which waits in epoll itself,
 	 * every pass checks them. */
-	if ((ctx->flags & EZ_CTX_BUSY_POLL) && !ctx->ev_loop) {
+	if (ctx->busy_fast) {
 		int c;
 
 		loop_run_deferred(&ctx->loop);

@@ -1080,23 +1080,20 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 		if (!p->sq_head)
 			p->sq_tail = NULL;
 	}
-	/* The application's op that succeeded, as its run's were: a
+	/* The application's op that succeeded ends as its run's did: a
 	 * ping-pong signals every send, so this is its every completion. */
 	if (__builtin_expect(wc->status == IBV_WC_SUCCESS && OP_KIND_IN(OP_APP_KINDS, op->kind), 1)) {
 		app_op_done_ok(conn, p, op);
-		if (conn->state == CS_CONNECTED)
-			kick_if_needed(conn);
-		else if (conn_is_ended(conn))
-			conn_drain_check(conn);
-		return;
+	} else {
+		status = wc_status_errno(wc->status);
+		/* A path of several that fails is taken out and the others carry on. */
+		if (status && conn->npaths > 1)
+			status = path_on_error(conn, op, status, &last_path);
+		if (status)
+			op_failed(conn, op, wc, status,
+				  conn->npaths > 1 ? last_path : status != -ECANCELED);
+		op_done(conn, op, status);
 	}
-	status = wc_status_errno(wc->status);
-	/* A path of several that fails is taken out and the others carry on. */
-	if (status && conn->npaths > 1)
-		status = path_on_error(conn, op, status, &last_path);
-	if (status)
-		op_failed(conn, op, wc, status, conn->npaths > 1 ? last_path : status != -ECANCELED);
-	op_done(conn, op, status);
 	if (conn_is_ended(conn))
 		conn_drain_check(conn);
 	else if (conn->state == CS_CONNECTED)

@@ -210,24 +210,10 @@ static __attribute__((noinline)) int set_poll_all(struct device_set *set)
 		for (c = dev->cqs; c; c = c->next) {
 			n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
 			if (__builtin_expect(n != 0, 0))
-				total += poll_dispatch(c, wc, n, c->cq->cqe / CQ_POLL_BATCH + 1, NULL);
+				total += poll_dispatch(c, wc, n, 0, NULL);
 		}
 	}
 	return total;
-}
-
-int device_set_poll(struct device_set *set)
-{
-	struct ibv_wc wc[CQ_POLL_BATCH];
-	struct device_cq *c = set->only;
-	int n;
-
-	if (__builtin_expect(!c, 0))
-		return set_poll_all(set);
-	n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
-	if (__builtin_expect(n == 0, 1))
-		return 0;
-	return poll_dispatch(c, wc, n, c->cq->cqe / CQ_POLL_BATCH + 1, NULL);
 }
 
 int device_set_get(struct device_set *set, struct ibv_context *verbs, struct device **out)
@@ -737,13 +723,17 @@ static inline void dispatch_one(struct device *dev, const struct ibv_wc *wc)
 }
 
 /* Dispatches the n completions of wc (a batch just polled from c), then
- * polls and dispatches up to max_batches batches in all, fewer if c empties
+ * polls and dispatches up to max_batches batches in all (0: enough to reach
+ * every completion the CQ held, cq_poll()'s bound), fewer if c empties
  * first; *full (if set) says how many batches were full. */
 static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct ibv_wc *wc, int n,
 						   int max_batches, int *full)
 {
 	struct device *dev = c->dev;
 	int i, tail, total = 0, batches = 0;
+
+	if (!max_batches)
+		max_batches = c->cq->cqe / CQ_POLL_BATCH + 1;
 
 	for (;;) {
 		if (n < 0) {
@@ -786,7 +776,8 @@ static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct i
  * (if set) says how many batches were full. A busy-polling pass mostly
  * finds the CQ empty: that case is one poll and a return, the dispatch
  * loop (and its registers) only when there is something. */
-static int poll_some(struct device_cq *c, int max_batches, int *full)
+static inline __attribute__((always_inline)) int poll_some(struct device_cq *c, int max_batches,
+							     int *full)
 {
 	struct ibv_wc wc[CQ_POLL_BATCH];
 	int n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);
@@ -805,7 +796,16 @@ static int poll_some(struct device_cq *c, int max_batches, int *full)
  * the CQ from ever emptying (each echo adds a send completion too). */
 int cq_poll(struct device_cq *c)
 {
-	return c ? poll_some(c, c->cq->cqe / CQ_POLL_BATCH + 1, NULL) : 0;
+	return c ? poll_some(c, 0, NULL) : 0;
+}
+
+/* The busy-poll pass: the set's one CQ is polled as cq_poll() polls it,
+ * inlined (the bound is taken only when there are completions, so an empty
+ * pass keeps one register); several take the walk. */
+int device_set_poll(struct device_set *set)
+{
+	return __builtin_expect(set->only != NULL, 1) ? poll_some(set->only, 0, NULL)
+						       : set_poll_all(set);
 }
 
 int device_poll(struct device *dev)
