@@ -126,6 +126,125 @@ START_TEST(cq_room_beyond_one_cq)
 }
 END_TEST
 
+/* A busy-polling context on the application's own loop (no libev): */
+static int busy_sent;
+
+static void busy_count_sent(struct ez_conn *conn, int status, void *arg)
+{
+	(void)conn;
+	(void)arg;
+	ck_assert_msg(status == 0, "send completed with %d", status);
+	busy_sent++;
+}
+
+/* Runs the server's libev loop and the busy context's passes until
+ * *flag >= want or secs pass. */
+static int busy_run(struct fb *b, struct ez_ctx *cctx, const volatile int *flag, int want,
+		    double secs)
+{
+	double end = now_s() + secs;
+
+	while (*flag < want && now_s() < end) {
+		int n = ez_ctx_process(cctx);
+
+		ck_assert_msg(n >= 0, "ez_ctx_process: %d %s", n, ez_errmsg());
+		ev_run(b->loop, EVRUN_NOWAIT);
+	}
+	return *flag >= want;
+}
+
+static void busy_send(struct fb *b, struct ez_ctx *cctx, struct ep *e, uint64_t seq)
+{
+	int want = busy_sent + 1;
+
+	ck_assert_int_eq(ez_send(e->conn, &seq, sizeof(seq), busy_count_sent, NULL), 0);
+	ck_assert_msg(busy_run(b, cctx, &busy_sent, want, 10), "send %llu: no completion",
+		      (unsigned long long)seq);
+	ck_assert_msg(busy_run(b, cctx, &e->received, (int)seq + 1, 10), "echo %llu not received",
+		      (unsigned long long)seq);
+	ck_assert_int_eq(e->bad_seq, 0);
+}
+
+/* ez_ctx_process()'s short pass, of a context without a libev loop, polls
+ * the set's one CQ (device_set.only): with one CQ the passes skip the loop's
+ * work (loop.passes counts only the full ones, one in 32); once deep
+ * connections spread over several CQs every CQ is polled (a stale one-CQ
+ * choice would leave the other CQs' send completions unpolled, and these
+ * sends' callbacks would never run); when they close and their CQs go, the
+ * one CQ left is polled again. */
+START_TEST(busy_poll_over_cqs)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct ez_ctx *cctx = NULL;
+	struct ez_conn_opts deep = { .send_depth = 10000, .recv_depth = 2, .max_msg_size = 64 };
+	enum { DEEP = 4, PASSES = 3200 };
+	struct ep x = { 0 }, c[DEEP];
+	struct device *d;
+	uint64_t p0;
+	int i, k, closed = 0;
+	double end;
+
+	memset(c, 0, sizeof(c));
+	fb_init(&b);
+	s.opts.recv_depth = 2;
+	s.opts.send_depth = 2;
+	s.opts.max_msg_size = 64;
+	srv_start(&b, &s, DEEP + 2);
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP | EZ_CTX_BUSY_POLL, &cctx), 0);
+	ck_assert_int_eq(ez_connect(cctx, test_addr(), s.port, NULL, &ep_cbs, &x, &x.conn), 0);
+	ck_assert(busy_run(&b, cctx, &x.connected, 1, 10));
+	ck_assert_msg(x.connect_status == 0, "%s", x.connect_msg);
+	d = cctx->devices.list;
+	ck_assert_int_eq(d->ncq, 1);
+	ck_assert_ptr_eq(cctx->devices.only, d->cqs);
+	busy_send(&b, cctx, &x, 0);
+	/* Nothing to do: all but one pass in BUSY_FD_EVERY (32) are short. */
+	p0 = cctx->loop.passes;
+	for (k = 0; k < PASSES; k++)
+		ck_assert_int_ge(ez_ctx_process(cctx), 0);
+	printf("busy poll: %d idle passes: loop.passes +%llu (two per full pass)\n", PASSES,
+	       (unsigned long long)(cctx->loop.passes - p0));
+	/* A full pass counts twice (its busy poll's deferred work, then
+	 * loop_process()'s); without the short pass every pass would count. */
+	ck_assert_uint_le(cctx->loop.passes - p0, 2 * (PASSES / 32) + 8);
+	ck_assert_uint_ge(cctx->loop.passes - p0, 2 * (PASSES / 32) - 2);
+
+	for (i = 0; i < DEEP; i++) {
+		ck_assert_int_eq(ez_connect(cctx, test_addr(), s.port, &deep, &ep_cbs, &c[i], &c[i].conn), 0);
+		ck_assert(busy_run(&b, cctx, &c[i].connected, 1, 10));
+		ck_assert_msg(c[i].connect_status == 0, "deep %d: %s", i, c[i].connect_msg);
+	}
+	printf("busy poll: %d connections of send_depth 10000 and one more: %d CQs\n", DEEP, d->ncq);
+	ck_assert_int_ge(d->ncq, 2);
+	ck_assert_ptr_null(cctx->devices.only);
+	for (k = 0; k < 3; k++) {
+		for (i = 0; i < DEEP; i++)
+			busy_send(&b, cctx, &c[i], (uint64_t)k);
+		busy_send(&b, cctx, &x, (uint64_t)k + 1);
+	}
+
+	for (i = 0; i < DEEP; i++)
+		ep_close(&c[i]);
+	for (i = 0; i < DEEP; i++)
+		ck_assert(busy_run(&b, cctx, &c[i].disconnected, 1, 10));
+	/* The emptied CQs go from deferred work (on_cq_reap). */
+	end = now_s() + 5;
+	while (d->ncq > 1 && now_s() < end)
+		busy_run(&b, cctx, &closed, 1, 0.05);
+	ck_assert_int_eq(d->ncq, 1);
+	ck_assert_ptr_eq(cctx->devices.only, d->cqs);
+	busy_send(&b, cctx, &x, 4);
+	ck_assert_int_eq(busy_sent, 1 + 3 * (DEEP + 1) + 1);
+
+	ep_close(&x);
+	ck_assert(busy_run(&b, cctx, &x.disconnected, 1, 10));
+	ck_assert_int_eq(ez_ctx_free(cctx), 0);
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
 /* Registration of memory that is not there, or not accessible. */
 START_TEST(mr_registration_failures)
 {
@@ -516,6 +635,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, cq_room_beyond_one_cq);
+	tcase_add_test(tc, busy_poll_over_cqs);
 	tcase_add_test(tc, mr_registration_failures);
 	tcase_add_test(tc, mr_memlock_limit);
 	tcase_add_test(tc, send_slot_chunks_released_when_idle);
