@@ -23,11 +23,14 @@
  */
 #define OUTAGE_S 3.0
 /* The loop's longest gap while the link is down, measured by the 10 ms
- * pacing timer, and the loop thread's CPU time in it, printed. Measured
- * (quiet host, 2026-12-02): 26-47 ms, 7-40 ms of CPU, over 3 runs; the
- * bounds keep 5x of that (the issue's 100 ms is not asserted yet). */
-#define GAP_CPU_MAX_S 0.25
-#define GAP_MAX_S 0.25
+ * pacing timer, and the loop thread's CPU time in it, printed and held to
+ * issue 20's 100 ms. Measured (quiet host, 2026-12-02): 26-47 ms, 7-40 ms
+ * of CPU, over 3 runs. This program's own looks at its rendezvous files
+ * on 9p (up to 0.2 s each in a loaded TCG guest) are taken out of the
+ * interval they fall in (timed_get()): they are the test's stall, not the
+ * library's. */
+#define GAP_CPU_MAX_S 0.100
+#define GAP_MAX_S 0.100
 
 static struct ez_ctx *ctx;
 static const char *host;
@@ -101,20 +104,44 @@ static double thread_cpu_s(void)
 }
 
 static double gap_last, gap_cpu_last, gap_max, gap_max_cpu;
+static double own_9p_s, own_9p_max_s;	/* this program's looks at its 9p files */
 static int gap_on;
 
 static void gap_start(void)
 {
 	gap_last = gap_max = gap_max_cpu = 0;
+	own_9p_s = own_9p_max_s = 0;
 	gap_on = 1;
+}
+
+/* pair_get() with its own time taken out of the gap being measured. */
+
+static int timed_get(const char *name, char *buf, size_t len)
+{
+	double t = pair_now(), c = thread_cpu_s();
+	int r = pair_get(name, buf, len);
+
+	t = pair_now() - t;
+	c = thread_cpu_s() - c;
+	if (gap_on) {
+		own_9p_s += t;
+		if (t > own_9p_max_s)
+			own_9p_max_s = t;
+		if (gap_last) {
+			gap_last += t;
+			gap_cpu_last += c;
+		}
+	}
+	return r;
 }
 
 /* The longest gap so far, printed and checked. */
 static void gap_check(const char *what)
 {
 	gap_on = 0;
-	pair_say("%s: longest loop gap %.1f ms while the link was down (the loop thread ran %.1f ms of it)",
-		 what, gap_max * 1e3, gap_max_cpu * 1e3);
+	pair_say("%s: longest loop gap %.1f ms while the link was down (the loop thread ran %.1f ms of it); "
+		 "this program's own looks at its 9p files took %.1f ms (the longest %.1f ms), left out",
+		 what, gap_max * 1e3, gap_max_cpu * 1e3, own_9p_s * 1e3, own_9p_max_s * 1e3);
 	PAIR_CHECK(gap_max < GAP_MAX_S && gap_max_cpu < GAP_CPU_MAX_S,
 		   "%s: loop gap %.1f ms (its thread ran %.1f ms of it)", what, gap_max * 1e3,
 		   gap_max_cpu * 1e3);
@@ -219,14 +246,14 @@ static int server(void)
 	pair_put("port", port);
 	pair_say("listening on %s:%s", getenv("EZ_TEST_ADDR"), port);
 	end = pair_now() + 150;
-	while (!pair_get("done", buf, sizeof(buf)) && pair_now() < end) {
+	while (!timed_get("done", buf, sizeof(buf)) && pair_now() < end) {
 		pair_spin(0.02);
-		if (!t_down && pair_get("down", buf, sizeof(buf))) {
+		if (!t_down && timed_get("down", buf, sizeof(buf))) {
 			t_down = pair_now();
 			gap_start();
 			pair_say("peer's link is down");
 		}
-		if (!t_up && pair_get("up", buf, sizeof(buf))) {
+		if (!t_up && timed_get("up", buf, sizeof(buf))) {
 			t_up = pair_now();
 			/* Before system(), which holds the loop itself. */
 			gap_check("a");
@@ -314,9 +341,10 @@ static int client(void)
 	t_down = pair_now();
 	if (system("ip link set eth0 down"))
 		pair_failures++;
-	/* After system(), which holds the loop itself. */
-	gap_start();
+	/* After system(), which holds the loop itself, and after the 9p
+	 * write. */
 	pair_put("down", "1");
+	gap_start();
 	pair_spin(OUTAGE_S);
 	gap_check("b");
 	if (system("ip link set eth0 up"))
