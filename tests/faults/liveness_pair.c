@@ -642,8 +642,10 @@ static int churn_main(const char *port)
 			}
 			if (l->ph != CH_IDLE) {
 				busy = 1;
-				if (t - l->t > 20)
-					snprintf(fail, sizeof(fail), "lane %d stuck in phase %d for 20 s", i,
+				/* Longer than connect_timeout_ms (30 s), so that a
+				 * connect that times out says so itself. */
+				if (t - l->t > 45)
+					snprintf(fail, sizeof(fail), "lane %d stuck in phase %d for 45 s", i,
 						 l->ph);
 			}
 		}
