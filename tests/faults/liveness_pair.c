@@ -711,11 +711,30 @@ static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg
 	naccepted++;
 }
 
+/* The end of a round of b's storm or churn (phase) on a: a's loop gap and
+ * its loop thread's most CPU in an iteration go to b, which says whether
+ * another round follows: 1, or 0 (always 0 after the last); -1 when b did
+ * not. */
+static int server_round_end(const char *phase, int round, double gap, int last)
+{
+	char name[32], buf[64];
+
+	snprintf(buf, sizeof(buf), "%.1f %.1f", gap * 1e3, gm.cpu_max * 1e3);
+	snprintf(name, sizeof(name), "%s-gap-%d", phase, round);
+	pair_put(name, buf);
+	snprintf(name, sizeof(name), "%s-again-%d", phase, round);
+	if (!pair_wait(name, 60) || !pair_get(name, buf, sizeof(buf))) {
+		pair_say("no %s from b", name);
+		return -1;
+	}
+	return !last && buf[0] == '1';
+}
+
 /* One storm of b's (round: its number): the loop's gap measured, then b
  * says whether another follows (1), or not (0); -1 when b did not. */
 static int server_storm(int round)
 {
-	char name[32], buf[64];
+	char name[32];
 	double storm_gap;
 	int i, up = 0, first = naccepted, last = round == STORM_ROUNDS - 1;
 
@@ -753,15 +772,7 @@ static int server_storm(int round)
 		PAIR_CHECK(storm_gap < STORM_GAP_MAX_S, "loop gap %.1f ms during the storm (round %d)",
 			   storm_gap * 1e3, round);
 	}
-	snprintf(buf, sizeof(buf), "%.1f %.1f", storm_gap * 1e3, gm.cpu_max * 1e3);
-	snprintf(name, sizeof(name), "storm-gap-%d", round);
-	pair_put(name, buf);
-	snprintf(name, sizeof(name), "storm-again-%d", round);
-	if (!pair_wait(name, 60) || !pair_get(name, buf, sizeof(buf))) {
-		pair_say("no %s from b", name);
-		return -1;
-	}
-	return !last && buf[0] == '1';
+	return server_round_end("storm", round, storm_gap, last);
 }
 
 /* One churn round of b's (round: its number): a's loop gap and what its
@@ -835,15 +846,7 @@ static int server_churn(int round)
 	if (last)
 		PAIR_CHECK(churn_gap < CHURN_GAP_MAX_S, "loop gap %.1f ms during the churn (round %d)",
 			   churn_gap * 1e3, round);
-	snprintf(buf, sizeof(buf), "%.1f %.1f", churn_gap * 1e3, gm.cpu_max * 1e3);
-	snprintf(name, sizeof(name), "churn-gap-%d", round);
-	pair_put(name, buf);
-	snprintf(name, sizeof(name), "churn-again-%d", round);
-	if (!pair_wait(name, 60) || !pair_get(name, buf, sizeof(buf))) {
-		pair_say("no %s from b", name);
-		return -1;
-	}
-	return !last && buf[0] == '1';
+	return server_round_end("churn", round, churn_gap, last);
 }
 
 /* One close of a vanished peer's idle connection (round: which V): 1 when
@@ -887,6 +890,17 @@ static int server_close_vanished(int round)
 	return 0;
 }
 
+/* A's rounds of one phase, while b asks for another; -1 when b did not
+ * answer. */
+static int server_rounds(int (*one)(int round))
+{
+	int round, again;
+
+	for (round = 0; (again = one(round)) > 0; round++)
+		;
+	return again < 0 ? -1 : 0;
+}
+
 static int server(void)
 {
 	struct ez_listener *l;
@@ -899,23 +913,8 @@ static int server(void)
 	}
 	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
 	pair_put("port", port);
-	for (round = 0;; round++) {
-		int again = server_storm(round);
-
-		if (again < 0)
-			return 1;
-		if (!again)
-			break;
-	}
-
-	for (round = 0;; round++) {
-		int again = server_churn(round);
-
-		if (again < 0)
-			return 1;
-		if (!again)
-			break;
-	}
+	if (server_rounds(server_storm) || server_rounds(server_churn))
+		return 1;
 
 	/* The peer host vanishes; the V connections are idle, so nothing has
 	 * told us. They are closed one at a time while a close's gap is over
@@ -968,13 +967,33 @@ static pid_t storm_start(const char *port, int index)
 	return pid;
 }
 
+/* a's loop gap and its loop thread's most CPU in an iteration in round
+ * round of phase (storm, churn), in seconds; 0, or -1 when a did not say. */
+static int client_read_gap(const char *phase, int round, double *gap, double *cpu)
+{
+	char name[32], buf[64];
+
+	snprintf(name, sizeof(name), "%s-gap-%d", phase, round);
+	if (!pair_wait(name, 30) || !pair_get(name, buf, sizeof(buf))) {
+		pair_say("no %s from a", name);
+		return -1;
+	}
+	if (sscanf(buf, "%lf %lf", gap, cpu) != 2) {
+		pair_say("%s: \"%s\"", name, buf);
+		return -1;
+	}
+	*gap /= 1e3;
+	*cpu /= 1e3;
+	return 0;
+}
+
 /* One storm (round: its number) while E echoes: 1 when its gaps (E's echo
  * gap here, a's loop gap there) were over STORM_GAP_MAX_S and another
  * round follows, 0 when not (checked in the last round), -1 when a did
  * not answer. */
 static int client_storm(struct side *E, const char *port, int round, pid_t *pids)
 {
-	char name[32], buf[64];
+	char name[32];
 	double t, storm_rate, a_gap, a_cpu;
 	uint64_t e0;
 	int i, running, status, last = round == STORM_ROUNDS - 1, again;
@@ -1014,17 +1033,8 @@ static int client_storm(struct side *E, const char *port, int round, pid_t *pids
 	storm_rate = (E->echoes - e0) / (pair_now() - t);
 	snprintf(name, sizeof(name), "storm-end-%d", round);
 	pair_put(name, "1");
-	snprintf(name, sizeof(name), "storm-gap-%d", round);
-	if (!pair_wait(name, 30) || !pair_get(name, buf, sizeof(buf))) {
-		pair_say("no %s from a", name);
+	if (client_read_gap("storm", round, &a_gap, &a_cpu))
 		return -1;
-	}
-	if (sscanf(buf, "%lf %lf", &a_gap, &a_cpu) != 2) {
-		pair_say("%s: \"%s\"", name, buf);
-		return -1;
-	}
-	a_gap /= 1e3;
-	a_cpu /= 1e3;
 	pair_say("storm %d: %d processes x %d connects (8 at a time) in %.1f s; meanwhile E: %.0f round trips/s, "
 	    "longest echo gap %.1f ms; a's longest loop gap %.1f ms, its loop thread's most CPU in an iteration %.1f ms",
 	    round, STORM_PROCS, STORM_TOTAL, pair_now() - t, storm_rate, E->max_gap * 1e3, a_gap * 1e3,
@@ -1102,17 +1112,8 @@ static int client_churn(struct side *E, const char *port, int round, pid_t *pid)
 	PAIR_CHECK(reported, "churn %d: no report from the churn process", round);
 	snprintf(name, sizeof(name), "churn-end-%d", round);
 	pair_put(name, "1");
-	snprintf(name, sizeof(name), "churn-gap-%d", round);
-	if (!pair_wait(name, 30) || !pair_get(name, buf, sizeof(buf))) {
-		pair_say("no %s from a", name);
+	if (client_read_gap("churn", round, &a_gap, &a_cpu))
 		return -1;
-	}
-	if (sscanf(buf, "%lf %lf", &a_gap, &a_cpu) != 2) {
-		pair_say("%s: \"%s\"", name, buf);
-		return -1;
-	}
-	a_gap /= 1e3;
-	a_cpu /= 1e3;
 	pair_say("churn %d: %.1f s; meanwhile E: %.0f round trips/s, longest echo gap %.1f ms; a's longest "
 		 "loop gap %.1f ms, its loop thread's most CPU in an iteration %.1f ms; b's own looks at its "
 		 "9p files took %.1f ms (the longest %.1f ms), left out of the echo gap", round,
