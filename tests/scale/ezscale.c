@@ -359,13 +359,17 @@ static void c_connect(struct ez_conn *conn, int st, void *arg)
 
 	C.inflight--;
 	if (st) {
-		if (C.failed++ < 5)
+		/* A connect that c_close_all() closed ends -ECANCELED: already
+		 * closed once, and no failure of its own. */
+		if (!c->closed && C.failed++ < 5)
 			fprintf(stderr, "client %s: connection %d: on_connect %d: %s\n", C.name, c->idx,
 				st, ez_conn_errmsg(conn));
 		c->down = 1;
 		C.down++;
-		c->closed = 1;
-		ez_conn_close(conn);
+		if (!c->closed) {
+			c->closed = 1;
+			ez_conn_close(conn);
+		}
 		return;
 	}
 	c->up = 1;
