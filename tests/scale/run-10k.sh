@@ -9,6 +9,7 @@
 #   counts its instructions over ping messages EZ_SCALE_PING_WARM (200) to + EZ_SCALE_PING_COUNT
 #   (1000) of each ping-pong round: "poll cost: ... instructions per message" (its memory
 #   samples are valgrind's then, not the library's). EZ_SCALE_OUT=DIR keeps the run's files.
+#   EZ_SCALE_POOL_BUFS: the server pool's buffers (default N + N/4 + 256: share 1 at N).
 # Prints the server's samples ("sample MARK: conns= rss_kb= heap_b= reg_b= cqs= res=[...]"),
 # the clients' connect rates, cmtime's, and the ping-pong's server CPU per message with
 # 10 connections and with N; exits 0 only if every connection came up, echoed and closed.
@@ -47,7 +48,7 @@ echo "run-10k: $n connections from $k clients (window ${window:-all}), marks $ma
 ulimit -n 65536 2>/dev/null || true
 echo "device limits: $(ibv_devinfo -v -d "${EZ_DEVICE:-rxe0}" | awk '/max_(qp|cq|cqe|srq|srq_wr|mr):/ { printf "%s %s ", $1, $2 }')"
 
-pool_bufs=$((n + n / 4 + 256))
+pool_bufs=${EZ_SCALE_POOL_BUFS:-$((n + n / 4 + 256))}
 vg=()
 if [ "${EZ_SCALE_CALLGRIND:-0}" = 1 ]; then
 	# --vgdb=no: valgrind's gdb FIFO cannot be made on the VM's 9p /tmp.
