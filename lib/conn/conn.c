@@ -902,6 +902,8 @@ static int cm_timeout_ms(const struct ez_conn *conn)
 	return ms > INT32_MAX - 1000 ? INT32_MAX : (int)ms + 1000;
 }
 
+static int resolve_addr_again(struct ez_conn *conn, int status);
+
 static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 {
 	struct ez_conn *conn = container_of(h, struct ez_conn, cm);
@@ -940,6 +942,8 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 		}
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
+		if (resolve_addr_again(conn, ev->status))
+			break;
 		conn_fail(conn, addr_errno(ev->status), "rdma_resolve_addr(%s): %s", conn->host,
 			  ez_strerror(ev->status));
 		break;
@@ -1009,6 +1013,43 @@ static void fmt_addr(const struct sockaddr *sa, const char *fallback, char *out,
 	snprintf(out, len, "%s", ip[0] ? ip : fallback);
 }
 
+/* Address resolution in attempts of RESOLVE_ATTEMPT_MS while more than
+ * twice that is left of connect_timeout_ms, the last one with the kernel's
+ * usual deadline (cm_timeout_ms(): ours always comes first and names the
+ * step). Why: the kernel's request that found no neighbour entry is taken
+ * up again when a neighbour update arrives or at its own timeout; one whose
+ * ARP reply came in before it was queued waits for that timeout (seen
+ * between two VMs: 4 connects to a peer not yet in the ARP table at once,
+ * 3 resolved at once, the first waited its 31 s and its connect failed at
+ * 30 s). A short attempt is looked at again within a second. */
+#define RESOLVE_ATTEMPT_MS 1000
+
+static void resolve_addr(struct ez_conn *conn, const struct sockaddr *dst)
+{
+	uint64_t spent = (loop_now_ns() - conn->connect_start_ns) / 1000000;
+	uint64_t left = spent < conn->o.connect_timeout_ms ? conn->o.connect_timeout_ms - spent : 0;
+	int ms = left > 2 * RESOLVE_ATTEMPT_MS ? RESOLVE_ATTEMPT_MS : cm_timeout_ms(conn);
+
+	conn->resolve_attempts++;
+	conn->resolve_short = ms == RESOLVE_ATTEMPT_MS;
+	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)dst, ms))
+		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
+			  ez_strerror(errno));
+}
+
+/* A short attempt ran out (-ETIMEDOUT, no neighbour yet): another, short
+ * or the last (resolve_addr() chooses); 0 when this was the last. */
+static int resolve_addr_again(struct ez_conn *conn, int status)
+{
+	struct sockaddr_storage dst;
+
+	if (status != -ETIMEDOUT || !conn->resolve_short)
+		return 0;
+	memcpy(&dst, &conn->id->route.addr.dst_addr, sizeof(dst));
+	resolve_addr(conn, (struct sockaddr *)&dst);
+	return 1;
+}
+
 /* The address is known: rdma_cm takes over (its events drive the rest). */
 static void connect_to(struct ez_conn *conn, const struct sockaddr_storage *ss)
 {
@@ -1018,9 +1059,7 @@ static void connect_to(struct ez_conn *conn, const struct sockaddr_storage *ss)
 	}
 	conn->step = "rdma_resolve_addr";
 	conn_fire(conn, CE_RESOLVE_ADDR, 0);
-	if (rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)ss, cm_timeout_ms(conn)))
-		conn_fail(conn, addr_errno(-errno), "rdma_resolve_addr(%s): %s", conn->host,
-			  ez_strerror(errno));
+	resolve_addr(conn, (const struct sockaddr *)ss);
 }
 
 static void on_lookup_done(void *arg, int rc, const struct sockaddr_storage *ss,
@@ -1073,6 +1112,7 @@ int ez_connect_sz(struct ez_ctx *ctx, const char *host, const char *service,
 	ctx->nconnecting++;
 	snprintf(conn->host, sizeof(conn->host), "%s:%s", host, service);
 	*out = conn;
+	conn->connect_start_ns = loop_now_ns();
 	ctx_timer_start(ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
 
 	/* From here every failure reaches on_connect, later, from the loop.
