@@ -25,7 +25,7 @@
  *     second storm when the first was over it);
  *  3. runs a churn: a process of CHURN_LANES lanes, each connecting,
  *     exchanging 3 echoes and closing, again and again for
- *     EZ_CHURN_SECONDS (10; the soak runs 60), while E echoes: no connect
+ *     EZ_CHURN_SECONDS (8; the soak runs 60), while E echoes: no connect
  *     refused, a's connections alive follow the live ones, a's loop gap
  *     and E's echo gap under CHURN_GAP_MAX_S (a round again when over);
  *  4. closes E, takes its eth0 down (the host vanishes for a), and a calls
@@ -75,7 +75,7 @@
 #define STORM_TOTAL 100
 /* The churn: the same bounds and rounds as the storm's. */
 #define CHURN_GAP_MAX_S 0.100
-#define CHURN_ROUNDS 3
+#define CHURN_ROUNDS 5
 #define CHURN_LANES 16
 
 static struct ez_ctx *ctx;
@@ -563,7 +563,7 @@ static void on_tick(struct ev_loop *l, ev_timer *w, int revents)
  * failure. */
 static int churn_main(const char *port)
 {
-	int lanes = env_int("EZ_CHURN_LANES", CHURN_LANES), secs = env_int("EZ_CHURN_SECONDS", 10);
+	int lanes = env_int("EZ_CHURN_LANES", CHURN_LANES), secs = env_int("EZ_CHURN_SECONDS", 8);
 	struct ch_lane *ln = calloc((size_t)lanes, sizeof(*ln));
 	struct ez_conn_opts o = { .send_depth = 8, .recv_depth = 8, .max_msg_size = 512,
 				  .connect_timeout_ms = 30000, .private_data = "C",
