@@ -492,9 +492,10 @@ void conn_kick(struct ez_conn *conn)
 /* After a completion: a kick only when it has something to do (ops
  * waiting, or credits due that no credit message carries yet), so a
  * ping-pong's send completion costs no deferred call that finds nothing. */
-static void kick_if_needed(struct ez_conn *conn)
+static inline void kick_if_needed(struct ez_conn *conn)
 {
-	if (conn->pend_head || (!conn->credit_inflight && srqpool_credits_due(&conn->acct)))
+	if (__builtin_expect(conn->pend_head ||
+			     (!conn->credit_inflight && srqpool_credits_due(&conn->acct)), 0))
 		conn_kick(conn);
 }
 
@@ -1156,7 +1157,8 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	/* A send queue completes in order, and a WR that fails or is flushed
 	 * always completes on its own: the unsignalled WRs posted before
 	 * this one are done, successfully. */
-	retire_run(conn, p, op);
+	if (p->sq_head != op)
+		retire_run(conn, p, op);
 	if ((e = p->sq_head)) {
 		p->sq_head = e->next;
 		if (!p->sq_head)
