@@ -253,7 +253,9 @@ static inline void chain_add(struct chain *ch, struct op *op)
 /* A chain the device took: onto its path's send list (conn_sq_append's
  * counts, for the whole chain), and into the statistics: the path's per
  * chain, the kinds' per chain too when it holds only sends (a stream). */
-static void chain_account(struct ez_conn *conn, struct conn_path *p, const struct chain *ch)
+static inline __attribute__((always_inline)) void chain_account(struct ez_conn *conn,
+								 struct conn_path *p,
+								 const struct chain *ch)
 {
 	const struct op *op;
 
@@ -714,6 +716,8 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 {
 	struct conn_path *p = &conn->paths[0];
 	struct ibv_send_wr *bad = NULL;
+	const struct chain ch = { .first = op, .last = op, .n = 1,
+				  .kinds = OP_KIND_BIT(OP_SEND), .bytes = len };
 	uint32_t give = credits_to_give(conn);
 	int err;
 
@@ -738,26 +742,11 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	rx_note_sent(&conn->rxt);
 	err = ibv_post_send(p->qp, &op->wr, &bad);
 	if (__builtin_expect(err != 0, 0)) {
-		struct chain ch = { .first = op, .last = op, .n = 1,
-				    .kinds = OP_KIND_BIT(OP_SEND), .bytes = len };
-
 		err = post_refused(conn, &ch, bad, err, p->sq_tail);
 		conn_op_put(conn, op);
 		return err;
 	}
-	/* chain_account() for a chain of one send. */
-	if (p->sq_tail)
-		p->sq_tail->next = op;
-	else
-		p->sq_head = op;
-	p->sq_tail = op;
-	conn->posted++;
-	p->posted++;
-	p->posted_bytes += len;
-	conn->stats.path_ops[0]++;
-	conn->stats.path_bytes[0] += len;
-	conn->stats.msgs_sent++;
-	conn->stats.bytes_sent += len;
+	chain_account(conn, p, &ch);	/* its constants fold: a chain of one send */
 	return 0;
 }
 
@@ -767,15 +756,12 @@ int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, voi
 	struct op *op;
 
 	if (__builtin_expect(send_small_ok(conn, data, len), 1)) {
-		op = conn->free_ops;
-		if (__builtin_expect(op && !conn->pend_head && conn->send_credits &&
-				     conn->npaths == 1 && !conn->dev->dispatching, 1)) {
-			conn->free_ops = op->next;
-			return send_inline_now(conn, op, data, (uint32_t)len, cb, op_arg);
-		}
 		op = op_get(conn, "ez_send");
 		if (!op)
 			return -ENOBUFS;
+		if (__builtin_expect(!conn->pend_head && conn->send_credits && conn->npaths == 1 &&
+				     !conn->dev->dispatching, 1))
+			return send_inline_now(conn, op, data, (uint32_t)len, cb, op_arg);
 		memcpy(op->inl, data, len);
 		op->sge.addr = (uintptr_t)op->inl;
 		op->sge.lkey = 0;
