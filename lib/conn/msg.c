@@ -253,7 +253,9 @@ static inline void chain_add(struct chain *ch, struct op *op)
 /* A chain the device took: onto its path's send list (conn_sq_append's
  * counts, for the whole chain), and into the statistics: the path's per
  * chain, the kinds' per chain too when it holds only sends (a stream). */
-static void chain_account(struct ez_conn *conn, struct conn_path *p, const struct chain *ch)
+static inline __attribute__((always_inline)) void chain_account(struct ez_conn *conn,
+								 struct conn_path *p,
+								 const struct chain *ch)
 {
 	const struct op *op;
 
@@ -276,22 +278,21 @@ static void chain_account(struct ez_conn *conn, struct conn_path *p, const struc
 		op_count_kind(conn, op);
 }
 
-/* Posts a chain (charged) with one ibv_post_send(). Refused ops after the
- * first end with the error; a refused first op is left to the caller
- * (its error is returned; 0 when the first went out). */
-static int post_chain(struct ez_conn *conn, const struct chain *ch)
+/* The device refused a chain (ibv_post_send() returned err, bad the first
+ * WR it did not take): what it took is accounted op by op, the rest is
+ * uncharged and ends with the error, but a refused first op, which is left
+ * to the caller (its error is returned; 0 when the first went out). Out of
+ * line: the posts' common road pays nothing for it. */
+static __attribute__((noinline, cold)) int post_refused(struct ez_conn *conn,
+							 const struct chain *ch,
+							 struct ibv_send_wr *bad, int err,
+							 const struct op *tail_before)
 {
-	struct ibv_send_wr *bad = NULL, *wr, *next;
+	struct ibv_send_wr *wr, *next;
 	struct op *op, *first = ch->first;
-	struct conn_path *path = first->path;	/* every op of a chain takes the same path */
-	struct op *tail_before = path->sq_tail;
-	int err, ret;
+	struct conn_path *path = first->path;
+	int ret;
 
-	err = ibv_post_send(path->qp, &first->wr, &bad);
-	if (__builtin_expect(!err, 1)) {
-		chain_account(conn, path, ch);
-		return 0;
-	}
 	if (!bad)
 		bad = &first->wr;
 	if (err < 0)
@@ -318,6 +319,24 @@ static int post_chain(struct ez_conn *conn, const struct chain *ch)
 	if (path->sq_tail != tail_before && !(path->sq_tail->wr.send_flags & IBV_SEND_SIGNALED))
 		conn_fail(conn, ret, "%s", conn->errmsg);
 	return bad == &first->wr ? ret : 0;
+}
+
+/* Posts a chain (charged) with one ibv_post_send(); a refusal is
+ * post_refused()'s. */
+static int post_chain(struct ez_conn *conn, const struct chain *ch)
+{
+	struct ibv_send_wr *bad = NULL;
+	struct op *first = ch->first;
+	struct conn_path *path = first->path;	/* every op of a chain takes the same path */
+	struct op *tail_before = path->sq_tail;
+	int err;
+
+	err = ibv_post_send(path->qp, &first->wr, &bad);
+	if (__builtin_expect(!err, 1)) {
+		chain_account(conn, path, ch);
+		return 0;
+	}
+	return post_refused(conn, ch, bad, err, tail_before);
 }
 
 /* One op now, signalled: a chain of one. */
@@ -475,9 +494,10 @@ void conn_kick(struct ez_conn *conn)
 /* After a completion: a kick only when it has something to do (ops
  * waiting, or credits due that no credit message carries yet), so a
  * ping-pong's send completion costs no deferred call that finds nothing. */
-static void kick_if_needed(struct ez_conn *conn)
+static inline void kick_if_needed(struct ez_conn *conn)
 {
-	if (conn->pend_head || (!conn->credit_inflight && srqpool_credits_due(&conn->acct)))
+	if (__builtin_expect(conn->pend_head ||
+			     (!conn->credit_inflight && srqpool_credits_due(&conn->acct)), 0))
 		conn_kick(conn);
 }
 
@@ -684,6 +704,52 @@ static inline int send_small_ok(const struct ez_conn *conn, const void *data, si
 	       conn->ctx->owner.token == ezi_thread_token();
 }
 
+/* A small inline send posted at once, as prep_send(), op_submit(),
+ * op_post() and post_chain() together do it for one op on a connection of
+ * one path with nothing queued, a credit in hand and no batch being
+ * dispatched (a ping-pong's every send): filled, charged (the credits owed
+ * ride in its immediate), signalled, posted, and accounted as a chain of
+ * one would be. Its checks are the callers' (send_small_ok() and the
+ * above); a refusal is post_refused()'s, the op back on the free list. */
+static inline int send_inline_now(struct ez_conn *conn, struct op *op, const void *data,
+				  uint32_t len, ez_op_cb cb, void *arg)
+{
+	struct conn_path *p = &conn->paths[0];
+	struct ibv_send_wr *bad = NULL;
+	const struct chain ch = { .first = op, .last = op, .n = 1,
+				  .kinds = OP_KIND_BIT(OP_SEND), .bytes = len };
+	uint32_t give = credits_to_give(conn);
+	int err;
+
+	memcpy(op->inl, data, len);
+	op->kind = OP_SEND;
+	op->cb = cb;
+	op->arg = arg;
+	op->pin = 0;
+	op->mr = NULL;
+	op->path = p;
+	op->next = NULL;
+	op->sge.addr = (uintptr_t)op->inl;
+	op->sge.lkey = 0;
+	op->sge.length = len;
+	op->wr.next = NULL;
+	op->wr.num_sge = 1;
+	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
+	op->wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	op->wr.imm_data = htonl(give);
+	rx_note_granted(&conn->rxt, give);
+	conn->send_credits--;
+	rx_note_sent(&conn->rxt);
+	err = ibv_post_send(p->qp, &op->wr, &bad);
+	if (__builtin_expect(err != 0, 0)) {
+		err = post_refused(conn, &ch, bad, err, p->sq_tail);
+		conn_op_put(conn, op);
+		return err;
+	}
+	chain_account(conn, p, &ch);	/* its constants fold: a chain of one send */
+	return 0;
+}
+
 int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg)
 {
 	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
@@ -693,6 +759,9 @@ int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, voi
 		op = op_get(conn, "ez_send");
 		if (!op)
 			return -ENOBUFS;
+		if (__builtin_expect(!conn->pend_head && conn->send_credits && conn->npaths == 1 &&
+				     !conn->dev->dispatching, 1))
+			return send_inline_now(conn, op, data, (uint32_t)len, cb, op_arg);
 		memcpy(op->inl, data, len);
 		op->sge.addr = (uintptr_t)op->inl;
 		op->sge.lkey = 0;
@@ -1074,7 +1143,8 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	/* A send queue completes in order, and a WR that fails or is flushed
 	 * always completes on its own: the unsignalled WRs posted before
 	 * this one are done, successfully. */
-	retire_run(conn, p, op);
+	if (p->sq_head != op)
+		retire_run(conn, p, op);
 	if ((e = p->sq_head)) {
 		p->sq_head = e->next;
 		if (!p->sq_head)

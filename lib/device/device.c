@@ -732,9 +732,6 @@ static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct i
 	struct device *dev = c->dev;
 	int i, tail, total = 0, batches = 0;
 
-	if (!max_batches)
-		max_batches = c->cq->cqe / CQ_POLL_BATCH + 1;
-
 	for (;;) {
 		if (n < 0) {
 			ezi_log_err("ibv_poll_cq(%s, CQ %u): %d", dev->name, c->serial, n);
@@ -763,6 +760,11 @@ static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct i
 		total += n;
 		if (n < CQ_POLL_BATCH)
 			break;
+		/* The bound, only once a batch came full (0: enough for
+		 * every completion the CQ holds): a division saved on the
+		 * common short batch. */
+		if (!max_batches)
+			max_batches = c->cq->cqe / CQ_POLL_BATCH + 1;
 		if (++batches == max_batches)
 			break;
 		n = ibv_poll_cq(c->cq, CQ_POLL_BATCH, wc);

@@ -79,10 +79,8 @@ void ez_buf_release(struct ez_buf *h)
 		done(b);
 		return;
 	}
-	if (srqpool_mark_released(pool, b)) {
-		ezi_log_err("%s", pool->errmsg);
-		return;
-	}
+	/* held() saw it in the application's hands: no second test. */
+	srqpool_release_held(pool, b);
 	if (!srqpool_release_should_post(pool))
 		return;
 	if (srqpool_flush(pool))

@@ -116,8 +116,6 @@ int srqpool_mark_released(struct ez_srqpool *pool, struct ez_buf *b)
 		return ezi_fail_into(pool->errmsg, sizeof(pool->errmsg), -EINVAL,
 				     "ez_buf_release: buffer %p is not held by the application "
 				     "(released twice?)", (void *)b);
-	pool->in_use--;
-	b->len = 0;
-	srqpool_free_push(pool, b);
+	srqpool_release_held(pool, b);
 	return 0;
 }

@@ -217,6 +217,14 @@ int srqpool_is_dry(const struct ez_srqpool *pool);
 /* take/release bookkeeping; 0, or -EINVAL (message in pool->errmsg) on a wrong state. */
 int srqpool_mark_taken(struct ez_srqpool *pool, struct ez_buf *b, uint32_t byte_len);
 int srqpool_mark_released(struct ez_srqpool *pool, struct ez_buf *b);
+/* mark_released's work on a buffer known to be held (ez_buf_release()
+ * checked its handle): back on the free list. */
+static inline void srqpool_release_held(struct ez_srqpool *pool, struct ez_buf *b)
+{
+	pool->in_use--;
+	b->len = 0;
+	srqpool_free_push(pool, b);
+}
 
 /* hwcounters.c: RNR NAK counters of the device, -1 where it has none. */
 void srqpool_rnr_counters(const struct ez_srqpool *pool, int64_t *sent, int64_t *received);
