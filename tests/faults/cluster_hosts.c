@@ -28,6 +28,12 @@
  * the server's one TCG vCPU: the interval grows with the connections. */
 #define KA_INTERVAL_BIG_MS 5000
 #define KA_BIG_CONNS 500
+/* From 2,000 per host (3 x 3,000: 9,000 connections probing both ways on
+ * the server's one vCPU, 3,600 probes a second at 5 s) every 15 s: the run
+ * at 5 s lost connections of the hosts that stayed, "no reply to 2 or 3
+ * keepalive probes in 15000 ms", on a loaded host (doc/scaling.md). */
+#define KA_INTERVAL_HUGE_MS 15000
+#define KA_HUGE_CONNS 2000
 /* Four TCG guests share the host's cores: a guest may not run for a second
  * and more. The transport waits 4.096 us x 2^18 (about 1 s) per retry, and
  * a handshake may take 60 s, so that only the vanished host's connections
@@ -148,7 +154,8 @@ static struct ez_srqpool *cpool;	/* a client's, when it has thousands */
 
 static uint32_t ka_interval_ms(void)
 {
-	return nconns > KA_BIG_CONNS ? KA_INTERVAL_BIG_MS : KA_INTERVAL_MS;
+	return nconns > KA_HUGE_CONNS ? KA_INTERVAL_HUGE_MS :
+	       nconns > KA_BIG_CONNS ? KA_INTERVAL_BIG_MS : KA_INTERVAL_MS;
 }
 
 /* Buffers for a pool serving n connections (paths included): one credit each
