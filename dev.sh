@@ -13,7 +13,8 @@
 #         test_leak alone, whose RSS bound ASan compiles out), the threaded
 #         tests under ThreadSanitizer (tests/tiers/tsan.sh), the two-VM
 #         tests (RoCEv2 capture, source ports per connection and path, link
-#         down), four VMs on one switch (tests/tiers/cluster.sh), the instruction budget of the per-message path
+#         down), four VMs on one switch (tests/tiers/cluster.sh: 3 x 3,000
+#         connections), 10,000 connections in one process (tests/tiers/scale.sh), the instruction budget of the per-message path
 #         (tests/tiers/insn-budget.sh), make distcheck, the Debian packages
 #         (built, checked with lintian, installed, hello.c built against them
 #         with pkg-config and CMake and run on the device, removed;
@@ -67,6 +68,7 @@ test_all() {
 	"$tiers/two-hosts.sh"
 	"$tiers/linkdown.sh"
 	"$tiers/cluster.sh"
+	"$tiers/scale.sh"
 	"$tiers/insn-budget.sh"
 	"$tiers/distcheck.sh"
 	"$tiers/packages.sh"
