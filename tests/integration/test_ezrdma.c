@@ -235,7 +235,9 @@ START_TEST(perf_progress_on_terminal_only)
 		n *= 2;
 	printf("perf -t lat -n %u on a terminal: %.1f s\n", n, s);
 	ck_assert_msg(s >= 1.5, "%u ping-pongs took %.2f s: too short to show progress", n, s);
-	ck_assert_msg(strstr(c.buf, "\r\033[Kperf: lat "), "no progress line on the terminal (%.1f s): %s",
+	/* The first progress line has no erase before it (nothing to erase):
+	 * a run of 1.5-2.5 s may show only that one (CI once: 2.3 s). */
+	ck_assert_msg(strstr(c.buf, "perf: lat "), "no progress line on the terminal (%.1f s): %s",
 		      s, c.buf);
 	res = strstr(c.buf, "lat:  ");
 	ck_assert_msg(res - c.buf >= 4 && !memcmp(res - 4, "\r\033[K", 4),
