@@ -199,7 +199,7 @@ struct ez_conn {
 	struct loop_timer connect_timer;
 	uint32_t connect_grace_ms; /* the deadline waited this long for our own CM backlog */
 	uint64_t connect_start_ns; /* ez_connect(): what is left of connect_timeout_ms */
-	uint8_t resolve_attempts;  /* rdma_resolve_addr() calls made (conn.c's resolve_addr()) */
+	uint32_t resolve_attempts; /* rdma_resolve_addr() calls made (conn.c's resolve_addr()): one a second with a long connect_timeout_ms, so not 8 bits */
 	uint8_t resolve_short;     /* the last one had the short deadline: an -ETIMEDOUT is retried */
 	struct loop_timer drain_timer;
 	struct loop_defer finish_defer;	/* conn_finish(), outside any call or CQ poll */
