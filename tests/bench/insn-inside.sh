@@ -73,6 +73,17 @@ busy_start() { $pin_srv sh -c 'while :; do :; done' & busy_pid=$!; }
 busy_stop() { [ -n "$busy_pid" ] && kill "$busy_pid" 2>/dev/null; wait "$busy_pid" 2>/dev/null; busy_pid=""; }
 trap busy_stop EXIT
 
+# env_part "CMD": the VAR=value words of a command that starts with
+# "env " (nothing otherwise), each followed by a space.
+env_part() {
+	local w e=""
+	case $1 in env\ *) ;; *) return 0 ;; esac
+	for w in ${1#env }; do
+		case $w in *=*) e="$e$w " ;; *) break ;; esac
+	done
+	printf '%s' "$e"
+}
+
 # one CASE IMPL RUN N WAIT "SERVER CMD" "CLIENT CMD": the client under
 # callgrind, the server too where its side is in the table (srv_vg=1).
 # WAIT: ez (the server's "listening" line) or tcp (perftest/UCX's TCP port).
@@ -83,11 +94,16 @@ one() {
 	scmd=${scmd//@PORT@/$port} ccmd=${ccmd//@PORT@/$port}
 	t0=$(date +%s)
 	[ "$run" = busy ] && busy_start
+	# An "env VAR=... tool" command's variables go before valgrind: under
+	# it, callgrind would count env, not the tool env executes (UCX's).
+	local senv cenv
+	senv=$(env_part "$scmd") cenv=$(env_part "$ccmd")
+	scmd=${scmd#env "$senv"} ccmd=${ccmd#env "$cenv"}
 	# shellcheck disable=SC2086
 	if [ "$srv_vg" = 1 ]; then
-		timeout -k 10 900 $pin_srv $vg --callgrind-out-file="$base.srv.out" $scmd >"$base.srv.txt" 2>&1 &
+		timeout -k 10 900 env $senv $pin_srv $vg --callgrind-out-file="$base.srv.out" $scmd >"$base.srv.txt" 2>&1 &
 	else
-		timeout -k 10 900 $pin_srv $scmd >"$base.srv.txt" 2>&1 &
+		timeout -k 10 900 env $senv $pin_srv $scmd >"$base.srv.txt" 2>&1 &
 	fi
 	spid=$!
 	if [ "$wait" = ez ]; then
@@ -96,7 +112,7 @@ one() {
 		wait_tcp "$port" || say "$c $impl $run: server did not listen on $port"
 	fi
 	# shellcheck disable=SC2086
-	timeout -k 10 900 $pin_cli $vg --callgrind-out-file="$base.cli.out" $ccmd >"$base.cli.txt" 2>&1
+	timeout -k 10 900 env $cenv $pin_cli $vg --callgrind-out-file="$base.cli.out" $ccmd >"$base.cli.txt" 2>&1
 	rc=$?
 	wait "$spid"
 	local src=$?
