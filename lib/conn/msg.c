@@ -274,6 +274,16 @@ static inline __attribute__((always_inline)) void chain_account(struct ez_conn *
 		conn->stats.bytes_sent += ch->bytes;
 		return;
 	}
+	/* A chain of writes alone, or of reads alone (op_count_kind()'s
+	 * counts, for the whole chain). */
+	if (ch->kinds == OP_KIND_BIT(OP_WRITE) || ch->kinds == OP_KIND_BIT(OP_READ)) {
+		if (ch->kinds == OP_KIND_BIT(OP_WRITE))
+			conn->stats.writes += ch->n;
+		else
+			conn->stats.reads += ch->n;
+		conn->stats.rdma_bytes += ch->bytes;
+		return;
+	}
 	for (op = ch->first; op; op = op->next)
 		op_count_kind(conn, op);
 }
@@ -555,7 +565,19 @@ static int op_submit(struct ez_conn *conn, struct op *op)
 	return 0;
 }
 
-static int check_conn(struct ez_conn *conn, const char *fn)
+static int check_conn_slow(struct ez_conn *conn, const char *fn);
+
+/* The common case in one expression (established, open, the owner's
+ * thread); every refusal and its message is check_conn_slow()'s. */
+static inline int check_conn(struct ez_conn *conn, const char *fn)
+{
+	if (__builtin_expect(conn && conn->state == CS_CONNECTED && !conn->app_closed &&
+			     conn->ctx->owner.token == ezi_thread_token(), 1))
+		return 0;
+	return check_conn_slow(conn, fn);
+}
+
+static __attribute__((noinline)) int check_conn_slow(struct ez_conn *conn, const char *fn)
 {
 	if (!conn)
 		return ezi_fail(-EINVAL, "%s: conn is NULL", fn);
@@ -721,7 +743,6 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	uint32_t give = credits_to_give(conn);
 	int err;
 
-	memcpy(op->inl, data, len);
 	op->kind = OP_SEND;
 	op->cb = cb;
 	op->arg = arg;
@@ -729,7 +750,10 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	op->mr = NULL;
 	op->path = p;
 	op->next = NULL;
-	op->sge.addr = (uintptr_t)op->inl;
+	/* The device copies inline data at the post: the caller's bytes are
+	 * read there, not copied into the op first (the op is not kept for
+	 * a later post: a refusal frees it). */
+	op->sge.addr = (uintptr_t)data;
 	op->sge.lkey = 0;
 	op->sge.length = len;
 	op->wr.next = NULL;
@@ -773,7 +797,23 @@ int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, voi
 	return ez_sendv(conn, &iov, 1, cb, op_arg);
 }
 
-static int check_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, const char *fn)
+static int check_mr_slow(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+			 const char *fn);
+
+/* An MR range the op may use: live, on the connection's device, inside
+ * the MR and one WR's size; each refusal is check_mr_slow()'s. */
+static inline int check_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+			   const char *fn)
+{
+	if (__builtin_expect(mr && !mr->dead && mr->dev == conn->dev && off <= mr->mr->length &&
+			     len <= mr->mr->length - off && len <= UINT32_MAX &&
+			     len <= conn->dev->attr.max_mr_size, 1))
+		return 0;
+	return check_mr_slow(conn, mr, off, len, fn);
+}
+
+static __attribute__((noinline)) int check_mr_slow(struct ez_conn *conn, struct ez_mr *mr,
+						   size_t off, size_t len, const char *fn)
 {
 	if (!mr)
 		return ezi_fail(-EINVAL, "%s: mr is NULL", fn);
@@ -821,15 +861,24 @@ int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, e
 
 /* A key from the peer's ez_conn_export() names the path its window is
  * bound to (EZ_RKEY_PATH_BOUND): the op must take that path. */
-static int rkey_path(struct ez_conn *conn, const struct ez_rkey *remote, const char *fn,
-		     uint8_t *pin)
-{
-	uint32_t idx;
+static int rkey_path_bound(struct ez_conn *conn, const struct ez_rkey *remote, const char *fn,
+			   uint8_t *pin);
 
+static inline int rkey_path(struct ez_conn *conn, const struct ez_rkey *remote, const char *fn,
+			    uint8_t *pin)
+{
 	*pin = 0;
-	if (!remote || !(remote->reserved & EZ_RKEY_PATH_BOUND))
+	if (__builtin_expect(!remote || !(remote->reserved & EZ_RKEY_PATH_BOUND), 1))
 		return 0;
-	idx = remote->reserved & 0xff;
+	return rkey_path_bound(conn, remote, fn, pin);
+}
+
+static __attribute__((noinline)) int rkey_path_bound(struct ez_conn *conn,
+						     const struct ez_rkey *remote, const char *fn,
+						     uint8_t *pin)
+{
+	uint32_t idx = remote->reserved & 0xff;
+
 	if (idx >= conn->npaths)
 		return ezi_fail(-EINVAL, "%s: rkey 0x%x is bound to path %u; the connection has %u",
 				fn, remote->rkey, idx, conn->npaths);
@@ -837,6 +886,29 @@ static int rkey_path(struct ez_conn *conn, const struct ez_rkey *remote, const c
 		return ezi_fail(-ENETDOWN, "%s: rkey 0x%x is bound to path %u, which is down",
 				fn, remote->rkey, idx);
 	*pin = (uint8_t)(idx + 1);
+	return 0;
+}
+
+/* A write or read filled by rdma_op() (signalled), posted and accounted
+ * as a chain of one; a refusal is post_refused()'s, the op back on the
+ * free list (its MR's count with it), as op_submit() does. */
+static inline int rdma_post_now(struct ez_conn *conn, struct op *op)
+{
+	struct conn_path *p = &conn->paths[0];
+	struct ibv_send_wr *bad = NULL;
+	const struct chain ch = { .first = op, .last = op, .n = 1,
+				  .kinds = OP_KIND_BIT(op->kind), .bytes = op->sge.length };
+	int err;
+
+	op->path = p;
+	op->next = NULL;
+	err = ibv_post_send(p->qp, &op->wr, &bad);
+	if (__builtin_expect(err != 0, 0)) {
+		err = post_refused(conn, &ch, bad, err, p->sq_tail);
+		conn_op_put(conn, op);
+		return err;
+	}
+	chain_account(conn, p, &ch);
 	return 0;
 }
 
@@ -892,6 +964,13 @@ static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, si
 	op->wr.imm_data = htonl(imm);
 	op->wr.wr.rdma.remote_addr = remote ? remote->addr + roff : 0;
 	op->wr.wr.rdma.rkey = remote ? remote->rkey : 0;
+	/* A write or read (no credit, no immediate) on a connection of one
+	 * path with nothing queued, outside a batch: posted at once, as
+	 * op_submit() -> op_post() -> post_chain() would post a chain of one
+	 * (a chain of reads, each issued by the last one's callback). */
+	if (__builtin_expect(kind != OP_WRITE_IMM && !pin && !conn->pend_head &&
+			     conn->npaths == 1 && !conn->dev->dispatching, 1))
+		return rdma_post_now(conn, op);
 	return op_submit(conn, op);
 }
 
@@ -1101,8 +1180,13 @@ static inline void app_op_done_ok(struct ez_conn *conn, struct conn_path *p, str
 	if (e->wr.num_sge)
 		p->posted_bytes -= e->sge.length;
 	/* Free before its callback, which may post the next; an inline send
-	 * holds no slot and no MR (conn_op_put's work for those). */
-	if (__builtin_expect(!e->slot && !e->mr, 1)) {
+	 * holds no slot, a write or read no slot but its MR (conn_op_put's
+	 * work, inline for those). */
+	if (__builtin_expect(!e->slot, 1)) {
+		if (e->mr) {
+			e->mr->inflight--;	/* ez_mr_dereg's -EBUSY */
+			e->mr = NULL;
+		}
 		e->aged = 0;
 		e->next = conn->free_ops;
 		conn->free_ops = e;
@@ -1137,14 +1221,20 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 {
 	struct ez_conn *conn = op->conn;
 	struct conn_path *p = op->path;
-	int last_path = 0, status;
+	struct device *dev = conn->dev;
+	int last_path = 0, status, run = p->sq_head != op;
 	struct op *e;
 
 	/* A send queue completes in order, and a WR that fails or is flushed
 	 * always completes on its own: the unsignalled WRs posted before
-	 * this one are done, successfully. */
-	if (p->sq_head != op)
+	 * this one are done, successfully. Their callbacks and this op's run
+	 * in a batch of their own, so that what they submit goes out as one
+	 * chain when it closes (a stream's next sends), even when the device
+	 * dispatches this completion outside its batch. */
+	if (run) {
+		device_batch_open(dev);
 		retire_run(conn, p, op);
+	}
 	if ((e = p->sq_head)) {
 		p->sq_head = e->next;
 		if (!p->sq_head)
@@ -1168,6 +1258,9 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 		conn_drain_check(conn);
 	else if (conn->state == CS_CONNECTED)
 		kick_if_needed(conn);
+	/* dev, not conn->dev: the drain check may have freed conn. */
+	if (run)
+		device_batch_close(dev);
 }
 
 /* A receive that failed: the peer's message did not fit the buffer (or

@@ -577,6 +577,11 @@ void device_after_batch_cancel(struct device *dev, struct loop_defer *d)
 	loop_defer_list_cancel(&dev->after_batch, d);
 }
 
+void device_batch_close_run(struct device *dev)
+{
+	loop_defer_list_run(&dev->after_batch);
+}
+
 /* A port or device event, to the owner of every QP (its ops tell whether
  * it concerns them: a connection's port, say). */
 static void tell_all(struct device *dev, const struct device_event *ev)
@@ -730,7 +735,7 @@ static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct i
 						   int max_batches, int *full)
 {
 	struct device *dev = c->dev;
-	int i, tail, total = 0, batches = 0;
+	int i, total = 0, batches = 0;
 
 	for (;;) {
 		if (n < 0) {
@@ -741,22 +746,21 @@ static __attribute__((noinline)) int poll_dispatch(struct device_cq *c, struct i
 		 * while a batch is dispatched, and runs at its end. */
 		if (n == 0)
 			break;
-		/* A receive that ends the batch is dispatched after the batch
-		 * is closed: nothing polled after it can join what its callback
-		 * submits, so that goes out at once (a ping-pong's echo: no
-		 * queue, no after-batch list). Not a send completion: its
-		 * callbacks are a whole unsignalled run's, whose next sends
+		/* The completion that ends the batch is dispatched after the
+		 * batch is closed: nothing polled after it can join what its
+		 * callback submits, so that goes out at once (a ping-pong's
+		 * echo, the next read of a chain of reads: no queue, no
+		 * after-batch list). A send completion that retires an
+		 * unsignalled run opens a batch of its own for the run's
+		 * callbacks (conn_on_send_wc), so that their next sends still
 		 * chain into one post. */
-		tail = !(wc[n - 1].wr_id & CQ_OP_TAG);
-		dev->dispatching++;
-		for (i = 0; i < n - tail; i++)
+		device_batch_open(dev);
+		for (i = 0; i < n - 1; i++)
 			dispatch_one(dev, &wc[i]);
 		/* What the callbacks submitted goes out now, a chain per
-		 * connection, before the next batch is polled. */
-		if (--dev->dispatching == 0 && !loop_defer_list_empty(&dev->after_batch))
-			loop_defer_list_run(&dev->after_batch);
-		if (tail)
-			dispatch_one(dev, &wc[n - 1]);
+		 * connection, before the last one and the next batch. */
+		device_batch_close(dev);
+		dispatch_one(dev, &wc[n - 1]);
 		total += n;
 		if (n < CQ_POLL_BATCH)
 			break;

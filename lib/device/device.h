@@ -173,6 +173,24 @@ struct device_qp *device_qp_find(struct device *dev, uint32_t qpn);
 void device_after_batch(struct device *dev, struct loop_defer *d);
 void device_after_batch_cancel(struct device *dev, struct loop_defer *d);
 
+/* A batch of completions whose callbacks' work should go out together:
+ * while one is open (they nest), device_after_batch() holds that work, and
+ * the close that ends the outermost runs it. The device opens one around
+ * every polled batch but its last completion; an owner opens its own
+ * around several completions it finishes at once (a send's unsignalled
+ * run). */
+static inline void device_batch_open(struct device *dev)
+{
+	dev->dispatching++;
+}
+
+void device_batch_close_run(struct device *dev);
+static inline void device_batch_close(struct device *dev)
+{
+	if (--dev->dispatching == 0 && !loop_defer_list_empty(&dev->after_batch))
+		device_batch_close_run(dev);
+}
+
 /* Destroys a CM id whose destroy may wait on the network (one that was
  * connected: its DREQ unanswered, or one to send) on the set's reaper
  * thread; the caller has acked its events and cleared id->context. */
