@@ -272,24 +272,38 @@ static __attribute__((noinline)) int ctx_process_checked(struct ez_ctx *ctx)
 	return n;
 }
 
+/* What a short busy pass polled: dispatched as one pass (a callback that
+ * calls ez_ctx_process() is refused, ctx_process_checked()). */
+static __attribute__((noinline)) int ctx_dispatch(struct ez_ctx *ctx, struct ibv_wc *wc, int n)
+{
+	ctx->processing = 1;
+	n = device_set_dispatch(&ctx->devices, wc, n);
+	ctx->processing = 0;
+	return n;
+}
+
 /* A busy-polling application calls this in a tight loop and most passes
- * find nothing: no deferred work, no fd due, no hand-off hook. Such a pass
- * is the owner's check and the CQs' poll, in a frame that saves one
- * register; every other pass (and every refusal) is ctx_process_checked()'s.
- * busy_passes is counted last, so a pass that goes the long way for another
- * reason is counted there once. */
+ * find nothing: no deferred work, no fd due, no hand-off hook, one CQ.
+ * Such a pass is the owner's check and the CQ's poll in this one frame,
+ * and only a poll that found something goes on (ctx_dispatch()); every
+ * other pass (and every refusal) is ctx_process_checked()'s. busy_passes
+ * is counted last, so a pass that goes the long way for another reason is
+ * counted there once. */
 int ez_ctx_process(struct ez_ctx *ctx)
 {
+	struct ibv_wc wc[DEVICE_POLL_BATCH];
+	struct ibv_cq *cq;
 	int n;
 
 	if (__builtin_expect(ctx && ctx->busy_fast && !ctx->processing && !ctx->handoff_hook &&
 			     ctx->owner.token == ezi_thread_token() &&
 			     loop_defer_list_empty(&ctx->loop.deferred) &&
+			     (cq = device_set_only_cq(&ctx->devices)) &&
 			     ++ctx->busy_passes < BUSY_FD_EVERY, 1)) {
-		ctx->processing = 1;
-		n = device_set_poll(&ctx->devices);
-		ctx->processing = 0;
-		return n;
+		n = ibv_poll_cq(cq, DEVICE_POLL_BATCH, wc);
+		if (__builtin_expect(n == 0, 1))
+			return 0;
+		return ctx_dispatch(ctx, wc, n);
 	}
 	return ctx_process_checked(ctx);
 }

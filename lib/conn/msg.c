@@ -861,32 +861,36 @@ int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, e
 
 /* A key from the peer's ez_conn_export() names the path its window is
  * bound to (EZ_RKEY_PATH_BOUND): the op must take that path. */
-static int rkey_path_bound(struct ez_conn *conn, const struct ez_rkey *remote, const char *fn,
-			   uint8_t *pin);
+static int rkey_path_refused(struct ez_conn *conn, const struct ez_rkey *remote,
+			     const char *fn);
 
 static inline int rkey_path(struct ez_conn *conn, const struct ez_rkey *remote, const char *fn,
 			    uint8_t *pin)
 {
+	uint32_t idx;
+
 	*pin = 0;
-	if (__builtin_expect(!remote || !(remote->reserved & EZ_RKEY_PATH_BOUND), 1))
+	if (!remote || !(remote->reserved & EZ_RKEY_PATH_BOUND))
 		return 0;
-	return rkey_path_bound(conn, remote, fn, pin);
+	idx = remote->reserved & 0xff;
+	if (__builtin_expect(idx >= conn->npaths || !conn->paths[idx].live, 0))
+		return rkey_path_refused(conn, remote, fn);
+	*pin = (uint8_t)(idx + 1);
+	return 0;
 }
 
-static __attribute__((noinline)) int rkey_path_bound(struct ez_conn *conn,
-						     const struct ez_rkey *remote, const char *fn,
-						     uint8_t *pin)
+/* Why a bound key's path cannot take the op. */
+static __attribute__((noinline, cold)) int rkey_path_refused(struct ez_conn *conn,
+							      const struct ez_rkey *remote,
+							      const char *fn)
 {
 	uint32_t idx = remote->reserved & 0xff;
 
 	if (idx >= conn->npaths)
 		return ezi_fail(-EINVAL, "%s: rkey 0x%x is bound to path %u; the connection has %u",
 				fn, remote->rkey, idx, conn->npaths);
-	if (!conn->paths[idx].live)
-		return ezi_fail(-ENETDOWN, "%s: rkey 0x%x is bound to path %u, which is down",
-				fn, remote->rkey, idx);
-	*pin = (uint8_t)(idx + 1);
-	return 0;
+	return ezi_fail(-ENETDOWN, "%s: rkey 0x%x is bound to path %u, which is down",
+			fn, remote->rkey, idx);
 }
 
 /* A write or read filled by rdma_op() (signalled), posted and accounted
@@ -965,11 +969,12 @@ static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, si
 	op->wr.wr.rdma.remote_addr = remote ? remote->addr + roff : 0;
 	op->wr.wr.rdma.rkey = remote ? remote->rkey : 0;
 	/* A write or read (no credit, no immediate) on a connection of one
-	 * path with nothing queued, outside a batch: posted at once, as
-	 * op_submit() -> op_post() -> post_chain() would post a chain of one
-	 * (a chain of reads, each issued by the last one's callback). */
-	if (__builtin_expect(kind != OP_WRITE_IMM && !pin && !conn->pend_head &&
-			     conn->npaths == 1 && !conn->dev->dispatching, 1))
+	 * path (which a bound key's pin names too) with nothing queued,
+	 * outside a batch: posted at once, as op_submit() -> op_post() ->
+	 * post_chain() would post a chain of one (a chain of reads, each
+	 * issued by the last one's callback). */
+	if (__builtin_expect(kind != OP_WRITE_IMM && !conn->pend_head && conn->npaths == 1 &&
+			     !conn->dev->dispatching, 1))
 		return rdma_post_now(conn, op);
 	return op_submit(conn, op);
 }

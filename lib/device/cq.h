@@ -4,7 +4,7 @@
 
 #include "device.h"
 
-#define CQ_POLL_BATCH 32
+#define CQ_POLL_BATCH DEVICE_POLL_BATCH
 /* Batches polled per completion-channel wake-up, over every CQ it names. */
 #define CQ_POLL_TURN 16
 /* CQ events read per wake-up when the device has several CQs (with one,

@@ -808,6 +808,11 @@ int cq_poll(struct device_cq *c)
 /* The busy-poll pass: the set's one CQ is polled as cq_poll() polls it,
  * inlined (the bound is taken only when there are completions, so an empty
  * pass keeps one register); several take the walk. */
+int device_set_dispatch(struct device_set *set, struct ibv_wc *wc, int n)
+{
+	return poll_dispatch(set->only, wc, n, 0, NULL);
+}
+
 int device_set_poll(struct device_set *set)
 {
 	return __builtin_expect(set->only != NULL, 1) ? poll_some(set->only, 0, NULL)

@@ -132,6 +132,19 @@ struct device_set {
 	struct reaper reaper;	/* rdma_destroy_id() of ids that may wait on the network */
 };
 
+/* Completions polled at once (the size of a poll's batch on the stack). */
+#define DEVICE_POLL_BATCH 32
+
+/* The set's one CQ (NULL: several, or none), for a busy pass made in its
+ * caller's own frame: ibv_poll_cq() of DEVICE_POLL_BATCH into wc, and
+ * device_set_dispatch() only when it returned non-zero (n < 0 is logged).
+ * What device_set_poll() does for one CQ, without a frame of its own. */
+static inline struct ibv_cq *device_set_only_cq(const struct device_set *set)
+{
+	return set->only ? set->only->cq : NULL;
+}
+int device_set_dispatch(struct device_set *set, struct ibv_wc *wc, int n);
+
 void device_set_init(struct device_set *set, struct loop *loop, int busy_poll);
 /* Closes every device. */
 void device_set_fini(struct device_set *set);
