@@ -353,6 +353,32 @@ static int ctx_process(struct ez_ctx *ctx)
 	return n;
 }
 
+/* A hot watch run from the application's libev loop (loop_watch_add_hot():
+ * the completion channel in event mode) is a pass of its own, with a
+ * pass's checks: the owner's thread, and not under a callback of this
+ * context (a callback that runs the loop leaves the fd readable for the
+ * pass after it). Deferred work it queues pokes the set's eventfd, and
+ * runs in the set's next pass (on_loop_io()). */
+static void ctx_run_hot(struct loop *loop, struct loop_watch *w)
+{
+	struct ez_ctx *ctx = container_of(loop, struct ez_ctx, loop);
+	uint64_t t;
+
+	if (ctx_check_thread(ctx, "ez_ctx_process")) {
+		ezi_log_err("%s", ez_errmsg());
+		return;
+	}
+	if (ctx->processing)
+		return;
+	ctx->processing = 1;
+	t = loop_now_ns();
+	w->fn(w);
+	ctx_note_pass(ctx, t);
+	if (ctx->handoff_hook)
+		ctx->handoff_hook(ctx, CTX_HOOK_PASS);
+	ctx->processing = 0;
+}
+
 int ez_ctx_fd(const struct ez_ctx *ctx)
 {
 	if (ctx_check_thread(ctx, "ez_ctx_fd"))
@@ -432,6 +458,10 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 		ev_io_init(&ctx->io, on_loop_io, ctx->loop.epfd, EV_READ);
 		ctx->io.data = ctx;
 		ev_io_start(ctx->ev_loop, &ctx->io);
+		/* Event mode: each device's completion channel on this loop
+		 * itself (busy-poll mode never arms the CQs). */
+		if (!(flags & EZ_CTX_BUSY_POLL))
+			loop_set_outer(&ctx->loop, ctx->ev_loop, ctx_run_hot);
 		if (flags & EZ_CTX_BUSY_POLL) {
 			ev_idle_init(&ctx->idle, on_loop_idle);
 			ctx->idle.data = ctx;

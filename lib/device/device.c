@@ -283,7 +283,9 @@ int device_set_get(struct device_set *set, struct ibv_context *verbs, struct dev
 		goto err;
 	dev->comp_watch.fd = dev->cc->fd;
 	dev->comp_watch.fn = cq_on_channel;
-	ret = loop_watch_add(dev->loop, &dev->comp_watch);
+	/* The completion channel is the watch that wakes the loop per message
+	 * in event mode: on the application's libev loop itself, if any. */
+	ret = loop_watch_add_hot(dev->loop, &dev->comp_watch);
 	if (ret)
 		goto err;
 	dev->async_watch.fd = verbs->async_fd;

@@ -21,14 +21,24 @@ uint64_t loop_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Every handler reads its fd until EAGAIN (or leaves it readable for the
+ * next pass), so the fds must not block. */
+static int watch_nonblock(struct loop_watch *w)
+{
+	int fl = fcntl(w->fd, F_GETFL);
+
+	if (fl < 0 || fcntl(w->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return ezi_fail(-errno, "fcntl(O_NONBLOCK) on fd %d: %s", w->fd, ez_strerror(errno));
+	return 0;
+}
+
 int loop_watch_add(struct loop *loop, struct loop_watch *w)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
-	int fl = fcntl(w->fd, F_GETFL);
+	int ret = watch_nonblock(w);
 
-	/* Every handler drains its fd until EAGAIN, so the fds must not block. */
-	if (fl < 0 || fcntl(w->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return ezi_fail(-errno, "fcntl(O_NONBLOCK) on fd %d: %s", w->fd, ez_strerror(errno));
+	if (ret)
+		return ret;
 	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0)
 		return ezi_fail(-errno, "epoll_ctl(ADD, fd %d): %s", w->fd, ez_strerror(errno));
 	return 0;
@@ -36,7 +46,40 @@ int loop_watch_add(struct loop *loop, struct loop_watch *w)
 
 void loop_watch_del(struct loop *loop, struct loop_watch *w)
 {
-	epoll_ctl(loop->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	if (ev_is_active(&w->io))
+		ev_io_stop(loop->outer, &w->io);
+	else
+		epoll_ctl(loop->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+}
+
+void loop_set_outer(struct loop *loop, struct ev_loop *outer,
+		    void (*run_hot)(struct loop *loop, struct loop_watch *w))
+{
+	loop->outer = outer;
+	loop->run_hot = run_hot;
+}
+
+static void on_hot_io(struct ev_loop *outer, ev_io *io, int revents)
+{
+	struct loop_watch *w = container_of(io, struct loop_watch, io);
+	struct loop *loop = io->data;
+
+	loop->run_hot(loop, w);
+}
+
+int loop_watch_add_hot(struct loop *loop, struct loop_watch *w)
+{
+	int ret;
+
+	if (!loop->outer)
+		return loop_watch_add(loop, w);
+	ret = watch_nonblock(w);
+	if (ret)
+		return ret;
+	ev_io_init(&w->io, on_hot_io, w->fd, EV_READ);
+	w->io.data = loop;
+	ev_io_start(loop->outer, &w->io);
+	return 0;
 }
 
 static struct loop_timer *first_timer(const struct loop *loop)
@@ -292,6 +335,8 @@ int loop_init(struct loop *loop)
 	loop->timer_seq = 0;
 	loop->timerfd_due = 0;
 	loop->passes = 0;
+	loop->outer = NULL;
+	loop->run_hot = NULL;
 	loop_defer_list_init(&loop->deferred);
 	loop->timer_watch.fd = loop->defer_watch.fd = -1;
 	loop->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -5,16 +5,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ev.h>
+
 #include "base/heap.h"
 
 #ifndef container_of
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 #endif
 
-/* An fd in the loop's epoll set; fn runs when it is readable. */
+/* An fd in the loop's epoll set, or on the outer loop (loop_watch_add_hot());
+ * fn runs when it is readable. */
 struct loop_watch {
 	int fd;
 	void (*fn)(struct loop_watch *w);
+	ev_io io;		/* active only while the watch is on the outer loop */
 };
 
 /* A one-shot timer driven by the loop's timerfd. */
@@ -58,6 +62,10 @@ struct loop {
 	uint64_t timerfd_due;	/* what the timerfd is armed for (0: not armed) */
 	struct loop_defer_list deferred;
 	struct loop_watch defer_watch;	/* an eventfd, readable while work is deferred */
+	/* The application's libev loop that hot watches go on (NULL: none,
+	 * they join the set), and what runs one of them from it. */
+	struct ev_loop *outer;
+	void (*run_hot)(struct loop *loop, struct loop_watch *w);
 };
 
 /* The epoll set, the timerfd and the eventfd; a negative errno (ezi_fail). */
@@ -67,6 +75,15 @@ void loop_fini(struct loop *loop);
 /* The fd is made non-blocking: every handler drains it until EAGAIN. */
 int loop_watch_add(struct loop *loop, struct loop_watch *w);
 void loop_watch_del(struct loop *loop, struct loop_watch *w);
+
+/* Hot watches (a completion channel, readable once per wake-up in event
+ * mode) go on the application's libev loop itself once an outer loop is
+ * set: a wake-up is then libev's one epoll_wait(), not libev's and then
+ * the set's. run_hot runs w->fn with the checks a pass makes (the owner's
+ * thread, one pass at a time). Set before the first hot watch is added. */
+void loop_set_outer(struct loop *loop, struct ev_loop *outer,
+		    void (*run_hot)(struct loop *loop, struct loop_watch *w));
+int loop_watch_add_hot(struct loop *loop, struct loop_watch *w);
 
 /* Starts (or restarts) t to fire once after ms; stopping a timer that is
  * not running does nothing. */

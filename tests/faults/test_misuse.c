@@ -448,6 +448,71 @@ START_TEST(two_threads_process)
 }
 END_TEST
 
+/* ---- the context's libev loop run by another thread --------------------- */
+
+struct loop_runner {
+	struct ev_loop *loop;
+	double secs;
+	int runs;
+};
+
+static void *run_loop_there(void *arg)
+{
+	struct loop_runner *r = arg;
+	double end = now_s() + r->secs;
+
+	while (now_s() < end) {
+		ev_run(r->loop, EVRUN_NOWAIT);
+		r->runs++;
+		usleep(1000);
+	}
+	return NULL;
+}
+
+/* In event mode a completion channel sits on the application's libev loop
+ * itself (not behind the context's fd): a thread that runs that loop
+ * without owning the context still gets nothing done. A message sent while
+ * only that thread runs the loop is not delivered there (no callback runs on
+ * it; each wake-up logs the refusal with both threads), and is delivered,
+ * echoed and not lost once the owner runs the loop again. */
+START_TEST(loop_run_by_another_thread)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct ep c = { 0 };
+	struct loop_runner r = { 0 };
+	pthread_t th;
+	char want[MSG_MAX], got[MSG_MAX];
+	int errors;
+
+	fb_init(&b);
+	pair_up(&b, &s, &c, NULL);
+	log_start();
+	ck_assert_msg(ep_send_seq(&c, 0) == 0, "send: %s", ez_errmsg());
+	r.loop = b.loop;
+	r.secs = 0.5;
+	ck_assert_int_eq(pthread_create(&th, NULL, run_loop_there, &r), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	pthread_mutex_lock(&log_lock);
+	errors = log_errors;
+	snprintf(got, sizeof(got), "%s", log_last);
+	pthread_mutex_unlock(&log_lock);
+	ez_set_log(NULL, NULL, EZ_LOG_WARN);
+	ck_assert_int_gt(r.runs, 10);
+	ck_assert_int_eq(s.eps[0].received, 0);
+	ck_assert_int_eq(c.received, 0);
+	ck_assert_int_gt(errors, 0);
+	perm_msg(want, sizeof(want), "ez_ctx_process", th, pthread_self());
+	ck_assert_str_eq(got, want);
+	ck_assert_msg(fb_run(&b, &c.received, 1, 5), "no echo once the owner ran the loop");
+	ck_assert_int_eq(s.eps[0].received, 1);
+	ck_assert_int_eq(s.eps[0].bad_seq, 0);
+	ck_assert_int_eq(c.bad_seq, 0);
+	pair_down(&b, &s, &c);
+	fb_fini(&b);
+}
+END_TEST
+
 /* ez_ctx_process() (and ez_ctx_free()) from a callback of the same context,
  * on the right thread: -EBUSY, and the outer pass goes on. */
 START_TEST(nested_process)
@@ -664,6 +729,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, calls_from_another_thread);
 	tcase_add_test(tc, two_threads_process);
+	tcase_add_test(tc, loop_run_by_another_thread);
 	tcase_add_test(tc, nested_process);
 	tcase_add_test(tc, stale_handle);
 	tcase_add_test(tc, ctx_free_with_held_buffers);
