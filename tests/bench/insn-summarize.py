@@ -375,18 +375,18 @@ def budget(result, path, check, write):
     passes = {"%s.%s" % (r["case"], r["side"]): r["ez"]["fit"]["libeasyrdma"]["pass"]
               for r in result["rows"] if "fit" in r["ez"] and "libeasyrdma" in r["ez"]["fit"]}
     # Event mode's system calls per wake-up (a round trip's, the doorbell's
-    # share included, over its wake-ups, which vary with timing): a nested
-    # epoll_wait() or a read that only returns EAGAIN shows here, not in the
-    # instruction counts (the kernel's side).
+    # share included, over its wake-ups, which vary with timing: 3 + 1/w
+    # now, 4 + 1/w with a second epoll_wait()): a nested epoll_wait() or a
+    # read that only returns EAGAIN shows here, not in the instruction
+    # counts (the kernel's side). Its instructions are not budgeted: a
+    # round trip's follow its wake-ups (1 to 2 of them, by timing), and two
+    # runs give no fit of a wake-up's own cost.
     sys_figs = {"%s.%s" % (r["case"], r["side"]): r["ez"]["syscalls_per_msg"] / r["ez"]["wakeups_per_msg"]
                 for r in result["rows"] if r["case"] == "lat64_event" and r["ez"]["wakeups_per_msg"] > 0}
-    wake_figs = {"%s.%s" % (r["case"], r["side"]): r["ez"]["per_msg"]["libeasyrdma"] / r["ez"]["wakeups_per_msg"]
-                 for r in result["rows"] if r["case"] == "lat64_event" and r["ez"]["wakeups_per_msg"] > 0}
     if write:
         out = {"tolerance": 0.10, "libeasyrdma_per_msg": {k: round(v) for k, v in figs.items()},
                "libeasyrdma_per_pass": {k: round(v, 1) for k, v in passes.items()},
                "syscalls_per_wakeup": {k: round(v, 2) for k, v in sys_figs.items()},
-               "libeasyrdma_per_wakeup": {k: round(v) for k, v in wake_figs.items()},
                "syscalls_slack": 0.3}
         for r in result["rows"]:
             if r["case"] == "lat64_spin" and "fit" in r["ez"]:
@@ -425,13 +425,6 @@ def budget(result, path, check, write):
             "ok" if ok else "FAIL", k, sys_figs[k], limit, slack))
         if not ok and check:
             rc = 1
-    for k, limit in sorted(b.get("libeasyrdma_per_wakeup", {}).items()):
-        if k not in wake_figs:
-            if check:
-                print("insn: FAIL %s: no wake-up figure measured (budget %d)" % (k, limit))
-                rc = 1
-            continue
-        rc |= over(k, wake_figs[k], limit, "wake-up", "%.0f")
     for k, limit in sorted(b["libeasyrdma_per_msg"].items()):
         if k not in figs:
             if check:
