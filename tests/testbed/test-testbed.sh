@@ -2,7 +2,8 @@
 # test-testbed.sh: tests of the test bed itself (tests/testbed/testbed): a VM whose QEMU
 # dies before its command started is booted again and says so, and a pair run
 # reports its commands' statuses, also when one VM's command ends long before
-# the other's. Boots VMs (about 5 boots: minutes under TCG), so it is not part of
+# the other's, and a VM that wrote its status but does not stop is killed
+# after EZ_VM_POWEROFF_GRACE. Boots VMs (about 5 boots: minutes under TCG), so it is not part of
 # CI; run it after changing the test bed:
 #   tests/testbed/test-testbed.sh [BUILD_DIR]
 # Prints PASS/FAIL per case and exits 0 only if all passed.
@@ -63,6 +64,20 @@ EZ_TESTBED_FAULT=die-before-cmd:a "$tb" pair --cwd "$cwd" --timeout 900 -- bash 
 check "pair: a retried (both boot again); b's failure (3) is the run's status" 3 $? \
 	"testbed: VM a died before its command started (QEMU exited 139); retrying (1 of 2)" \
 	"[a] a done" "[b] b fails" "testbed: pair: a exited 0, b exited 3"
+
+# 5. cluster of 2: b writes its status (0) and then does not stop (a guest
+#    stuck powering off): once a has ended, b is killed after the grace
+#    period and the run succeeds with the written status, long before the
+#    timeout.
+t5=$SECONDS
+EZ_VM_POWEROFF_GRACE=5 "$tb" cluster 2 --cwd "$cwd" --timeout 600 -- bash -c '
+	if [ "$EZ_HOST" = b ]; then echo 0 >"$EZ_VM_STATUS"; echo "b stuck"; sleep 1000; fi
+	echo "a done"; exit 0' >"$out" 2>&1
+st=$?
+[ $((SECONDS - t5)) -lt 300 ] || { echo "  took $((SECONDS - t5)) s"; st=99; }
+check "cluster: a VM stuck after writing its status is killed after the grace period" 0 $st \
+	"[a] a done" "[b] b stuck" \
+	"testbed: VM b wrote its command's status and is the last VM, but did not stop within 5 s (EZ_VM_POWEROFF_GRACE): QEMU stopped"
 
 echo "test-testbed: $passes passed, $fails failed"
 [ $fails = 0 ]
