@@ -37,6 +37,9 @@ int loop_watch_add(struct loop *loop, struct loop_watch *w)
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = w };
 	int ret = watch_nonblock(w);
 
+	/* Not on the outer loop: loop_watch_del() reads this, and the
+	 * watch's owner need not have zeroed it (a mailbox, a test's). */
+	ev_init(&w->io, NULL);
 	if (ret)
 		return ret;
 	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0)

@@ -18,7 +18,7 @@
 struct loop_watch {
 	int fd;
 	void (*fn)(struct loop_watch *w);
-	ev_io io;		/* active only while the watch is on the outer loop */
+	ev_io io;		/* active only while the watch is on the outer loop (set by either add) */
 };
 
 /* A one-shot timer driven by the loop's timerfd. */
