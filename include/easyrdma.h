@@ -554,6 +554,10 @@ struct ez_conn_stats {
 	 * and on_send_ready calls that followed. */
 	uint64_t send_refusals, send_ready_calls;
 	uint64_t atomics;		/* ez_atomic_cas/fadd posted */
+	/* Callback-less small sends posted without a completion of their
+	 * own (a later one accounts for them), and the teardowns that had
+	 * to post a WR into the QP in ERR to account for the last of them. */
+	uint64_t sends_unsignalled, seals;
 };
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats,
 		     size_t stats_size);

@@ -275,6 +275,7 @@ static void teardown(struct ez_conn *conn)
 		if (qpfsm_modify(conn->qp, &conn->dev->lim, &conn->qpv, &a, IBV_QP_STATE) &&
 		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
+		conn_seal(conn);
 	}
 	path_teardown(conn);
 	/* An accept that ended between its steps has not answered the peer. */
@@ -570,10 +571,11 @@ static int conn_setup_pool(struct ez_conn *conn)
 	ret = conn_ops_init(conn);
 	if (ret)
 		return ret;
-	/* send_depth ops, a credit message, a goodbye per path and, with
-	 * several paths, a notice per path that fails but the last; a
-	 * keepalive probe and answer (keepalive.h). */
-	n = (int)conn->o.send_depth + 2 * (int)conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
+	/* send_depth ops and the spares of unsignalled sends (nops), a
+	 * credit message, a goodbye per path and, with several paths, a
+	 * notice per path that fails but the last; a keepalive probe and
+	 * answer (keepalive.h). */
+	n = (int)conn->nops + 2 * (int)conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
 	/* Not yet established, the passive side sends only its verdict or
 	 * refusal and its goodbyes; the data path's room is promised on the
 	 * same CQ and taken as it comes up (take_full). */
@@ -601,9 +603,10 @@ static int conn_setup_qp(struct ez_conn *conn)
 	ia.qp_type = IBV_QPT_RC;
 	/* Sends and writes are signalled selectively (msg.c). */
 	ia.sq_sig_all = 0;
-	/* send_depth ops, a credit message and a goodbye; with several paths
-	 * one QP may also carry the notices of the others' failures. */
-	ia.cap.max_send_wr = conn->o.send_depth + 1 + conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
+	/* send_depth ops and the spares (nops), a credit message and a
+	 * goodbye; with several paths one QP may also carry the notices of
+	 * the others' failures. */
+	ia.cap.max_send_wr = conn->nops + 1 + conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;

@@ -25,7 +25,10 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 	       /* Rendezvous (rndv.c): a large send's header (its op completes
 	        * at the peer's acknowledgement), the receiver's fetch and its
 	        * acknowledgement. */
-	       OP_SEND_RNDV, OP_RNDV_READ, OP_RNDV_ACK };
+	       OP_SEND_RNDV, OP_RNDV_READ, OP_RNDV_ACK,
+	       /* The send queue's last WR after the QP entered ERR, when the
+	        * one before it went unsignalled (msg.c's conn_seal()). */
+	       OP_SEAL };
 
 /* Sets of kinds as bit masks, so that the per-op tests of the data path are
  * one shift and test each, not a compare per kind. */
@@ -39,7 +42,7 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 /* The library's own messages whose bytes are not a path's payload. */
 #define OP_CTRL_KINDS (OP_KIND_BIT(OP_CREDIT) | OP_KIND_BIT(OP_BYE) | OP_KIND_BIT(OP_PATH_DOWN))
 #define OP_KIND_IN(kinds, k) (((kinds) >> (k)) & 1u)
-_Static_assert(OP_RNDV_ACK < 32, "op kinds fit a 32-bit mask");
+_Static_assert(OP_SEAL < 32, "op kinds fit a 32-bit mask");
 
 /* One send-queue operation; preallocated per connection (send_depth of them
  * plus the dedicated ones of the control messages), so the data path never
@@ -48,6 +51,10 @@ struct conn_path;
 struct conn_pd;
 struct bigbuf;
 struct rndv_rx;
+
+/* Ops beyond send_depth held by unsignalled sends (SIG_EVERY - 1, msg.c):
+ * a connection's send queue and CQ room count them too. */
+#define CONN_UNSIG_SPARES 15
 
 /* Bytes of a small send kept in its op (struct op's inl). */
 #define OP_INLINE_BYTES 64
@@ -64,6 +71,7 @@ struct op {
 	struct ez_mr *mr;	/* the MR it uses, counted in mr->inflight until conn_op_put */
 	uint8_t pin;		/* 1 + the path it must take (a window bound there), 0: any */
 	uint8_t aged;		/* deadline ticks seen outstanding (keepalive.c; OP_EXPIRED) */
+	uint8_t unsig;		/* posted unsignalled: a spare took its place (msg.c) */
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 	/* A send the device takes inline (IBV_SEND_INLINE copies the bytes
@@ -157,8 +165,15 @@ struct ez_conn {
 	struct op credit_op;
 	int credit_inflight;
 	struct op bye_op;
+	struct op seal_op;	/* conn_seal()'s, posted into the QP in ERR */
 	int peer_bye;
 	int posted;		/* WRs on the send queue */
+	/* A callback-less small send may go unsignalled and hold its op
+	 * until a later completion (msg.c); a spare op takes its place on
+	 * the free list meanwhile, so it does not count against send_depth.
+	 * NULL when sends stay signalled. nops: send_depth and the spares. */
+	struct op *spare_ops;
+	uint32_t nops;
 	struct loop_defer kick_after;	/* a kick waiting for the device's batch to end */
 	uint32_t max_inline;
 

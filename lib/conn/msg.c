@@ -25,6 +25,11 @@
 #include "srqpool/srqpool.h"
 #include "wire/rx_check.h"
 
+/* At most this many WRs in a row go unsignalled: one completion then
+ * accounts for the whole run (a send queue completes in order). */
+#define SIG_EVERY 16
+_Static_assert(CONN_UNSIG_SPARES == SIG_EVERY - 1, "an unsignalled run's ops are the spares");
+
 static void op_wc_done(struct device_wr *wr, const struct ibv_wc *wc)
 {
 	conn_on_send_wc(container_of(wr, struct op, dwr), wc);
@@ -36,9 +41,21 @@ void conn_op_bind(struct op *op)
 	op->wr.wr_id = device_wr_id(&op->dwr);
 }
 
+/* Unsignalled sends hold their ops until a later completion: at most
+ * SIG_EVERY - 1 of them, each replaced on the free list by a spare, so the
+ * application's window stays send_depth. A window below two runs keeps
+ * every send signalled (the spares would outnumber it); an op deadline
+ * (op_timeout_ms) needs every op's own completion; several paths pick by
+ * what each holds. */
+static int unsig_ok(const struct ez_conn *conn)
+{
+	return conn->o.send_depth >= 2 * SIG_EVERY && !conn->o.op_timeout_ms &&
+	       (conn->o.paths ? conn->o.paths : 1) == 1;
+}
+
 int conn_ops_init(struct ez_conn *conn)
 {
-	uint32_t i, n = conn->o.send_depth;
+	uint32_t i, n = conn->o.send_depth + (unsig_ok(conn) ? CONN_UNSIG_SPARES : 0);
 
 	conn->ops = calloc(n, sizeof(*conn->ops));
 	if (!conn->ops)
@@ -50,15 +67,22 @@ int conn_ops_init(struct ez_conn *conn)
 		op->conn = conn;
 		conn_op_bind(op);
 		op->wr.sg_list = &op->sge;
-		op->next = conn->free_ops;
-		conn->free_ops = op;
+		if (i < conn->o.send_depth) {
+			op->next = conn->free_ops;
+			conn->free_ops = op;
+		} else {
+			op->next = conn->spare_ops;
+			conn->spare_ops = op;
+		}
 	}
+	conn->nops = n;
 	/* The control messages' own ops, bound once: conn_post_ctrl() fills
 	 * the rest at each use. */
 	conn_op_bind(&conn->credit_op);
 	conn_op_bind(&conn->bye_op);
 	conn_op_bind(&conn->ka_probe_op);
 	conn_op_bind(&conn->ka_answer_op);
+	conn_op_bind(&conn->seal_op);
 	conn->op_bind = conn_op_bind;
 	for (i = 0; i < (conn->o.paths ? conn->o.paths : 1); i++) {
 		conn_op_bind(&conn->paths[i].bye_op);
@@ -71,7 +95,7 @@ void conn_ops_fini(struct ez_conn *conn)
 {
 	/* Every op has completed by now; a slot still held goes back all the
 	 * same, or the device would log it as lost at close. */
-	for (uint32_t i = 0; conn->ops && i < conn->o.send_depth; i++)
+	for (uint32_t i = 0; conn->ops && i < conn->nops; i++)
 		conn_op_release_copy(conn, &conn->ops[i]);
 	conn_rndv_fini(conn);
 	free(conn->ops);
@@ -136,10 +160,6 @@ static inline uint32_t credits_to_give(struct ez_conn *conn)
 	return conn->acct.owed ? srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK)
 			       : 0;
 }
-
-/* At most this many WRs in a row go unsignalled: one completion then
- * accounts for the whole run (a send queue completes in order). */
-#define SIG_EVERY 16
 
 /* Sends carry the credits we owe in their immediate data; a write with
  * immediate carries the application's value instead. */
@@ -347,6 +367,28 @@ static int post_chain(struct ez_conn *conn, const struct chain *ch)
 		return 0;
 	}
 	return post_refused(conn, ch, bad, err, tail_before);
+}
+
+/* Called once the QP is in ERR (the teardown). A WR that went unsignalled
+ * and completed gives no completion, not even a flushed one, so a send
+ * queue that ends with one would never drain: one signalled WR more goes
+ * behind it, flushed at once, and its completion retires the run. It takes
+ * the goodbye's room: the queue ends with an unsignalled send only when no
+ * goodbye went behind it, and none goes after this. */
+void conn_seal(struct ez_conn *conn)
+{
+	struct conn_path *p = conn->paths;
+	int ret;
+
+	if (!conn->paths || conn->npaths != 1 || !p->sq_tail ||
+	    (p->sq_tail->wr.send_flags & IBV_SEND_SIGNALED))
+		return;
+	ret = conn_post_ctrl(conn, &conn->seal_op, OP_SEAL, p, 0, NULL, 0);
+	if (ret)
+		ezi_log_err("QP %u in ERR: ibv_post_send(send-queue seal): %s; %d sends stay "
+			    "unaccounted", conn->qpn, ez_strerror(ret), conn->posted);
+	else
+		conn->stats.seals++;
 }
 
 /* One op now, signalled: a chain of one. */
@@ -726,6 +768,20 @@ static inline int send_small_ok(const struct ez_conn *conn, const void *data, si
 	       conn->ctx->owner.token == ezi_thread_token();
 }
 
+/* op went out unsignalled and stays on its path's list until a later
+ * completion: a spare takes its place on the free list, and op goes to the
+ * spares when it is retired (conn_op_free()). */
+static inline void unsig_posted(struct ez_conn *conn, struct op *op)
+{
+	struct op *spare = conn->spare_ops;
+
+	conn->spare_ops = spare->next;
+	spare->next = conn->free_ops;
+	conn->free_ops = spare;
+	op->unsig = 1;
+	conn->stats.sends_unsignalled++;
+}
+
 /* A small inline send posted at once, as prep_send(), op_submit(),
  * op_post() and post_chain() together do it for one op on a connection of
  * one path with nothing queued, a credit in hand and no batch being
@@ -759,7 +815,11 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	op->wr.next = NULL;
 	op->wr.num_sge = 1;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
-	op->wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	/* No callback: no completion of its own unless SIG_EVERY - 1 WRs
+	 * already wait on the path for one; a later completion retires it
+	 * (retire_run()), a seal after ERR at the latest (conn_seal()). */
+	op->wr.send_flags = cb || !conn->spare_ops || p->posted >= SIG_EVERY - 1 ?
+			    IBV_SEND_SIGNALED | IBV_SEND_INLINE : IBV_SEND_INLINE;
 	op->wr.imm_data = htonl(give);
 	rx_note_granted(&conn->rxt, give);
 	conn->send_credits--;
@@ -771,6 +831,8 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 		return err;
 	}
 	chain_account(conn, p, &ch);	/* its constants fold: a chain of one send */
+	if (!(op->wr.send_flags & IBV_SEND_SIGNALED))
+		unsig_posted(conn, op);
 	return 0;
 }
 
@@ -1103,7 +1165,7 @@ static void op_done(struct ez_conn *conn, struct op *op, int status)
 	} else if (op->kind == OP_SEND_RNDV) {
 		if (conn_rndv_sent(conn, op, status))
 			op_complete(conn, op, status);
-	} else if (op->kind != OP_PATH_DOWN) {
+	} else if (op->kind != OP_PATH_DOWN && op->kind != OP_SEAL) {
 		op_complete(conn, op, status);
 	}
 }
@@ -1193,8 +1255,7 @@ static inline void app_op_done_ok(struct ez_conn *conn, struct conn_path *p, str
 			e->mr = NULL;
 		}
 		e->aged = 0;
-		e->next = conn->free_ops;
-		conn->free_ops = e;
+		conn_op_free(conn, e);
 	} else {
 		conn_op_put(conn, e);
 	}

@@ -16,6 +16,9 @@ void conn_unqueue_kick(struct ez_conn *conn);
 void conn_flush_kick(struct ez_conn *conn);
 int conn_post_bye(struct ez_conn *conn);
 void conn_cancel_pending(struct ez_conn *conn);
+/* The QP is in ERR: a queue ending with an unsignalled WR gets a signalled
+ * one behind it, so that the drain sees every WR accounted for. */
+void conn_seal(struct ez_conn *conn);
 /* Points op's wr_id at its device_wr, whose completion is conn_on_send_wc(). */
 void conn_op_bind(struct op *op);
 

@@ -42,8 +42,7 @@ void conn_op_put(struct ez_conn *conn, struct op *op)
 		op->mr = NULL;
 	}
 	op->aged = 0;	/* a new op's deadline starts afresh (keepalive.c) */
-	op->next = conn->free_ops;
-	conn->free_ops = op;
+	conn_op_free(conn, op);
 }
 
 /* Each path's send queue completes in order: one list per path (op->path). */
@@ -152,6 +151,8 @@ const char *op_kind_name(enum op_kind kind)
 		return "RDMA READ of a rendezvous transfer";
 	case OP_RNDV_ACK:
 		return "rendezvous acknowledgement";
+	case OP_SEAL:
+		return "send-queue seal";
 	}
 	return "operation";
 }
