@@ -477,16 +477,49 @@ void conn_unqueue_kick(struct ez_conn *conn)
  * which posts one WR at a time). */
 #define CHAIN_BYTES (64u << 10)
 
-/* Ends a chain: its last WR signalled, so that every WR is accounted for.
- * By value: kick_now()'s chain stays in registers while it grows. */
+/* op went out unsignalled and stays on its path's list until a later
+ * completion: a spare takes its place on the free list, and op goes to the
+ * spares when it is retired (conn_op_free()). */
+static inline void unsig_posted(struct ez_conn *conn, struct op *op)
+{
+	struct op *spare = conn->spare_ops;
+
+	conn->spare_ops = spare->next;
+	spare->next = conn->free_ops;
+	conn->free_ops = spare;
+	op->unsig = 1;
+	conn->stats.sends_unsignalled++;
+}
+
+/* Whether op, a send the application wants no callback of, may go out
+ * unsignalled on p: copied into the op (no slot, no MR to give back at its
+ * retirement, retire_run()'s short way), a spare to take its place, and
+ * fewer than SIG_EVERY - 1 WRs waiting on p for a completion. */
+static inline int unsig_fits(const struct ez_conn *conn, const struct op *op,
+			     const struct conn_path *p)
+{
+	return !op->cb && op->kind == OP_SEND && !op->slot && !op->mr && conn->spare_ops &&
+	       p->posted < SIG_EVERY - 1;
+}
+
+/* Ends a chain: its last WR signalled, so that every WR is accounted for;
+ * but a chain of one callback-less small send (an echo sent from a
+ * callback of a batch) goes unsignalled as send_inline_now() would post
+ * it. By value: kick_now()'s chain stays in registers while it grows. */
 static void chain_post(struct ez_conn *conn, struct chain ch)
 {
+	int unsig = ch.n == 1 && unsig_fits(conn, ch.last, ch.last->path);
 	int ret;
 
-	ch.last->wr.send_flags |= IBV_SEND_SIGNALED;
+	if (unsig)
+		ch.last->wr.send_flags &= ~IBV_SEND_SIGNALED;
+	else
+		ch.last->wr.send_flags |= IBV_SEND_SIGNALED;
 	ret = post_chain(conn, &ch);
 	if (ret)
 		op_complete(conn, ch.first, ret);
+	else if (unsig)
+		unsig_posted(conn, ch.last);
 }
 
 /* Posts what the credits allow from the pending list in chains of up to
@@ -768,20 +801,6 @@ static inline int send_small_ok(const struct ez_conn *conn, const void *data, si
 	       conn->ctx->owner.token == ezi_thread_token();
 }
 
-/* op went out unsignalled and stays on its path's list until a later
- * completion: a spare takes its place on the free list, and op goes to the
- * spares when it is retired (conn_op_free()). */
-static inline void unsig_posted(struct ez_conn *conn, struct op *op)
-{
-	struct op *spare = conn->spare_ops;
-
-	conn->spare_ops = spare->next;
-	spare->next = conn->free_ops;
-	conn->free_ops = spare;
-	op->unsig = 1;
-	conn->stats.sends_unsignalled++;
-}
-
 /* A small inline send posted at once, as prep_send(), op_submit(),
  * op_post() and post_chain() together do it for one op on a connection of
  * one path with nothing queued, a credit in hand and no batch being
@@ -958,12 +977,13 @@ static __attribute__((noinline, cold)) int rkey_path_refused(struct ez_conn *con
 /* A write or read filled by rdma_op() (signalled), posted and accounted
  * as a chain of one; a refusal is post_refused()'s, the op back on the
  * free list (its MR's count with it), as op_submit() does. */
-static inline int rdma_post_now(struct ez_conn *conn, struct op *op)
+static inline int rdma_post_now(struct ez_conn *conn, struct op *op, enum op_kind kind,
+				uint32_t len)
 {
 	struct conn_path *p = &conn->paths[0];
 	struct ibv_send_wr *bad = NULL;
 	const struct chain ch = { .first = op, .last = op, .n = 1,
-				  .kinds = OP_KIND_BIT(op->kind), .bytes = op->sge.length };
+				  .kinds = OP_KIND_BIT(kind), .bytes = len };
 	int err;
 
 	op->path = p;
@@ -978,9 +998,25 @@ static inline int rdma_post_now(struct ez_conn *conn, struct op *op)
 	return 0;
 }
 
-static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, size_t off,
-		   size_t len, const struct ez_rkey *remote, uint64_t roff, uint32_t imm,
-		   ez_op_cb cb, void *op_arg)
+/* Why the peer's side of a write or read is refused. */
+static __attribute__((noinline, cold)) int rdma_remote_refused(const struct ez_rkey *remote,
+								uint64_t roff, size_t len,
+								const char *fn)
+{
+	if (!remote)
+		return ezi_fail(-EINVAL, "%s: remote is NULL", fn);
+	return ezi_fail(-EINVAL, "%s: remote [%llu, +%zu) is outside the peer's %llu bytes", fn,
+			(unsigned long long)roff, len, (unsigned long long)remote->len);
+}
+
+/* Inlined into each of ez_write(), ez_write_imm() and ez_read(): with the
+ * kind a constant, its name, opcode and the chain's accounting fold. */
+static inline __attribute__((always_inline)) int rdma_op(struct ez_conn *conn,
+							  enum op_kind kind, struct ez_mr *mr,
+							  size_t off, size_t len,
+							  const struct ez_rkey *remote,
+							  uint64_t roff, uint32_t imm, ez_op_cb cb,
+							  void *op_arg)
 {
 	const char *fn = kind == OP_WRITE ? "ez_write" : kind == OP_READ ? "ez_read" : "ez_write_imm";
 	/* A write with immediate of 0 bytes carries only the value: no
@@ -995,11 +1031,9 @@ static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, si
 		ret = check_mr(conn, mr, off, len, fn);
 	if (ret)
 		return ret;
-	if (!remote && !bare_imm)
-		return ezi_fail(-EINVAL, "%s: remote is NULL", fn);
-	if (remote && (roff > remote->len || len > remote->len - roff))
-		return ezi_fail(-EINVAL, "%s: remote [%llu, +%zu) is outside the peer's %llu bytes",
-				fn, (unsigned long long)roff, len, (unsigned long long)remote->len);
+	if (__builtin_expect((!remote && !bare_imm) ||
+			     (remote && (roff > remote->len || len > remote->len - roff)), 0))
+		return rdma_remote_refused(remote, roff, len, fn);
 	ret = rkey_path(conn, remote, fn, &pin);
 	if (ret)
 		return ret;
@@ -1037,7 +1071,7 @@ static int rdma_op(struct ez_conn *conn, enum op_kind kind, struct ez_mr *mr, si
 	 * issued by the last one's callback). */
 	if (__builtin_expect(kind != OP_WRITE_IMM && !conn->pend_head && conn->npaths == 1 &&
 			     !conn->dev->dispatching, 1))
-		return rdma_post_now(conn, op);
+		return rdma_post_now(conn, op, kind, (uint32_t)len);
 	return op_submit(conn, op);
 }
 
@@ -1276,6 +1310,19 @@ static void retire_run(struct ez_conn *conn, struct conn_path *p, struct op *upt
 		p->sq_head = e->next;
 		if (!p->sq_head)
 			p->sq_tail = NULL;	/* only if upto was not on p's list */
+		if (e->unsig) {
+			/* A callback-less inline send (send_inline_now()): no
+			 * slot, MR or callback, and a spare holds its place on
+			 * the free list, so room for the application does not
+			 * change (no send_ready_check()): back to the spares. */
+			conn->posted--;
+			p->posted--;
+			p->posted_bytes -= e->sge.length;
+			e->unsig = 0;
+			e->next = conn->spare_ops;
+			conn->spare_ops = e;
+			continue;
+		}
 		if (__builtin_expect(OP_KIND_IN(OP_APP_KINDS, e->kind), 1))
 			app_op_done_ok(conn, p, e);
 		else

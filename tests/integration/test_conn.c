@@ -327,6 +327,12 @@ static void pingpong(struct bench *b, const char *addr, int n, const char *label
 	ck_assert_int_eq(ez_conn_stats(c.conn, &cs), 0);
 	ck_assert_uint_eq(cs.msgs_sent, (uint64_t)n);
 	ck_assert_uint_eq(cs.msgs_recv, (uint64_t)n);
+	/* The callback-less sends of 1..max_inline bytes went unsignalled
+	 * (most of them: at most 15 in a row), between copies and empty
+	 * messages that did not; every payload above arrived intact. */
+	ck_assert_uint_gt(cs.sends_unsignalled, (uint64_t)n / NSIZES);
+	ck_assert_uint_lt(cs.sends_unsignalled, (uint64_t)n);
+	ck_assert_uint_eq(cs.op_errors, 0);
 	if (ci.peer.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ci.peer)->sin_addr, ip, sizeof(ip));
 	else
@@ -335,10 +341,12 @@ static void pingpong(struct bench *b, const char *addr, int n, const char *label
 	ck_assert_str_eq(ip, strcmp(addr, test_addr()) && !strchr(addr, ':') &&
 			 !(addr[0] >= '0' && addr[0] <= '9') ? test_addr() : addr);
 	printf("%s: connect %.2f ms; %d round trips of 0..4096 B, mean %.1f us; "
-	       "QPN %u<->%u, MTU %d, UDP sport 0x%x, device %s, credits %u, credit msgs %llu\n",
+	       "QPN %u<->%u, MTU %d, UDP sport 0x%x, device %s, credits %u, credit msgs %llu, "
+	       "unsignalled sends %llu\n",
 	       label, (c.t_connected - c.t_start) * 1e3, n, (c.t_done - c.t_connected) * 1e6 / n,
 	       ci.qp_num, ci.remote_qp_num, 128 << ci.path_mtu, ci.udp_sport, ci.device,
-	       ci.peer_credits, (unsigned long long)cs.credit_msgs_recv);
+	       ci.peer_credits, (unsigned long long)cs.credit_msgs_recv,
+	       (unsigned long long)cs.sends_unsignalled);
 
 	if (b->fd_mode)
 		printf("%s: %ld polls, %ld timed out\n", label, b->polls, b->poll_timeouts);
@@ -347,6 +355,12 @@ static void pingpong(struct bench *b, const char *addr, int n, const char *label
 	ck_assert_msg(bench_run(b, &c.disconnected, 1, 5), "client saw no disconnect");
 	ck_assert_int_eq(c.disconnect_status, 0);
 	ck_assert_int_eq(s.disconnect_status, 0);
+	/* The server's echoes went unsignalled as the client's sends did;
+	 * every one was accounted for by the time it drained, none failed. */
+	ck_assert_int_eq(ez_conn_stats(s.conn, &cs), 0);
+	ck_assert_uint_eq(cs.msgs_sent, (uint64_t)n);
+	ck_assert_uint_gt(cs.sends_unsignalled, (uint64_t)n / NSIZES);
+	ck_assert_uint_eq(cs.op_errors, 0);
 	ez_conn_close(s.conn);
 	/* Nothing more runs: both callbacks ran once. */
 	bench_run(b, &c.disconnected, 2, 0.2);
@@ -1622,13 +1636,17 @@ START_TEST(send_slots_shared_by_connections)
 	 * used to register its own send buffers (48 MRs). */
 	mrs1 = rdma_res_mine("mr");
 	ck_assert_msg(mrs1 - mrs0 >= 1 && mrs1 - mrs0 <= 3, "MRs %d -> %d", mrs0, mrs1);
-	/* A second wave of 48 reuses the slots: nothing more is registered. */
+	/* A second wave of 48 reuses the slots: no MR per connection. At most
+	 * the third chunk comes (256 KiB): the most copies in flight at once,
+	 * 2 a client and 2 echoes each, 192 x 2 KiB, need the three, and how
+	 * many the first wave reached depends on the guest's timing (so does
+	 * the trim of an idle chunk between the waves). */
 	slab_wave(&b, &s, &o);
 	mrs2 = rdma_res_mine("mr");
 	printf("send slots: 2 waves of %d connections each way, %d x %d B checked per wave;"
 	       " MRs of the process %d -> %d -> %d\n", SLAB_CONNS, SLAB_CONNS * SLAB_ROUNDS,
 	       SLAB_MSG, mrs0, mrs1, mrs2);
-	ck_assert_int_eq(mrs2, mrs1);
+	ck_assert_msg(mrs2 - mrs0 >= 1 && mrs2 - mrs0 <= 3, "MRs %d -> %d -> %d", mrs0, mrs1, mrs2);
 	ck_assert_int_eq(ez_srqpool_free(pool), 0);
 	bench_fini(&b);
 }
