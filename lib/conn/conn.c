@@ -275,7 +275,8 @@ static void teardown(struct ez_conn *conn)
 		if (qpfsm_modify(conn->qp, &conn->dev->lim, &conn->qpv, &a, IBV_QP_STATE) &&
 		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
 			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
-		conn_seal(conn);
+		else
+			conn_seal(conn);	/* only into ERR: on a live QP it would reach the peer */
 	}
 	path_teardown(conn);
 	/* An accept that ended between its steps has not answered the peer. */
