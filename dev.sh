@@ -55,7 +55,7 @@ test_all() {
 	prepare
 	EZ_RESULTS=$(mktemp "${TMPDIR:-/tmp}/ez-results.XXXXXX") || exit 1
 	export EZ_RESULTS
-	trap 'rm -f "$EZ_RESULTS"' EXIT
+	trap 'rm -f "$EZ_RESULTS" "$EZ_RESULTS.why"' EXIT
 	clean_results
 	"$tiers/unit.sh"
 	"$tiers/integration-asan.sh"

@@ -31,7 +31,7 @@ tier_begin() {
 tier_end() {
 	local st=$?
 	report 0 || st=1
-	rm -f "$EZ_RESULTS"
+	rm -f "$EZ_RESULTS" "$EZ_RESULTS.why"
 	exit $st
 }
 
@@ -40,11 +40,41 @@ result() {	# result pass|fail WHAT
 	printf '%-4s %s\n' "${1^^}" "$2" >>"$EZ_RESULTS"
 }
 
-# pass_fail WHAT COMMAND...: one result for the command's exit status.
+# What a failed step printed that says why, kept for the summary's end: CI
+# keeps only the last lines of a run, and a FAIL line alone (a tier of four
+# VMs and 25 minutes of output) cannot be told from a hang or a crash.
+# Lines that name a failure, a timeout or a dead process, each with the line
+# after it (a pair test's FAIL line names the check, the next its values);
+# the last 16.
+WHY_RE='FAIL|TIMEOUT|[Tt]imed out|did not|died|gave no exit|exited [1-9]|killed|:[FE]:|Assertion|Sanitizer|Segmentation|Aborted|error:'
+
+why() {	# why WHAT FILE: FILE's lines that say why WHAT failed
+	{
+		printf 'FAIL %s:\n' "$1"
+		grep -aE -A1 "$WHY_RE" "$2" 2>/dev/null | grep -avE '^--$|paths left' | tail -n 16 |
+			cut -c1-300 |
+			sed 's/^/    | /'
+	} >>"$EZ_RESULTS.why"
+}
+
+# pass_fail WHAT COMMAND...: one result for the command's exit status; the
+# output goes on to the terminal as it comes, and on failure its telling
+# lines to the summary (why()). The command runs in this shell, so a shell
+# function's variables stay set.
 pass_fail() {
-	local what=$1
+	local what=$1 log st
 	shift
-	if "$@"; then result pass "$what"; else result fail "$what"; fi
+	log=$(mktemp "${TMPDIR:-/tmp}/ez-step.XXXXXX") || return 1
+	"$@" > >(tee "$log") 2>&1
+	st=$?
+	wait $! 2>/dev/null	# tee has written the whole log
+	if [ $st -eq 0 ]; then
+		result pass "$what"
+	else
+		result fail "$what"
+		why "$what (exit status $st)" "$log"
+	fi
+	rm -f "$log"
 }
 
 skip() {	# skip WHAT: listed, not counted
@@ -63,7 +93,7 @@ count_trs() {
 		r=$(sed -n 's/^:test-result: //p' "$f" | head -1)
 		case $r in
 		PASS|XFAIL) result pass "$name"; n=$((n + 1)) ;;
-		FAIL|ERROR|XPASS) result fail "$name"; n=$((n + 1)) ;;
+		FAIL|ERROR|XPASS) result fail "$name"; n=$((n + 1)); why "$name ($r)" "${f%.trs}.log" ;;
 		SKIP) skip "$name" ;;
 		esac
 	done < <(find "$b/$1" "${depth[@]}" -name '*.trs' 2>/dev/null | sort)
@@ -92,6 +122,10 @@ report() {
 	check_lines
 	say "results ($((SECONDS - $1)) s)"
 	if [ -s "$EZ_RESULTS" ]; then cat "$EZ_RESULTS"; else echo; fi
+	if [ -s "$EZ_RESULTS.why" ]; then
+		say "why they failed (the lines of their output that say so)"
+		cat "$EZ_RESULTS.why"
+	fi
 	np=$(grep -c '^PASS ' "$EZ_RESULTS")
 	nf=$(grep -c '^FAIL ' "$EZ_RESULTS")
 	echo "tests: $np passed, $nf failed"
