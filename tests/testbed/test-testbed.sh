@@ -3,7 +3,8 @@
 # dies before its command started is booted again and says so, and a pair run
 # reports its commands' statuses, also when one VM's command ends long before
 # the other's, and a VM that wrote its status but does not stop is killed
-# after EZ_VM_POWEROFF_GRACE. Boots VMs (about 5 boots: minutes under TCG), so it is not part of
+# after EZ_VM_POWEROFF_GRACE, and a cluster VM whose NIC stalls voids the run
+# (75). Boots VMs (about 5 boots: minutes under TCG), so it is not part of
 # CI; run it after changing the test bed:
 #   tests/testbed/test-testbed.sh [BUILD_DIR]
 # Prints PASS/FAIL per case and exits 0 only if all passed.
@@ -78,6 +79,18 @@ st=$?
 check "cluster: a VM stuck after writing its status is killed after the grace period" 0 $st \
 	"[a] a done" "[b] b stuck" \
 	"testbed: VM b wrote its command's status and is the last VM, but did not stop within 5 s (EZ_VM_POWEROFF_GRACE): QEMU stopped"
+
+# 6. cluster of 2: b's NIC stalls (its console says so, EZ_TESTBED_FAULT):
+#    the run is void (75), b named, every VM stopped long before a's
+#    command (sleep 300) or the timeout ends.
+t6=$SECONDS
+EZ_TESTBED_FAULT=nic-stall:b "$tb" cluster 2 --cwd "$cwd" --timeout 600 -- bash -c '
+	echo "$EZ_HOST up"; sleep 300; exit 0' >"$out" 2>&1
+st=$?
+[ $((SECONDS - t6)) -lt 200 ] || { echo "  took $((SECONDS - t6)) s"; st=99; }
+check "cluster: a VM whose NIC stalls voids the run (75) and stops every VM" 75 $st \
+	"[b] b up" \
+	"testbed: VM b: its emulated NIC (virtio-net) has sent nothing for 25 s (the guest kernel's netdev watchdog): QEMU's or the guest driver's fault, not the command's; the run is void, every VM stopped"
 
 echo "test-testbed: $passes passed, $fails failed"
 [ $fails = 0 ]
