@@ -60,7 +60,7 @@ def main():
                 continue
             path = os.path.join(out, "%s.ez.%s.%s.out" % (case, p[2], side))
             if os.path.exists(path):
-                _, calls = summ.parse(path)
+                calls = summ.parse(path)[1]
                 runs[p[2]] = (int(p[3]), summ.passes("ez", calls), self_cost(path, obrx))
     if "n1" not in runs or "n2" not in runs:
         sys.exit("insn-functions: no n1 and n2 runs of %s in %s" % (case, out))
