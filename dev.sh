@@ -57,22 +57,22 @@ test_all() {
 	export EZ_RESULTS
 	trap 'rm -f "$EZ_RESULTS" "$EZ_RESULTS.why"' EXIT
 	clean_results
-	"$tiers/unit.sh"
-	"$tiers/integration-asan.sh"
-	"$tiers/tsan.sh"
+	run_tier "$tiers/unit.sh"
+	run_tier "$tiers/integration-asan.sh"
+	run_tier "$tiers/tsan.sh"
 	if [ "${EZ_PLAIN_TIER:-0}" = 1 ]; then
-		"$tiers/plain-integration.sh"
+		run_tier "$tiers/plain-integration.sh"
 	else
-		"$tiers/plain-leak.sh"
+		run_tier "$tiers/plain-leak.sh"
 	fi
-	"$tiers/two-hosts.sh"
-	"$tiers/linkdown.sh"
-	"$tiers/cluster.sh"
-	"$tiers/scale.sh"
-	"$tiers/insn-budget.sh"
-	"$tiers/distcheck.sh"
-	"$tiers/packages.sh"
-	"$tiers/fuzz.sh"
+	run_tier "$tiers/two-hosts.sh"
+	run_tier "$tiers/linkdown.sh"
+	run_tier "$tiers/cluster.sh"
+	run_tier "$tiers/scale.sh"
+	run_tier "$tiers/insn-budget.sh"
+	run_tier "$tiers/distcheck.sh"
+	run_tier "$tiers/packages.sh"
+	run_tier "$tiers/fuzz.sh"
 	report "$t0"
 }
 

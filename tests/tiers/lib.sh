@@ -59,16 +59,15 @@ why() {	# why WHAT FILE: FILE's lines that say why WHAT failed
 
 # pass_fail WHAT COMMAND...: one result for the command's exit status; the
 # output goes on to the terminal as it comes, and on failure its telling
-# lines to the summary (why()). The command runs in this shell, so a shell
-# function's variables stay set.
+# lines to the summary (why()). The command runs in a subshell (a pipe into
+# tee): a shell function given here must not set what its caller reads.
 pass_fail() {
 	local what=$1 log st
 	shift
 	log=$(mktemp "${TMPDIR:-/tmp}/ez-step.XXXXXX") || return 1
-	"$@" > >(tee "$log") 2>&1
-	st=$?
-	wait $! 2>/dev/null	# tee has written the whole log
-	if [ $st -eq 0 ]; then
+	"$@" 2>&1 | tee "$log"
+	st=${PIPESTATUS[0]}
+	if [ "$st" -eq 0 ]; then
 		result pass "$what"
 	else
 		result fail "$what"
@@ -130,6 +129,22 @@ report() {
 	nf=$(grep -c '^FAIL ' "$EZ_RESULTS")
 	echo "tests: $np passed, $nf failed"
 	[ "$nf" -eq 0 ]
+}
+
+# run_tier SCRIPT: runs a tier script (dev.sh). A tier whose script ended
+# non-zero without a FAIL of its own broke before it could say (an unbound
+# variable under set -u ends a script there, its results unwritten): that is
+# a failure too, or the summary would count only what the tier wrote before.
+run_tier() {
+	local before st
+	before=$(grep -c '^FAIL ' "$EZ_RESULTS")
+	"$1"
+	st=$?
+	if [ $st -ne 0 ] && [ "$(grep -c '^FAIL ' "$EZ_RESULTS")" -eq "$before" ]; then
+		result fail "${1##*/}: ended with status $st before writing a failure"
+		printf 'FAIL %s:\n    | the script ended with status %s before writing a failure (its output above says where)\n' \
+			"${1##*/}" "$st" >>"$EZ_RESULTS.why"
+	fi
 }
 
 # The tier's own exit status.
