@@ -48,12 +48,12 @@ result() {	# result pass|fail WHAT
 # the last 16.
 WHY_RE='FAIL|TIMEOUT|[Tt]imed out|did not|died|gave no exit|exited [1-9]|killed|:[FE]:|Assertion|Sanitizer|Segmentation|Aborted|error:'
 
-why() {	# why WHAT FILE: FILE's lines that say why WHAT failed
+why() {	# why WHAT FILE [NOTE]: FILE's lines that say why WHAT failed (none for ""), then NOTE
 	{
 		printf 'FAIL %s:\n' "$1"
-		grep -aE -A1 "$WHY_RE" "$2" 2>/dev/null | grep -avE '^--$|paths left' | tail -n 16 |
-			cut -c1-300 |
-			sed 's/^/    | /'
+		[ -n "$2" ] && grep -aE -A1 "$WHY_RE" "$2" 2>/dev/null | grep -avE '^--$|paths left' |
+			tail -n 16 | cut -c1-300 | sed 's/^/    | /'
+		[ -n "${3:-}" ] && printf '    | %s\n' "$3"
 	} >>"$EZ_RESULTS.why"
 }
 
@@ -64,7 +64,9 @@ why() {	# why WHAT FILE: FILE's lines that say why WHAT failed
 pass_fail() {
 	local what=$1 log st
 	shift
-	log=$(mktemp "${TMPDIR:-/tmp}/ez-step.XXXXXX") || return 1
+	# Without a log the step still runs and counts, only its why is lost:
+	# a step must never vanish from the summary.
+	log=$(mktemp "${TMPDIR:-/tmp}/ez-step.XXXXXX") || log=/dev/null
 	"$@" 2>&1 | tee "$log"
 	st=${PIPESTATUS[0]}
 	if [ "$st" -eq 0 ]; then
@@ -73,7 +75,7 @@ pass_fail() {
 		result fail "$what"
 		why "$what (exit status $st)" "$log"
 	fi
-	rm -f "$log"
+	[ "$log" = /dev/null ] || rm -f "$log"
 }
 
 skip() {	# skip WHAT: listed, not counted
@@ -142,8 +144,7 @@ run_tier() {
 	st=$?
 	if [ $st -ne 0 ] && [ "$(grep -c '^FAIL ' "$EZ_RESULTS")" -eq "$before" ]; then
 		result fail "${1##*/}: ended with status $st before writing a failure"
-		printf 'FAIL %s:\n    | the script ended with status %s before writing a failure (its output above says where)\n' \
-			"${1##*/}" "$st" >>"$EZ_RESULTS.why"
+		why "${1##*/}" "" "the script ended with status $st before writing a failure (its output above says where)"
 	fi
 }
 
