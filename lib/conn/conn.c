@@ -345,6 +345,20 @@ static int take_full(struct ez_conn *conn)
 	return 0;
 }
 
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+/* What ez_send() posts straight from the caller's bytes: inline on this
+ * QP, within the op's inline copy, and a message both sides take. Both
+ * sides' limits are known by the time the connection comes up. */
+static uint32_t small_send_max(const struct ez_conn *conn)
+{
+	return min_u32(min_u32(conn->max_inline, OP_INLINE_BYTES),
+		       min_u32(conn->peer_max_msg, conn->o.max_msg_size));
+}
+
 /* conn_fire()'s row, carried out: the one place a connection's state is
  * written, and (through report_up and release_and_report) the one way to
  * the application's on_connect and on_disconnect. */
@@ -364,6 +378,8 @@ static void take_transition(struct ez_conn *conn, const struct conn_fsm_row *row
 			return;
 		}
 	}
+	if (actions & CA_REPORT_UP)
+		conn->small_send_max = small_send_max(conn);
 	conn->state = row->next;
 	if (actions & CA_END)
 		mark_end(conn, from, status);

@@ -176,6 +176,11 @@ struct ez_conn {
 	uint32_t nops;
 	struct loop_defer kick_after;	/* a kick waiting for the device's batch to end */
 	uint32_t max_inline;
+	/* ez_send()'s bound for a send posted from the caller's bytes:
+	 * min(max_inline, OP_INLINE_BYTES, peer_max_msg, max_msg_size), set
+	 * as the connection comes up (0 before), so the per-message check is
+	 * one compare, not four. */
+	uint32_t small_send_max;
 
 	uint32_t my_credits;	/* advertised to the peer */
 	uint32_t send_credits;	/* messages we may send now */

@@ -789,14 +789,13 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 }
 
 /* The common send, checked in one expression: a connection established,
- * on its owner's thread, a message of 1..max_inline bytes (which fits the
- * op and the peer's buffers). What ez_sendv would do for it, without the
- * vector and its loops; anything else (and every error's message) is
- * ez_sendv's. */
+ * on its owner's thread, a message of 1..small_send_max bytes (inline on
+ * the QP, within the op's copy and the peer's buffers; len - 1 wraps for
+ * 0). What ez_sendv would do for it, without the vector and its loops;
+ * anything else (and every error's message) is ez_sendv's. */
 static inline int send_small_ok(const struct ez_conn *conn, const void *data, size_t len)
 {
-	return conn && data && len && len <= conn->max_inline && len <= OP_INLINE_BYTES &&
-	       len <= conn->peer_max_msg && len <= conn->o.max_msg_size &&
+	return conn && data && len - 1 < conn->small_send_max &&
 	       conn->state == CS_CONNECTED && !conn->app_closed &&
 	       conn->ctx->owner.token == ezi_thread_token();
 }
@@ -855,27 +854,44 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	return 0;
 }
 
-int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg)
+/* A small send that cannot go out at once (queued behind others, no
+ * credit, a batch open, several paths): copied into its op and submitted. */
+static __attribute__((noinline)) int send_small_queued(struct ez_conn *conn, struct op *op,
+							const void *data, size_t len, ez_op_cb cb,
+							void *op_arg)
+{
+	memcpy(op->inl, data, len);
+	op->sge.addr = (uintptr_t)op->inl;
+	op->sge.lkey = 0;
+	prep_send(conn, op, OP_SEND, (uint32_t)len, cb, op_arg);
+	return op_submit(conn, op);
+}
+
+/* Everything ez_send() does not post from its own frame: a larger or
+ * vectored send, and every refusal with its message. */
+static __attribute__((noinline)) int send_other(struct ez_conn *conn, const void *data,
+						 size_t len, ez_op_cb cb, void *op_arg)
 {
 	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
-	struct op *op;
 
-	if (__builtin_expect(send_small_ok(conn, data, len), 1)) {
-		op = op_get(conn, "ez_send");
-		if (!op)
-			return -ENOBUFS;
-		if (__builtin_expect(!conn->pend_head && conn->send_credits && conn->npaths == 1 &&
-				     !conn->dev->dispatching, 1))
-			return send_inline_now(conn, op, data, (uint32_t)len, cb, op_arg);
-		memcpy(op->inl, data, len);
-		op->sge.addr = (uintptr_t)op->inl;
-		op->sge.lkey = 0;
-		prep_send(conn, op, OP_SEND, (uint32_t)len, cb, op_arg);
-		return op_submit(conn, op);
-	}
 	if (len && !data)
 		return ezi_fail(-EINVAL, "ez_send: data is NULL with len %zu", len);
 	return ez_sendv(conn, &iov, 1, cb, op_arg);
+}
+
+int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg)
+{
+	struct op *op;
+
+	if (__builtin_expect(!send_small_ok(conn, data, len), 0))
+		return send_other(conn, data, len, cb, op_arg);
+	op = op_get(conn, "ez_send");
+	if (!op)
+		return -ENOBUFS;
+	if (__builtin_expect(!conn->pend_head && conn->send_credits && conn->npaths == 1 &&
+			     !conn->dev->dispatching, 1))
+		return send_inline_now(conn, op, data, (uint32_t)len, cb, op_arg);
+	return send_small_queued(conn, op, data, len, cb, op_arg);
 }
 
 static int check_mr_slow(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
@@ -1502,7 +1518,7 @@ static void deliver(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_w
 {
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += wc->byte_len;
-	conn->stats.path_msgs_recv[path_index(conn, wc->qp_num)]++;
+	conn->stats.path_msgs_recv[conn->npaths == 1 ? 0 : path_index(conn, wc->qp_num)]++;
 	if (conn->cbs.on_recv)
 		conn->cbs.on_recv(conn, buf, conn->arg);
 	else

@@ -208,6 +208,53 @@ START_TEST(oversized_message)
 }
 END_TEST
 
+/* A message small enough to go inline is still bound by both sides'
+ * maximum: ez_send()'s one-compare bound (small_send_max) takes the
+ * smaller, so one byte over is refused, not posted into a receive buffer
+ * it would overflow (which would end the connection at the peer). */
+START_TEST(oversized_small_message)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct ep c = { 0 }, d = { 0 };
+	struct ez_conn_opts small = { .max_msg_size = 40 };
+	struct ez_conn_info info;
+	struct ez_conn_stats st;
+	uint8_t msg[48] = { 0 };	/* seq 0 in its first 8 bytes */
+
+	fb_init(&b);
+	s.opts.max_msg_size = 40;	/* the peer's limit */
+	pair_up(&b, &s, &c, NULL);
+	ck_assert_int_eq(ez_conn_info(c.conn, &info), 0);
+	ck_assert_uint_ge(info.max_inline, 41);	/* 41 bytes would go inline */
+	ASSERT_ERR(ez_send(c.conn, msg, 41, NULL, NULL), -EMSGSIZE,
+		   "ez_send: 41 bytes exceed the maximum message size 40");
+	ck_assert_int_eq(ez_send(c.conn, msg, 40, NULL, NULL), 0);
+	ck_assert_msg(fb_run(&b, &c.received, 1, 10), "echo: %d/1", c.received);
+	ck_assert_int_eq(c.bad_seq, 0);
+	ck_assert_int_eq(s.eps[0].received, 1);
+	ck_assert_int_eq(ez_conn_stats(c.conn, &st), 0);
+	ck_assert_uint_eq(st.msgs_sent, 1);
+	ck_assert_uint_eq(st.bytes_sent, 40);
+	ck_assert_uint_eq(st.op_errors, 0);
+	/* Our own limit the same way, the peer's being larger. */
+	s.opts.max_msg_size = 0;
+	ck_assert_int_eq(ep_connect(&b, &d, s.port, &small), 0);
+	ck_assert(fb_run(&b, &d.connected, 1, 10));
+	ASSERT_ERR(ez_send(d.conn, msg, 41, NULL, NULL), -EMSGSIZE,
+		   "ez_send: 41 bytes exceed the maximum message size 40");
+	ck_assert_int_eq(ez_send(d.conn, msg, 40, NULL, NULL), 0);
+	ck_assert_msg(fb_run(&b, &d.received, 1, 10), "echo: %d/1", d.received);
+	ep_close(&c);
+	ep_close(&d);
+	ck_assert(fb_run(&b, &c.disconnected, 1, 5));
+	ck_assert(fb_run(&b, &d.disconnected, 1, 5));
+	ck_assert_int_eq(c.disconnect_status, 0);
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
 /* The handle stays valid until its final callback has run; until then
  * every call on it reports the closed state. */
 START_TEST(calls_on_closed_connection)
@@ -625,6 +672,7 @@ int main(void)
 	tcase_add_test(tc, port_out_of_range);
 	tcase_add_test(tc, send_before_connect);
 	tcase_add_test(tc, oversized_message);
+	tcase_add_test(tc, oversized_small_message);
 	tcase_add_test(tc, calls_on_closed_connection);
 	tcase_add_test(tc, calls_on_ended_connection);
 	tcase_add_test(tc, close_own_connection_in_on_recv);
