@@ -350,6 +350,13 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
+/* The application's WRs on a send queue (and their completions): its
+ * window of send_depth ops, and the silent sends that hold none (msg.c). */
+static uint32_t send_wrs(const struct ez_conn *conn)
+{
+	return conn->nops + (conn->sends_silent ? CONN_UNSIG_SPARES : 0);
+}
+
 /* What ez_send() posts straight from the caller's bytes: inline on this
  * QP, within the op's inline copy, and a message both sides take. Both
  * sides' limits are known by the time the connection comes up. */
@@ -588,11 +595,11 @@ static int conn_setup_pool(struct ez_conn *conn)
 	ret = conn_ops_init(conn);
 	if (ret)
 		return ret;
-	/* send_depth ops and the spares of unsignalled sends (nops), a
-	 * credit message, a goodbye per path and, with several paths, a
-	 * notice per path that fails but the last; a keepalive probe and
-	 * answer (keepalive.h). */
-	n = (int)conn->nops + 2 * (int)conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
+	/* send_depth ops and the silent sends (send_wrs()), a credit
+	 * message, a goodbye per path and, with several paths, a notice per
+	 * path that fails but the last; a keepalive probe and answer
+	 * (keepalive.h). */
+	n = (int)send_wrs(conn) + 2 * (int)conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
 	/* Not yet established, the passive side sends only its verdict or
 	 * refusal and its goodbyes; the data path's room is promised on the
 	 * same CQ and taken as it comes up (take_full). */
@@ -620,10 +627,10 @@ static int conn_setup_qp(struct ez_conn *conn)
 	ia.qp_type = IBV_QPT_RC;
 	/* Sends and writes are signalled selectively (msg.c). */
 	ia.sq_sig_all = 0;
-	/* send_depth ops and the spares (nops), a credit message and a
-	 * goodbye; with several paths one QP may also carry the notices of
-	 * the others' failures. */
-	ia.cap.max_send_wr = conn->nops + 1 + conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
+	/* send_depth ops and the silent sends (send_wrs()), a credit message
+	 * and a goodbye; with several paths one QP may also carry the notices
+	 * of the others' failures. */
+	ia.cap.max_send_wr = send_wrs(conn) + 1 + conn->npaths + CONN_LIVE_WRS + RNDV_SLOTS;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;

@@ -52,7 +52,8 @@ struct conn_pd;
 struct bigbuf;
 struct rndv_rx;
 
-/* Ops beyond send_depth held by unsignalled sends (SIG_EVERY - 1, msg.c):
+/* WRs beyond send_depth: callback-less small sends posted unsignalled
+ * with no op of their own, at most SIG_EVERY - 1 waiting on a path (msg.c):
  * a connection's send queue and CQ room count them too. */
 #define CONN_UNSIG_SPARES 15
 
@@ -71,7 +72,9 @@ struct op {
 	struct ez_mr *mr;	/* the MR it uses, counted in mr->inflight until conn_op_put */
 	uint8_t pin;		/* 1 + the path it must take (a window bound there), 0: any */
 	uint8_t aged;		/* deadline ticks seen outstanding (keepalive.c; OP_EXPIRED) */
-	uint8_t unsig;		/* posted unsignalled: a spare took its place (msg.c) */
+	/* Op-less sends posted on its path just before it (msg.c's silent
+	 * sends): done when it is, retired with it. */
+	uint8_t silent_before;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 	/* A send the device takes inline (IBV_SEND_INLINE copies the bytes
@@ -111,6 +114,15 @@ struct conn_path {
 	struct op bye_op;	/* the goodbye sent down this path at close */
 	struct op down_op;	/* tells the peer this path is out (sent on another) */
 	struct op *sq_head, *sq_tail;	/* WRs posted on this QP, in order (op->next) */
+	/* Silent sends (msg.c): posted with no op, unsignalled, from this
+	 * template (the device copies a WR and its inline bytes at the
+	 * post); their wr_id is silent_dwr, which only an error or a flush
+	 * completion reaches. silent_tail: those posted behind sq_tail, which
+	 * the next op posted here carries (silent_before). */
+	struct ibv_send_wr silent_wr;
+	struct ibv_sge silent_sge;
+	struct device_wr silent_dwr;
+	int silent_tail;
 	struct device_qp dqp;	/* the QP in the device's registry (paths 1..) */
 	int qp_access;		/* IBV_ACCESS_REMOTE_* the QP has now (conn_export.c) */
 };
@@ -168,11 +180,10 @@ struct ez_conn {
 	struct op seal_op;	/* conn_seal()'s, posted into the QP in ERR */
 	int peer_bye;
 	int posted;		/* WRs on the send queue */
-	/* A callback-less small send may go unsignalled and hold its op
-	 * until a later completion (msg.c); a spare op takes its place on
-	 * the free list meanwhile, so it does not count against send_depth.
-	 * NULL when sends stay signalled. nops: send_depth and the spares. */
-	struct op *spare_ops;
+	/* A callback-less small send may go out unsignalled with no op
+	 * (msg.c's silent sends), so it does not count against send_depth;
+	 * 0 when every send keeps its op and completion. nops: send_depth. */
+	uint8_t sends_silent;
 	uint32_t nops;
 	struct loop_defer kick_after;	/* a kick waiting for the device's batch to end */
 	uint32_t max_inline;

@@ -28,11 +28,28 @@
 /* At most this many WRs in a row go unsignalled: one completion then
  * accounts for the whole run (a send queue completes in order). */
 #define SIG_EVERY 16
-_Static_assert(CONN_UNSIG_SPARES == SIG_EVERY - 1, "an unsignalled run's ops are the spares");
+_Static_assert(CONN_UNSIG_SPARES == SIG_EVERY - 1, "the QP's room for silent sends");
 
 static void op_wc_done(struct device_wr *wr, const struct ibv_wc *wc)
 {
 	conn_on_send_wc(container_of(wr, struct op, dwr), wc);
+}
+
+static void silent_wc_done(struct device_wr *wr, const struct ibv_wc *wc)
+{
+	conn_on_silent_wc(container_of(wr, struct conn_path, silent_dwr), wc);
+}
+
+/* A silent send's WR, all but its bytes, length and immediate. */
+static void silent_bind(struct conn_path *p)
+{
+	p->silent_dwr.done = silent_wc_done;
+	p->silent_sge.lkey = 0;
+	p->silent_wr = (struct ibv_send_wr){ .wr_id = device_wr_id(&p->silent_dwr),
+					     .sg_list = &p->silent_sge, .num_sge = 1,
+					     .opcode = IBV_WR_SEND_WITH_IMM,
+					     .send_flags = IBV_SEND_INLINE };
+	p->silent_tail = 0;
 }
 
 void conn_op_bind(struct op *op)
@@ -41,10 +58,10 @@ void conn_op_bind(struct op *op)
 	op->wr.wr_id = device_wr_id(&op->dwr);
 }
 
-/* Unsignalled sends hold their ops until a later completion: at most
- * SIG_EVERY - 1 of them, each replaced on the free list by a spare, so the
- * application's window stays send_depth. A window below two runs keeps
- * every send signalled (the spares would outnumber it); an op deadline
+/* Callback-less small sends may go out silent (unsignalled, no op): at
+ * most SIG_EVERY - 1 WRs waiting on the path, beyond the application's
+ * window of send_depth ops. A window below two runs keeps every send
+ * signalled (the silent ones would outnumber it); an op deadline
  * (op_timeout_ms) needs every op's own completion; several paths pick by
  * what each holds. */
 static int unsig_ok(const struct ez_conn *conn)
@@ -55,7 +72,7 @@ static int unsig_ok(const struct ez_conn *conn)
 
 int conn_ops_init(struct ez_conn *conn)
 {
-	uint32_t i, n = conn->o.send_depth + (unsig_ok(conn) ? CONN_UNSIG_SPARES : 0);
+	uint32_t i, n = conn->o.send_depth;
 
 	conn->ops = calloc(n, sizeof(*conn->ops));
 	if (!conn->ops)
@@ -67,15 +84,11 @@ int conn_ops_init(struct ez_conn *conn)
 		op->conn = conn;
 		conn_op_bind(op);
 		op->wr.sg_list = &op->sge;
-		if (i < conn->o.send_depth) {
-			op->next = conn->free_ops;
-			conn->free_ops = op;
-		} else {
-			op->next = conn->spare_ops;
-			conn->spare_ops = op;
-		}
+		op->next = conn->free_ops;
+		conn->free_ops = op;
 	}
 	conn->nops = n;
+	conn->sends_silent = (uint8_t)unsig_ok(conn);
 	/* The control messages' own ops, bound once: conn_post_ctrl() fills
 	 * the rest at each use. */
 	conn_op_bind(&conn->credit_op);
@@ -87,6 +100,7 @@ int conn_ops_init(struct ez_conn *conn)
 	for (i = 0; i < (conn->o.paths ? conn->o.paths : 1); i++) {
 		conn_op_bind(&conn->paths[i].bye_op);
 		conn_op_bind(&conn->paths[i].down_op);
+		silent_bind(&conn->paths[i]);
 	}
 	return 0;
 }
@@ -279,6 +293,8 @@ static inline __attribute__((always_inline)) void chain_account(struct ez_conn *
 {
 	const struct op *op;
 
+	ch->first->silent_before = (uint8_t)p->silent_tail;
+	p->silent_tail = 0;
 	if (p->sq_tail)
 		p->sq_tail->next = ch->first;
 	else
@@ -371,17 +387,18 @@ static int post_chain(struct ez_conn *conn, const struct chain *ch)
 
 /* Called once the QP is in ERR (the teardown). A WR that went unsignalled
  * and completed gives no completion, not even a flushed one, so a send
- * queue that ends with one would never drain: one signalled WR more goes
- * behind it, flushed at once, and its completion retires the run. It takes
- * the goodbye's room: the queue ends with an unsignalled send only when no
- * goodbye went behind it, and none goes after this. */
+ * queue that ends with one (an op or a silent send) would never drain: one
+ * signalled WR more goes behind it, flushed at once, and its completion
+ * retires the run. It takes the goodbye's room: the queue ends with an
+ * unsignalled send only when no goodbye went behind it, and none goes
+ * after this. */
 void conn_seal(struct ez_conn *conn)
 {
 	struct conn_path *p = conn->paths;
 	int ret;
 
-	if (!conn->paths || conn->npaths != 1 || !p->sq_tail ||
-	    (p->sq_tail->wr.send_flags & IBV_SEND_SIGNALED))
+	if (!conn->paths || conn->npaths != 1 ||
+	    (!p->silent_tail && (!p->sq_tail || (p->sq_tail->wr.send_flags & IBV_SEND_SIGNALED))))
 		return;
 	ret = conn_post_ctrl(conn, &conn->seal_op, OP_SEAL, p, 0, NULL, 0);
 	if (ret)
@@ -477,49 +494,87 @@ void conn_unqueue_kick(struct ez_conn *conn)
  * which posts one WR at a time). */
 #define CHAIN_BYTES (64u << 10)
 
-/* op went out unsignalled and stays on its path's list until a later
- * completion: a spare takes its place on the free list, and op goes to the
- * spares when it is retired (conn_op_free()). */
-static inline void unsig_posted(struct ez_conn *conn, struct op *op)
+/* Whether a send may go out silent on p (no op, no completion of its
+ * own): on a connection that allows it (conn->sends_silent), with fewer
+ * than SIG_EVERY - 1 WRs waiting on p for a completion. */
+static inline int silent_fits(const struct ez_conn *conn, const struct conn_path *p)
 {
-	struct op *spare = conn->spare_ops;
-
-	conn->spare_ops = spare->next;
-	spare->next = conn->free_ops;
-	conn->free_ops = spare;
-	op->unsig = 1;
-	conn->stats.sends_unsignalled++;
+	return conn->sends_silent && p->posted < SIG_EVERY - 1;
 }
 
-/* Whether op, a send the application wants no callback of, may go out
- * unsignalled on p: copied into the op (no slot, no MR to give back at its
- * retirement, retire_run()'s short way), a spare to take its place, and
- * fewer than SIG_EVERY - 1 WRs waiting on p for a completion. */
-static inline int unsig_fits(const struct ez_conn *conn, const struct op *op,
-			     const struct conn_path *p)
+/* A silent send the device took on p: counted on the connection and the
+ * path until the completion of the next op posted there (silent_before),
+ * and in the statistics as a chain of one send is (chain_account()); its
+ * bytes are not in p->posted_bytes, which only a choice among several
+ * paths reads. */
+static inline void silent_posted(struct ez_conn *conn, struct conn_path *p, uint32_t len)
 {
-	return !op->cb && op->kind == OP_SEND && !op->slot && !op->mr && conn->spare_ops &&
-	       p->posted < SIG_EVERY - 1;
+	conn->posted++;
+	p->posted++;
+	p->silent_tail++;
+	conn->stats.sends_unsignalled++;
+	conn->stats.msgs_sent++;
+	conn->stats.bytes_sent += len;
+	conn->stats.path_ops[p->idx]++;
+	conn->stats.path_bytes[p->idx] += len;
+}
+
+/* The silent sends retired with e (its completion came, or one behind it:
+ * a send queue completes in order). */
+static inline void silent_retire(struct ez_conn *conn, struct conn_path *p, struct op *e)
+{
+	conn->posted -= e->silent_before;
+	p->posted -= e->silent_before;
+	e->silent_before = 0;
+}
+
+/* Whether op, a send the application wants no callback of, may go silent:
+ * its bytes inline, copied into the op (no slot, no MR: nothing to give
+ * back later), so the device has all of it at the post. */
+static inline int silent_op_fits(const struct ez_conn *conn, const struct op *op,
+				 const struct conn_path *p)
+{
+	return !op->cb && op->kind == OP_SEND && !op->slot && !op->mr &&
+	       (op->wr.send_flags & IBV_SEND_INLINE) && silent_fits(conn, p);
+}
+
+/* op (charged, on ch of one) posted silent: its WR with the path's silent
+ * wr_id, unsignalled; the op is free again once the device took it. A
+ * refusal is post_refused()'s, as a chain's. */
+static int post_op_silent(struct ez_conn *conn, const struct chain *ch)
+{
+	struct op *op = ch->first;
+	struct conn_path *p = op->path;
+	struct ibv_send_wr *bad = NULL;
+	int err;
+
+	op->wr.send_flags &= ~IBV_SEND_SIGNALED;
+	op->wr.wr_id = p->silent_wr.wr_id;
+	err = ibv_post_send(p->qp, &op->wr, &bad);
+	op->wr.wr_id = device_wr_id(&op->dwr);
+	if (err)
+		return post_refused(conn, ch, bad, err, p->sq_tail);
+	silent_posted(conn, p, op->sge.length);
+	conn_op_put(conn, op);
+	return 0;
 }
 
 /* Ends a chain: its last WR signalled, so that every WR is accounted for;
  * but a chain of one callback-less small send (an echo sent from a
- * callback of a batch) goes unsignalled as send_inline_now() would post
- * it. By value: kick_now()'s chain stays in registers while it grows. */
+ * callback of a batch) goes silent as ez_send() would post it. By value:
+ * kick_now()'s chain stays in registers while it grows. */
 static void chain_post(struct ez_conn *conn, struct chain ch)
 {
-	int unsig = ch.n == 1 && unsig_fits(conn, ch.last, ch.last->path);
 	int ret;
 
-	if (unsig)
-		ch.last->wr.send_flags &= ~IBV_SEND_SIGNALED;
-	else
+	if (ch.n == 1 && silent_op_fits(conn, ch.last, ch.last->path)) {
+		ret = post_op_silent(conn, &ch);
+	} else {
 		ch.last->wr.send_flags |= IBV_SEND_SIGNALED;
-	ret = post_chain(conn, &ch);
+		ret = post_chain(conn, &ch);
+	}
 	if (ret)
 		op_complete(conn, ch.first, ret);
-	else if (unsig)
-		unsig_posted(conn, ch.last);
 }
 
 /* Posts what the credits allow from the pending list in chains of up to
@@ -665,17 +720,23 @@ static __attribute__((noinline)) int check_conn_slow(struct ez_conn *conn, const
 	return 0;
 }
 
+/* The window is full: -ENOBUFS, and on_send_ready once there is room. */
+static __attribute__((noinline)) int op_refused(struct ez_conn *conn, const char *fn)
+{
+	conn->send_refused = 1;
+	conn->stats.send_refusals++;
+	/* A sender that keeps its window full gets here once per completion:
+	 * the message is formatted only if it is read. */
+	return ezi_fail_lazy(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
+			     conn->o.send_depth);
+}
+
 static struct op *op_get(struct ez_conn *conn, const char *fn)
 {
 	struct op *op = conn->free_ops;
 
 	if (!op) {
-		conn->send_refused = 1;
-		conn->stats.send_refusals++;
-		/* A sender that keeps its window full gets here once per
-		 * completion: the message is formatted only if it is read. */
-		ezi_fail_lazy(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
-			      conn->o.send_depth);
+		op_refused(conn, fn);
 		return NULL;
 	}
 	conn->free_ops = op->next;
@@ -833,11 +894,7 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	op->wr.next = NULL;
 	op->wr.num_sge = 1;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
-	/* No callback: no completion of its own unless SIG_EVERY - 1 WRs
-	 * already wait on the path for one; a later completion retires it
-	 * (retire_run()), a seal after ERR at the latest (conn_seal()). */
-	op->wr.send_flags = cb || !conn->spare_ops || p->posted >= SIG_EVERY - 1 ?
-			    IBV_SEND_SIGNALED | IBV_SEND_INLINE : IBV_SEND_INLINE;
+	op->wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 	op->wr.imm_data = htonl(give);
 	rx_note_granted(&conn->rxt, give);
 	conn->send_credits--;
@@ -849,8 +906,61 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 		return err;
 	}
 	chain_account(conn, p, &ch);	/* its constants fold: a chain of one send */
-	if (!(op->wr.send_flags & IBV_SEND_SIGNALED))
-		unsig_posted(conn, op);
+	return 0;
+}
+
+/* The device refused a silent send: it goes through post_refused() as the
+ * op it would have been (one is free: ez_send() checked), for the same
+ * uncharge and message. Out of line: the post's common road pays nothing. */
+static __attribute__((noinline, cold)) int silent_refused(struct ez_conn *conn,
+							   struct conn_path *p, int err)
+{
+	struct op *op = conn->free_ops;
+	struct chain ch = { .first = op, .last = op, .n = 1, .kinds = OP_KIND_BIT(OP_SEND) };
+	int ret;
+
+	conn->free_ops = op->next;
+	op->kind = OP_SEND;
+	op->cb = NULL;
+	op->pin = 0;
+	op->mr = NULL;
+	op->path = p;
+	op->next = NULL;
+	op->sge = p->silent_sge;
+	op->wr.next = NULL;
+	op->wr.num_sge = 1;
+	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
+	op->wr.send_flags = p->silent_wr.send_flags;
+	op->wr.imm_data = p->silent_wr.imm_data;
+	ret = post_refused(conn, &ch, &op->wr, err, p->sq_tail);
+	conn_op_put(conn, op);
+	return ret;
+}
+
+/* A callback-less small send posted silent, as send_inline_now() posts
+ * one with its op, but with none: the path's WR template gets the bytes'
+ * address, length and the credits owed, unsignalled; the device copies
+ * the WR and the inline bytes at the post. No completion of its own: the
+ * next op posted on the path carries it (silent_before) and retires it,
+ * a seal after ERR at the latest (conn_seal()); an error or a flush of it
+ * completes at silent_dwr (conn_on_silent_wc()). */
+static inline int send_silent_now(struct ez_conn *conn, struct conn_path *p, const void *data,
+				  uint32_t len)
+{
+	struct ibv_send_wr *bad = NULL;
+	uint32_t give = credits_to_give(conn);
+	int err;
+
+	p->silent_sge.addr = (uintptr_t)data;
+	p->silent_sge.length = len;
+	p->silent_wr.imm_data = htonl(give);
+	rx_note_granted(&conn->rxt, give);
+	conn->send_credits--;
+	rx_note_sent(&conn->rxt);
+	err = ibv_post_send(p->qp, &p->silent_wr, &bad);
+	if (__builtin_expect(err != 0, 0))
+		return silent_refused(conn, p, err);
+	silent_posted(conn, p, len);
 	return 0;
 }
 
@@ -879,18 +989,24 @@ static __attribute__((noinline)) int send_other(struct ez_conn *conn, const void
 	return ez_sendv(conn, &iov, 1, cb, op_arg);
 }
 
+/* A silent send holds no op, but is refused as one would be when the
+ * window is full: send_depth means the same with or without callbacks. */
 int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg)
 {
 	struct op *op;
 
 	if (__builtin_expect(!send_small_ok(conn, data, len), 0))
 		return send_other(conn, data, len, cb, op_arg);
-	op = op_get(conn, "ez_send");
-	if (!op)
-		return -ENOBUFS;
+	if (__builtin_expect(!conn->free_ops, 0))
+		return op_refused(conn, "ez_send");
 	if (__builtin_expect(!conn->pend_head && conn->send_credits && conn->npaths == 1 &&
-			     !conn->dev->dispatching, 1))
+			     !conn->dev->dispatching, 1)) {
+		if (!cb && silent_fits(conn, &conn->paths[0]))
+			return send_silent_now(conn, &conn->paths[0], data, (uint32_t)len);
+		op = op_get(conn, "ez_send");
 		return send_inline_now(conn, op, data, (uint32_t)len, cb, op_arg);
+	}
+	op = op_get(conn, "ez_send");
 	return send_small_queued(conn, op, data, len, cb, op_arg);
 }
 
@@ -1260,25 +1376,38 @@ static void op_describe(const struct op *op, char *out, size_t len)
  * when the callback closes the connection in response. A flush we did not
  * cause may be the peer's refused RDMA request (the QP went to ERR without
  * a word): conn_access_check() names it. */
+static int send_failure_to_report(struct ez_conn *conn, int status, int fatal)
+{
+	if (conn_is_ended(conn))
+		return 0;
+	if (status == -ECANCELED && conn_access_check(conn))
+		return 0;
+	return fatal;
+}
+
+static void send_failure_report(struct ez_conn *conn, const char *what, const struct ibv_wc *wc,
+				int status)
+{
+	conn_fail(conn, status, "%s: %s (QP %u, vendor error 0x%x)", what,
+		  ibv_wc_status_str(wc->status), wc->qp_num, wc->vendor_err);
+}
+
 static void op_failed(struct ez_conn *conn, const struct op *op, const struct ibv_wc *wc,
 		      int status, int fatal)
 {
 	char what[96];
 
-	if (conn_is_ended(conn))
-		return;
-	if (status == -ECANCELED && conn_access_check(conn))
+	if (!send_failure_to_report(conn, status, fatal))
 		return;
 	/* A keepalive op's own completion (conn_live_sent()) names its failure
 	 * with the retry budget that ran out. */
-	if (!fatal || op->kind == OP_KA_PROBE || op->kind == OP_KA_ANSWER)
+	if (op->kind == OP_KA_PROBE || op->kind == OP_KA_ANSWER)
 		return;
 	/* A fetch names the peer's offer that failed it (rndv.c). */
 	if (op->kind == OP_RNDV_READ || op->kind == OP_RNDV_ACK)
 		return;
 	op_describe(op, what, sizeof(what));
-	conn_fail(conn, status, "%s: %s (QP %u, vendor error 0x%x)", what,
-		  ibv_wc_status_str(wc->status), wc->qp_num, wc->vendor_err);
+	send_failure_report(conn, what, wc, status);
 }
 
 /* The application's sends, writes and reads: what op_done() and
@@ -1314,36 +1443,30 @@ static inline void app_op_done_ok(struct ez_conn *conn, struct conn_path *p, str
 	send_ready_check(conn);
 }
 
-/* The unsignalled WRs posted on p before upto (its completion came): each
- * is done, successfully, and completes once, in order. upto stays at the
- * head. A callback may post on p (a credit message): that goes behind
- * upto, so the list never empties before it. */
+/* The unsignalled WR at the head of p's list (a later completion came):
+ * done, successfully, with the silent sends before it; it completes once,
+ * in order. */
+static inline void retire_head(struct ez_conn *conn, struct conn_path *p, struct op *e)
+{
+	p->sq_head = e->next;
+	if (!p->sq_head)
+		p->sq_tail = NULL;
+	silent_retire(conn, p, e);
+	if (__builtin_expect(OP_KIND_IN(OP_APP_KINDS, e->kind), 1))
+		app_op_done_ok(conn, p, e);
+	else
+		op_done(conn, e, 0);
+}
+
+/* The unsignalled WRs posted on p before upto (its completion came). upto
+ * stays at the head. A callback may post on p (a credit message): that
+ * goes behind upto, so the list never empties before it. */
 static void retire_run(struct ez_conn *conn, struct conn_path *p, struct op *upto)
 {
 	struct op *e;
 
-	while ((e = p->sq_head) && e != upto) {
-		p->sq_head = e->next;
-		if (!p->sq_head)
-			p->sq_tail = NULL;	/* only if upto was not on p's list */
-		if (e->unsig) {
-			/* A callback-less inline send (send_inline_now()): no
-			 * slot, MR or callback, and a spare holds its place on
-			 * the free list, so room for the application does not
-			 * change (no send_ready_check()): back to the spares. */
-			conn->posted--;
-			p->posted--;
-			p->posted_bytes -= e->sge.length;
-			e->unsig = 0;
-			e->next = conn->spare_ops;
-			conn->spare_ops = e;
-			continue;
-		}
-		if (__builtin_expect(OP_KIND_IN(OP_APP_KINDS, e->kind), 1))
-			app_op_done_ok(conn, p, e);
-		else
-			op_done(conn, e, 0);
-	}
+	while ((e = p->sq_head) && e != upto)
+		retire_head(conn, p, e);
 }
 
 void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
@@ -1369,6 +1492,7 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 		if (!p->sq_head)
 			p->sq_tail = NULL;
 	}
+	silent_retire(conn, p, op);
 	/* The application's op that succeeded ends as its run's did: a
 	 * ping-pong signals every send, so this is its every completion. */
 	if (__builtin_expect(wc->status == IBV_WC_SUCCESS && OP_KIND_IN(OP_APP_KINDS, op->kind), 1)) {
@@ -1390,6 +1514,45 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	/* dev, not conn->dev: the drain check may have freed conn. */
 	if (run)
 		device_batch_close(dev);
+}
+
+/* A silent send's completion: only an error or a flush gives one (it went
+ * unsignalled). Everything posted on p before it is done (in order): the
+ * unsignalled ops at the head retire; the first op still carrying silent
+ * sends, or the path's tail if none does, counts one fewer. A fatal status
+ * ends the connection, naming what failed. */
+void conn_on_silent_wc(struct conn_path *p, const struct ibv_wc *wc)
+{
+	struct ez_conn *conn = p->conn;
+	struct device *dev = conn->dev;
+	int status = wc_status_errno(wc->status);
+	struct op *e;
+
+	device_batch_open(dev);
+	while ((e = p->sq_head) && !e->silent_before)
+		retire_head(conn, p, e);
+	if (e) {
+		e->silent_before--;
+	} else if (p->silent_tail) {
+		p->silent_tail--;
+	} else {
+		/* Not ours to count: no silent send is outstanding on p. */
+		ezi_log_err("QP %u: a silent send's completion (%s) with none outstanding",
+			    wc->qp_num, ibv_wc_status_str(wc->status));
+		device_batch_close(dev);
+		return;
+	}
+	conn->posted--;
+	p->posted--;
+	if (status)
+		conn->stats.op_errors++;	/* as its op's completion would count it */
+	if (status && send_failure_to_report(conn, status, status != -ECANCELED))
+		send_failure_report(conn, "SEND of a callback-less message", wc, status);
+	if (conn_is_ended(conn))
+		conn_drain_check(conn);
+	else if (conn->state == CS_CONNECTED)
+		kick_if_needed(conn);
+	device_batch_close(dev);
 }
 
 /* A receive that failed: the peer's message did not fit the buffer (or

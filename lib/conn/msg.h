@@ -5,6 +5,8 @@
 #include "conn_types.h"
 
 void conn_on_send_wc(struct op *op, const struct ibv_wc *wc);
+/* The completion of a silent send (an error or a flush) on p. */
+void conn_on_silent_wc(struct conn_path *p, const struct ibv_wc *wc);
 void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
 int conn_ops_init(struct ez_conn *conn);
 void conn_ops_fini(struct ez_conn *conn);

@@ -45,11 +45,14 @@ void conn_op_put(struct ez_conn *conn, struct op *op)
 	conn_op_free(conn, op);
 }
 
-/* Each path's send queue completes in order: one list per path (op->path). */
+/* Each path's send queue completes in order: one list per path (op->path).
+ * The silent sends posted since the last op are done when op is. */
 void conn_sq_append(struct ez_conn *conn, struct op *op)
 {
 	struct conn_path *p = op->path;
 
+	op->silent_before = (uint8_t)p->silent_tail;
+	p->silent_tail = 0;
 	op->next = NULL;
 	if (p->sq_tail)
 		p->sq_tail->next = op;

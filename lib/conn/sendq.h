@@ -10,17 +10,9 @@ int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len);
 void conn_op_release_copy(struct ez_conn *conn, struct op *op);
 /* Back on the free list (its copy slot returned). */
 void conn_op_put(struct ez_conn *conn, struct op *op);
-/* The list a finished op goes back to: the spares when it went out
- * unsignalled (a spare took its place on the free list then), else the
- * free list. Inline: every completed op takes it. */
+/* Back on the free list. Inline: every completed op takes it. */
 static inline void conn_op_free(struct ez_conn *conn, struct op *op)
 {
-	if (__builtin_expect(op->unsig, 0)) {
-		op->unsig = 0;
-		op->next = conn->spare_ops;
-		conn->spare_ops = op;
-		return;
-	}
 	op->next = conn->free_ops;
 	conn->free_ops = op;
 }

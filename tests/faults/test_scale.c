@@ -329,14 +329,14 @@ static int env_n(const char *name, int def)
 	return v && atoi(v) > 0 ? atoi(v) : def;
 }
 
-/* A connection's send room (conn_setup): send_depth 64 and the spare ops
- * of unsignalled sends (CONN_UNSIG_SPARES), a credit message and a goodbye
+/* A connection's send room (conn_setup): send_depth 64 and the silent
+ * sends that hold no op (CONN_UNSIG_SPARES), a credit message and a goodbye
  * (one path), the keepalive's probe and answer (CONN_LIVE_WRS), the
  * rendezvous reads and acknowledgements (RNDV_SLOTS): 87. */
 #define SEND_ROOM (64 + CONN_UNSIG_SPARES + 2 + CONN_LIVE_WRS + RNDV_SLOTS)
 
 /* Default accept options: each connection takes its send room and its
- * private pool's 64 receives: 151 (136 before the spares of unsignalled
+ * private pool's 64 receives: 151 (136 before the room for unsignalled
  * sends, 132 before rendezvous), so one CQ of rxe (max_cqe 32,767) holds
  * 216. */
 START_TEST(default_options_beyond_one_cq)
