@@ -520,9 +520,14 @@ static inline void silent_posted(struct ez_conn *conn, struct conn_path *p, uint
 }
 
 /* The silent sends retired with e (its completion came, or one behind it:
- * a send queue completes in order). */
+ * a send queue completes in order). A free op's silent_before is 0 (each
+ * posted op leaves through here), so only the op that starts a chain or
+ * a control message needs it set when posted (chain_account(),
+ * conn_sq_append()). A stream's ops carry none: one test each. */
 static inline void silent_retire(struct ez_conn *conn, struct conn_path *p, struct op *e)
 {
+	if (__builtin_expect(!e->silent_before, 1))
+		return;
 	conn->posted -= e->silent_before;
 	p->posted -= e->silent_before;
 	e->silent_before = 0;
@@ -861,6 +866,21 @@ static inline int send_small_ok(const struct ez_conn *conn, const void *data, si
 	       conn->ctx->owner.token == ezi_thread_token();
 }
 
+/* An op as a small send of one SGE on p, posted at once (not queued). */
+static inline void small_send_fill(struct op *op, struct conn_path *p, ez_op_cb cb, void *arg)
+{
+	op->kind = OP_SEND;
+	op->cb = cb;
+	op->arg = arg;
+	op->pin = 0;
+	op->mr = NULL;
+	op->path = p;
+	op->next = NULL;
+	op->wr.next = NULL;
+	op->wr.num_sge = 1;
+	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
+}
+
 /* A small inline send posted at once, as prep_send(), op_submit(),
  * op_post() and post_chain() together do it for one op on a connection of
  * one path with nothing queued, a credit in hand and no batch being
@@ -878,22 +898,13 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	uint32_t give = credits_to_give(conn);
 	int err;
 
-	op->kind = OP_SEND;
-	op->cb = cb;
-	op->arg = arg;
-	op->pin = 0;
-	op->mr = NULL;
-	op->path = p;
-	op->next = NULL;
+	small_send_fill(op, p, cb, arg);
 	/* The device copies inline data at the post: the caller's bytes are
 	 * read there, not copied into the op first (the op is not kept for
 	 * a later post: a refusal frees it). */
 	op->sge.addr = (uintptr_t)data;
 	op->sge.lkey = 0;
 	op->sge.length = len;
-	op->wr.next = NULL;
-	op->wr.num_sge = 1;
-	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
 	op->wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 	op->wr.imm_data = htonl(give);
 	rx_note_granted(&conn->rxt, give);
@@ -920,16 +931,8 @@ static __attribute__((noinline, cold)) int silent_refused(struct ez_conn *conn,
 	int ret;
 
 	conn->free_ops = op->next;
-	op->kind = OP_SEND;
-	op->cb = NULL;
-	op->pin = 0;
-	op->mr = NULL;
-	op->path = p;
-	op->next = NULL;
+	small_send_fill(op, p, NULL, NULL);
 	op->sge = p->silent_sge;
-	op->wr.next = NULL;
-	op->wr.num_sge = 1;
-	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
 	op->wr.send_flags = p->silent_wr.send_flags;
 	op->wr.imm_data = p->silent_wr.imm_data;
 	ret = post_refused(conn, &ch, &op->wr, err, p->sq_tail);
@@ -966,7 +969,7 @@ static inline int send_silent_now(struct ez_conn *conn, struct conn_path *p, con
 
 /* A small send that cannot go out at once (queued behind others, no
  * credit, a batch open, several paths): copied into its op and submitted. */
-static __attribute__((noinline)) int send_small_queued(struct ez_conn *conn, struct op *op,
+static inline int send_small_queued(struct ez_conn *conn, struct op *op,
 							const void *data, size_t len, ez_op_cb cb,
 							void *op_arg)
 {
