@@ -170,9 +170,13 @@ START_TEST(cycles_without_growth)
 	ck_assert_int_eq(z.pd, a.pd);
 	ck_assert_int_eq(z.cm_id, a.cm_id);
 	ck_assert_int_ge(a.cm_id, 1);	/* the listener: the counter works */
-	/* Slack for malloc's own bookkeeping, not per cycle: the second half
-	 * of the cycles must not grow the heap like the first did. */
-	ck_assert_msg(z.heap <= a.heap + 64 * 1024, "heap grew %zu -> %zu", a.heap, z.heap);
+	/* Slack for what grows once, not per cycle (malloc's bookkeeping, the
+	 * tables of the libraries below us): measured 47 KiB at 2063547 and
+	 * 58-68 KiB at ed8d7e0, whose CI run failed on the 64 KiB this was.
+	 * The second half of the cycles must not grow the heap like the first
+	 * did: that is the per-cycle leak check (16 KiB over 500 cycles, 32 B
+	 * a cycle; 4-11 KiB measured at both). */
+	ck_assert_msg(z.heap <= a.heap + 128 * 1024, "heap grew %zu -> %zu", a.heap, z.heap);
 	ck_assert_msg(z.heap <= m.heap + 16 * 1024, "heap grew %zu -> %zu in the second half",
 		      m.heap, z.heap);
 #ifndef __SANITIZE_ADDRESS__
