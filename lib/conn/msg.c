@@ -736,16 +736,22 @@ static __attribute__((noinline)) int op_refused(struct ez_conn *conn, const char
 			     conn->o.send_depth);
 }
 
-static struct op *op_get(struct ez_conn *conn, const char *fn)
+/* The next free op; the caller saw the list non-empty. */
+static inline struct op *op_pop(struct ez_conn *conn)
 {
 	struct op *op = conn->free_ops;
 
-	if (!op) {
+	conn->free_ops = op->next;
+	return op;
+}
+
+static struct op *op_get(struct ez_conn *conn, const char *fn)
+{
+	if (!conn->free_ops) {
 		op_refused(conn, fn);
 		return NULL;
 	}
-	conn->free_ops = op->next;
-	return op;
+	return op_pop(conn);
 }
 
 static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, uint32_t len,
@@ -926,11 +932,10 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 static __attribute__((noinline, cold)) int silent_refused(struct ez_conn *conn,
 							   struct conn_path *p, int err)
 {
-	struct op *op = conn->free_ops;
+	struct op *op = op_pop(conn);
 	struct chain ch = { .first = op, .last = op, .n = 1, .kinds = OP_KIND_BIT(OP_SEND) };
 	int ret;
 
-	conn->free_ops = op->next;
 	small_send_fill(op, p, NULL, NULL);
 	op->sge = p->silent_sge;
 	op->wr.send_flags = p->silent_wr.send_flags;
@@ -1006,10 +1011,10 @@ int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, voi
 			     !conn->dev->dispatching, 1)) {
 		if (!cb && silent_fits(conn, &conn->paths[0]))
 			return send_silent_now(conn, &conn->paths[0], data, (uint32_t)len);
-		op = op_get(conn, "ez_send");
+		op = op_pop(conn);	/* free_ops checked above */
 		return send_inline_now(conn, op, data, (uint32_t)len, cb, op_arg);
 	}
-	op = op_get(conn, "ez_send");
+	op = op_pop(conn);
 	return send_small_queued(conn, op, data, len, cb, op_arg);
 }
 
