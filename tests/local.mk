@@ -25,7 +25,7 @@ TESTS += $(INTEGRATION_TESTS)
 endif
 dist_noinst_SCRIPTS += tests/integration/device-probe.sh tests/integration/two_host_capture.sh \
 	tests/run-asan.sh
-EXTRA_DIST += tests/testbed .ci/run tests/checkmain.h
+EXTRA_DIST += tests/testbed .ci/run tests/checkmain.h tests/waits.h
 
 # The integration tier: every test must run; no device is a failure here.
 check-integration: $(INTEGRATION_TESTS)

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../waits.h"
 #include "fault.h"
 
 const char *test_addr(void)
@@ -47,7 +48,7 @@ void fb_init(struct fb *b)
 	ev_timer_start(b->loop, &b->tick);
 }
 
-int fb_run(struct fb *b, const volatile int *flag, int want, double secs)
+static int fb_run_for(struct fb *b, const volatile int *flag, int want, double secs)
 {
 	double end = now_s() + secs;
 
@@ -56,16 +57,23 @@ int fb_run(struct fb *b, const volatile int *flag, int want, double secs)
 	return *flag >= want;
 }
 
+/* A ceiling of 5 s or more catches a hang only (tests/waits.h). */
+int fb_run(struct fb *b, const volatile int *flag, int want, double secs)
+{
+	return fb_run_for(b, flag, want, hang_ceiling(secs));
+}
+
 void fb_spin(struct fb *b, double secs)
 {
 	static const int never = 0;
 
-	fb_run(b, &never, 1, secs);
+	fb_run_for(b, &never, 1, secs);
 }
 
 void fb_fini(struct fb *b)
 {
-	ck_assert_msg(ez_ctx_free(b->ctx) == 0, "ez_ctx_free: %s", ez_errmsg());
+	ck_assert_msg(ctx_free_when_idle(b->loop, b->ctx, CTX_FREE_CEILING_S) == 0, "ez_ctx_free: %s",
+		      ez_errmsg());
 	ev_timer_stop(b->loop, &b->tick);
 	ev_loop_destroy(b->loop);
 }
@@ -269,6 +277,28 @@ void srv_start(struct fb *b, struct srv *s, int cap)
 }
 
 /* Closes what is still open and waits until every handle is gone. */
+/* Has this accepted connection had its final callback? */
+static int ep_ended(const struct ep *e)
+{
+	return e->connected && (e->connect_status != 0 || e->disconnected);
+}
+
+static int srv_wait_ended(struct srv *s, double ceiling_s)
+{
+	double end = now_s() + ceiling_s;
+	int i;
+
+	for (;;) {
+		for (i = 0; i < s->neps && ep_ended(&s->eps[i]); i++)
+			;
+		if (i == s->neps)
+			return 1;
+		if (now_s() > end)
+			return 0;
+		fb_spin(s->b, 0.02);
+	}
+}
+
 void srv_stop(struct srv *s)
 {
 	int i;
@@ -279,7 +309,11 @@ void srv_stop(struct srv *s)
 	/* ep_close() also gives back the echoes still held for the window. */
 	for (i = 0; i < s->neps; i++)
 		ep_close(&s->eps[i]);
-	fb_spin(s->b, 0.3);
+	/* The eps are the connections' callback arguments: they may be freed only
+	 * after each connection's final callback (on_connect < 0, or
+	 * on_disconnect), which on a loaded host comes seconds after the close. */
+	ck_assert_msg(srv_wait_ended(s, CTX_FREE_CEILING_S),
+		      "server connections not ended %.0f s after their close", CTX_FREE_CEILING_S);
 	free(s->eps);
 	s->eps = NULL;
 }

@@ -15,6 +15,7 @@
 #include "conn/keepalive.h"
 #include "conn/rndv.h"
 #include "../checkmain.h"
+#include "../waits.h"
 
 /* Connects in flight at once from the client context: below the
  * listener's 64 handshakes per peer, and each reply comes in well within
@@ -186,7 +187,7 @@ static struct device *dev_of(struct ez_ctx *ctx)
  * window up as connects finish. */
 static int run_until(struct bench *b, const int *v, int want, double secs)
 {
-	double end = now_s() + secs;
+	double end = now_s() + hang_ceiling(secs);	/* tests/waits.h */
 
 	while (*v < want && now_s() < end) {
 		while (b->started < b->n && b->inflight < WINDOW) {
@@ -250,8 +251,10 @@ static void bench_fini(struct bench *b)
 	if (b->spool)
 		ck_assert_msg(ez_srqpool_free(b->spool) == 0, "%s", ez_errmsg());
 	ck_assert_msg(ez_srqpool_free(b->cpool) == 0, "%s", ez_errmsg());
-	ck_assert_msg(ez_ctx_free(b->cctx) == 0, "client ctx: %s", ez_errmsg());
-	ck_assert_msg(ez_ctx_free(b->sctx) == 0, "server ctx: %s", ez_errmsg());
+	ck_assert_msg(ctx_free_when_idle(b->loop, b->cctx, CTX_FREE_CEILING_S) == 0, "client ctx: %s",
+		      ez_errmsg());
+	ck_assert_msg(ctx_free_when_idle(b->loop, b->sctx, CTX_FREE_CEILING_S) == 0, "server ctx: %s",
+		      ez_errmsg());
 	ev_timer_stop(b->loop, &b->tick);
 	ev_loop_destroy(b->loop);
 	free(b->c);

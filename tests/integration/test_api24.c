@@ -9,6 +9,7 @@
 #include "easyrdma.h"
 #include "testenv.h"
 #include "../checkmain.h"
+#include "../waits.h"
 
 #define MAXC 4
 
@@ -47,7 +48,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 static int run_until(const int *flag, int want, double secs)
 {
-	double end = now_s() + secs;
+	double end = now_s() + hang_ceiling(secs);	/* tests/waits.h */
 
 	while (*flag < want && now_s() < end)
 		ev_run(B.loop, EVRUN_ONCE);
@@ -157,11 +158,11 @@ static void bench_fini(void)
 	for (int i = 0; i < B.nsrv; i++)
 		ez_conn_close(B.srv[i]);
 	n += B.nsrv;
-	/* Closed handles free themselves after their final callback. */
-	run_for(0.5);
+	/* Closed handles free themselves after their final callback, which
+	 * comes when their teardown is done: wait for that, not for a time. */
 	ez_listener_close(B.listener);
-	for (int tries = 0; ez_ctx_free(B.ctx) == -EBUSY && tries < 200; tries++)
-		run_for(0.02);
+	ck_assert_msg(ctx_free_when_idle(B.loop, B.ctx, CTX_FREE_CEILING_S) == 0, "ez_ctx_free: %s",
+		      ez_errmsg());
 	ev_timer_stop(B.loop, &B.tick);
 	ev_loop_destroy(B.loop);
 	(void)n;
@@ -452,8 +453,16 @@ static void atomic_bench_fini(void)
 	for (int i = 0; i < B.nsrv; i++)
 		ez_conn_close(B.srv[i]);
 	B.nsrv = 0;
-	run_for(0.5);
-	ck_assert_msg(ez_mr_dereg(word_mr) == 0, "ez_mr_dereg: %s", ez_errmsg());
+	/* The MR is busy until the closed connections' exports are gone with
+	 * them: wait for that (-EBUSY until then), a hang caught at the ceiling. */
+	{
+		double end = now_s() + HANG_CEILING_S;
+		int ret;
+
+		while ((ret = ez_mr_dereg(word_mr)) == -EBUSY && now_s() < end)
+			run_for(0.02);
+		ck_assert_msg(ret == 0, "ez_mr_dereg: %s", ez_errmsg());
+	}
 	bench_fini();
 	free(word_mem);
 }

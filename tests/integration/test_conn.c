@@ -18,6 +18,7 @@
 #include "testenv.h"
 #include "wire/handshake.h"
 #include "../checkmain.h"
+#include "../waits.h"
 
 /* ---- a loop, a context and a listener: the test bench ---------------- */
 
@@ -58,7 +59,7 @@ static void bench_init(struct bench *b, int fd_mode)
 /* Runs the loop (or polls the fd) until *flag >= want or secs pass. */
 static int bench_run(struct bench *b, const volatile int *flag, int want, double secs)
 {
-	double end = now_s() + secs;
+	double end = now_s() + hang_ceiling(secs);	/* tests/waits.h */
 
 	while (*flag < want && now_s() < end) {
 		if (b->fd_mode) {
@@ -80,7 +81,8 @@ static void bench_fini(struct bench *b)
 {
 	if (b->listener)
 		ez_listener_close(b->listener);
-	ck_assert_msg(ez_ctx_free(b->ctx) == 0, "ez_ctx_free: %s", ez_errmsg());
+	ck_assert_msg(ctx_free_when_idle(b->loop, b->ctx, CTX_FREE_CEILING_S) == 0, "ez_ctx_free: %s",
+		      ez_errmsg());
 	if (b->loop) {
 		ev_timer_stop(b->loop, &b->tick);
 		ev_loop_destroy(b->loop);

@@ -15,8 +15,11 @@
 /* Starts rpc_server on a free port of the test address; returns the port. */
 static int start_server_threads(struct child *srv, const char *threads)
 {
+	/* -H: the handshake's deadline is a hang catcher here (tests/waits.h):
+	 * this test is about the sample's replies, not about deadlines. */
 	char *argv[] = { (char *)prog_path("samples/rpc_server"), "-a", (char *)test_addr(),
-			 "-p", "0", threads ? "--threads" : NULL, (char *)threads, NULL };
+			 "-p", "0", "-H", "60000", threads ? "--threads" : NULL, (char *)threads,
+			 NULL };
 	char line[256];
 	int port = 0;
 
@@ -37,9 +40,11 @@ static void start_client(struct child *c, int port, const char *n, const char *w
 			 const char *payload)
 {
 	char p[16];
+	/* -C: the connect timeout (5 s by default) is a hang catcher here: a CI
+	 * run on a loaded host saw a client's connect end at 5 s. */
 	char *argv[] = { (char *)prog_path("samples/rpc_client"), "-a", (char *)test_addr(),
 			 "-p", p, "-n", (char *)n, "-w", (char *)window, "-s", (char *)payload,
-			 NULL };
+			 "-C", "60000", NULL };
 
 	snprintf(p, sizeof(p), "%d", port);
 	ck_assert_int_eq(child_start(c, argv), 0);
@@ -58,7 +63,7 @@ START_TEST(three_clients_all_replies_verified)
 	for (i = 0; i < 3; i++)
 		start_client(&cl[i], port, "1500", win[i], size[i]);
 	for (i = 0; i < 3; i++) {
-		int st = child_finish(&cl[i], 45000);
+		int st = child_finish(&cl[i], 120000);
 
 		ck_assert_msg(st == 0, "client %d exited %d; output: %s", i, st, cl[i].buf);
 		snprintf(want, sizeof(want), "rpc_client: 1500 replies verified");
@@ -68,11 +73,11 @@ START_TEST(three_clients_all_replies_verified)
 			      "client %d printed no figures: %s", i, cl[i].buf);
 	}
 	kill(srv.pid, SIGTERM);
-	ck_assert_int_eq(child_wait_line(&srv, "requests", line, sizeof(line), 10000), 0);
+	ck_assert_int_eq(child_wait_line(&srv, "requests", line, sizeof(line), 120000), 0);
 	ck_assert_msg(strstr(line, "3 connections, 4500 requests (echo 2250, sum 2250, bad 0)"),
 		      "server summary: %s", line);
 	ck_assert_msg(strstr(line, " 0 send errors"), "server summary: %s", line);
-	ck_assert_int_eq(child_finish(&srv, 10000), 0);
+	ck_assert_int_eq(child_finish(&srv, 120000), 0);
 }
 END_TEST
 
@@ -92,12 +97,12 @@ START_TEST(sigterm_with_busy_client)
 	sleep(1);
 	ck_assert_msg(waitpid(cl.pid, NULL, WNOHANG) == 0, "client ended early: %s", cl.buf);
 	kill(srv.pid, SIGTERM);
-	ck_assert_int_eq(child_wait_line(&srv, "requests", line, sizeof(line), 10000), 0);
+	ck_assert_int_eq(child_wait_line(&srv, "requests", line, sizeof(line), 120000), 0);
 	ck_assert_int_eq(sscanf(line, "rpc_server: %lu connections, %lu requests", &conns, &reqs), 2);
 	ck_assert_uint_eq(conns, 1);
 	ck_assert_uint_gt(reqs, 0);
-	ck_assert_int_eq(child_finish(&srv, 10000), 0);
-	st = child_finish(&cl, 10000);
+	ck_assert_int_eq(child_finish(&srv, 120000), 0);
+	st = child_finish(&cl, 120000);
 	ck_assert_msg(st == 1, "client exit status %d (want 1: server went away)", st);
 }
 END_TEST
@@ -115,17 +120,17 @@ START_TEST(threads_two_workers)
 	for (i = 0; i < 4; i++)
 		start_client(&cl[i], port, "500", "8", "256");
 	for (i = 0; i < 4; i++) {
-		int st = child_finish(&cl[i], 45000);
+		int st = child_finish(&cl[i], 120000);
 
 		ck_assert_msg(st == 0, "client %d exited %d; output: %s", i, st, cl[i].buf);
 		ck_assert_msg(strstr(cl[i].buf, "rpc_client: 500 replies verified"), "client %d: %s",
 			      i, cl[i].buf);
 	}
 	kill(srv.pid, SIGTERM);
-	ck_assert_int_eq(child_wait_line(&srv, "requests (", line, sizeof(line), 10000), 0);
+	ck_assert_int_eq(child_wait_line(&srv, "requests (", line, sizeof(line), 120000), 0);
 	ck_assert_msg(strstr(line, "4 connections, 2000 requests (echo 1000, sum 1000, bad 0)"),
 		      "server summary: %s", line);
-	ck_assert_int_eq(child_finish(&srv, 10000), 0);
+	ck_assert_int_eq(child_finish(&srv, 120000), 0);
 	w = strstr(srv.buf, "worker 0: ");
 	ck_assert_msg(w && sscanf(w, "worker 0: %lu connections, %lu requests", &c0, &r0) == 2,
 		      "no worker 0 line: %s", srv.buf);
@@ -147,7 +152,7 @@ START_TEST(client_without_server_fails)
 	int port = start_server(&srv), st;
 
 	kill(srv.pid, SIGTERM);		/* a port that was just free and is closed now */
-	ck_assert_int_eq(child_finish(&srv, 10000), 0);
+	ck_assert_int_eq(child_finish(&srv, 120000), 0);
 	start_client(&cl, port, "10", "1", "64");
 	st = child_finish(&cl, 20000);
 	ck_assert_msg(st == 1, "client exit status %d (want 1: refused)", st);
