@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dev.sh: the README's two commands: `./dev.sh demo` (the main job) and `./dev.sh test` (every tier).
+# dev.sh: the README's two commands: `./dev.sh demo` (the main job) and `./dev.sh test` (every tier); `./dev.sh quick` (unit + core integration tests) before the whole suite.
 #
 # Both work on a fresh Debian 12 machine as root with no input: they install the
 # Debian packages that are missing, bootstrap (autoreconf), configure in ./build
@@ -36,14 +36,14 @@ tiers=$PWD/tests/tiers
 # shellcheck source=tests/tiers/lib.sh
 . "$tiers/lib.sh"
 
-prepare() {
-	"$tiers/install-packages.sh" || exit 1
-	"$tiers/build.sh" || exit 1
+prepare() {	# prepare [demo]: demo installs and builds only what the demo runs
+	"$tiers/install-packages.sh" ${1:+"$1"} || exit 1
+	"$tiers/build.sh" ${1:+"$1"} || exit 1
 }
 
 # The RPC echo sample: rpc_server and rpc_client over RDMA (samples/rpc-demo.sh).
 demo() {
-	prepare
+	prepare demo
 	say "RPC echo sample over a real RDMA device (a Soft-RoCE VM if there is none here)"
 	"$testbed" run --cwd "$build" --timeout 900 -- "$top/samples/rpc-demo.sh" "$build"
 }
@@ -79,5 +79,6 @@ test_all() {
 case ${1:-} in
 demo) demo ;;
 test) test_all ;;
-*) echo "usage: $0 demo|test" >&2; exit 2 ;;
+quick) prepare && exec "$tiers/quick.sh" ;;
+*) echo "usage: $0 demo|test|quick" >&2; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/tiers/install-packages.sh: installs the Debian packages the build and every tier need, only those dpkg lacks.
-# usage: tests/tiers/install-packages.sh   (as root when something is missing; a warm machine skips apt)
+# usage: tests/tiers/install-packages.sh [demo]   (as root when something is missing; a warm machine skips apt; demo: only what ./dev.sh demo needs)
 set -uo pipefail
 # shellcheck source=tests/tiers/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -16,9 +16,15 @@ PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
 	iproute2 tcpdump clang xz-utils python3 debhelper lintian cmake
 	gnuplot-nox valgrind man-db"
 
+# What the demo needs: the build (configure checks for check too) and the
+# Soft-RoCE VM of the test bed.
+DEMO_PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
+	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev libssl-dev ibverbs-utils
+	rdmacm-utils qemu-system-x86 linux-image-amd64 busybox-static kmod iproute2"
+
 install_packages() {
 	local p missing=""
-	for p in $PACKAGES; do
+	for p in $1; do
 		dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' ||
 			missing="$missing $p"
 	done
@@ -32,5 +38,8 @@ install_packages() {
 		die "apt-get install failed"
 }
 
-[ $# -eq 0 ] || { echo "usage: $0" >&2; exit 2; }
-install_packages
+case ${1:-} in
+"") install_packages "$PACKAGES" ;;
+demo) install_packages "$DEMO_PACKAGES" ;;
+*) echo "usage: $0 [demo]" >&2; exit 2 ;;
+esac
