@@ -303,7 +303,10 @@ START_TEST(timeout_cm_reply)
 	want_timeout(&c, "rdma_connect", host, 1000,
 		     "the peer's CM reply (no listener answered the request)");
 	printf("CM reply never sent: on_connect(-ETIMEDOUT) after %.2f s: \"%s\"\n", dt, c.connect_msg);
-	ck_assert_msg(dt > 0.9 && dt < 3.0, "%.2f s", dt);
+	/* Never before the deadline (the design's bound); after it, by as much as
+	 * the host delays the guest's timers: the upper margin only tells "at
+	 * this deadline" from "never" (the message names the step). */
+	ck_assert_msg(dt > 0.9 && dt < 1.0 + TIMER_LATE_S, "%.2f s", dt);
 	ez_conn_close(c.conn);
 	rdma_destroy_id(id);
 	raw_free(&r);
@@ -341,7 +344,7 @@ START_TEST(timeout_rtu)
 		     "the peer's RTU (the CM's ready-to-use)");
 	printf("RTU never sent: the server's on_connect(-ETIMEDOUT) after %.2f s: \"%s\"\n", dt,
 	       s.eps[0].connect_msg);
-	ck_assert_msg(dt > 0.9 && dt < 4.0, "%.2f s", dt);
+	ck_assert_msg(dt > 0.9 && dt < 2.0 + TIMER_LATE_S, "%.2f s", dt);
 	rflood_free(&f);
 	srv_stop(&s);
 	fb_fini(&b);
@@ -383,7 +386,7 @@ static void address_never_resolves(unsigned int ms, int attempts)
 	printf("address never resolved (no ARP reply), connect_timeout_ms %u: on_connect(-ETIMEDOUT) "
 	       "after %.2f s, %d rdma_resolve_addr() calls: \"%s\"\n", ms, dt,
 	       c.conn->resolve_attempts, c.connect_msg);
-	ck_assert_msg(dt > ms / 1000.0 - 0.1 && dt < ms / 1000.0 + 2.0, "%.2f s", dt);
+	ck_assert_msg(dt > ms / 1000.0 - 0.1 && dt < ms / 1000.0 + TIMER_LATE_S, "%.2f s", dt);
 	/* Handle still held (closed below): its count of attempts. */
 	ck_assert_int_eq(c.conn->resolve_attempts, attempts);
 	ez_conn_close(c.conn);
