@@ -427,7 +427,8 @@ struct ez_listen_opts {
 	/* Peers whose RDMA requests our responder refused (each such failure
 	 * ends that connection with -EACCES): an address with this many
 	 * failures within access_fail_window_ms is refused, with a reason,
-	 * until access_ban_ms after its last one [0: never refused]. */
+	 * until access_ban_ms after its last one, and so is every address of
+	 * an IPv4 /24 or IPv6 /64 with 4 times as many [0: never refused]. */
 	uint32_t access_fail_limit;
 	uint32_t access_fail_window_ms;	/* [60000] */
 	uint32_t access_ban_ms;		/* [30000] */

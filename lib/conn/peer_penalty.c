@@ -33,21 +33,26 @@ uint32_t peer_penalty_note(struct ez_conn *conn)
 const char *peer_penalty_gate(const struct ez_ctx *ctx, const struct peer_penalty_opts *p,
 			      const struct sockaddr *peer, char *why, size_t len)
 {
-	char ip[INET6_ADDRSTRLEN] = "?";
+	char ip[INET6_ADDRSTRLEN] = "?", prefix[16] = "";
 	uint32_t fails;
+	unsigned plen;
 	uint64_t left;
 
 	if (!p->limit || !ctx->penalty)
 		return NULL;
 	left = penalty_refused_ms(ctx->penalty, peer, loop_now_ns() / 1000000, p->limit, p->ban_ms,
-				  &fails);
+				  &fails, &plen);
 	if (!left)
 		return NULL;
 	if (peer->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)peer)->sin_addr, ip, sizeof(ip));
 	else if (peer->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)peer)->sin6_addr, ip, sizeof(ip));
-	snprintf(why, len, "refused: %u remote-access failures from %s; try again in %llu ms",
-		 fails, ip, (unsigned long long)left);
+	/* A prefix refuses a host that rotates its addresses: say so, with the
+	 * prefix in the address's own notation (/24 of IPv4, not /120). */
+	if (plen < 128)
+		snprintf(prefix, sizeof(prefix), "'s /%u", peer->sa_family == AF_INET ? plen - 96 : plen);
+	snprintf(why, len, "refused: %u remote-access failures from %s%s; try again in %llu ms",
+		 fails, ip, prefix, (unsigned long long)left);
 	return why;
 }
