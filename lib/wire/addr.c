@@ -58,6 +58,38 @@ static int resolve_literal(const char *host, uint16_t port, struct sockaddr_stor
 	return -1;
 }
 
+/* A host that can only have been meant as a literal and is not a valid
+ * one: all digits and dots (no host name is: RFC 1123 keeps a top-level
+ * label from being all-numeric) that inet_aton() refuses (it takes the
+ * short forms getaddrinfo() does, "10.1"), or with a ':' (no name has one)
+ * that is no IPv6 address before its scope ("%eth0"). Such a host is an
+ * error of the caller's, -EINVAL, not a name to look up: the lookup of
+ * "300.1.2.3" ended in EAI_AGAIN where no DNS answers, and the caller was
+ * told to try again. The family's name, or NULL. */
+static const char *bad_literal(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	char buf[INET6_ADDRSTRLEN + 1];
+	const char *p;
+	size_t n;
+
+	if (!host || !*host)
+		return NULL;
+	if (strchr(host, ':')) {
+		n = strcspn(host, "%");
+		if (n >= sizeof(buf))
+			return "IPv6";
+		memcpy(buf, host, n);
+		buf[n] = '\0';
+		return inet_pton(AF_INET6, buf, &a6) == 1 ? NULL : "IPv6";
+	}
+	for (p = host; *p; p++)
+		if ((*p < '0' || *p > '9') && *p != '.')
+			return NULL;
+	return inet_aton(host, &a4) ? NULL : "IPv4";
+}
+
 int ezaddr_resolve(const char *host, const char *service, int flags,
 		   struct sockaddr_storage *ss, char *err, size_t errlen)
 {
@@ -77,6 +109,10 @@ int ezaddr_resolve(const char *host, const char *service, int flags,
 		hints.ai_flags |= AI_PASSIVE;
 	hints.ai_flags |= AI_NUMERICHOST | AI_NUMERICSERV;
 	rc = getaddrinfo(host, service, &hints, &res);
+	if (rc == EAI_NONAME && bad_literal(host)) {
+		snprintf(err, errlen, "%s is not a valid %s address", host, bad_literal(host));
+		return -EINVAL;
+	}
 	if ((rc == EAI_NONAME || rc == EAI_SERVICE) && (flags & EZADDR_NUMERIC_ONLY))
 		return -EAGAIN;
 	if (rc == EAI_NONAME || rc == EAI_SERVICE) {

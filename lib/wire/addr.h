@@ -8,7 +8,9 @@
 /* An IPv4 or IPv6 literal with a port number is parsed here; anything else
  * goes to getaddrinfo(), numeric first, then a (blocking) name lookup, or
  * -EAGAIN instead of the lookup with EZADDR_NUMERIC_ONLY. 0, or -EINVAL (bad
- * service) / -ENXIO (no such host; ezi_gai_errno()) with the reason in err. */
+ * service, or a host that can only be a literal and is not a valid one:
+ * "300.1.2.3", "fe80::zz") / -ENXIO (no such host; ezi_gai_errno()) with
+ * the reason in err. */
 enum { EZADDR_PASSIVE = 1, EZADDR_NUMERIC_ONLY = 2 };
 int ezaddr_resolve(const char *host, const char *service, int flags,
 		   struct sockaddr_storage *ss, char *err, size_t errlen);

@@ -113,6 +113,36 @@ START_TEST(port_out_of_range)
 }
 END_TEST
 
+/* Issue 42: "300.1.2.3" was looked up as a name, and where no DNS answers
+ * the caller got -EAGAIN (try again). A host that can only be a literal
+ * and is not a valid one is the caller's error: -EINVAL, said so, with or
+ * without the lookup allowed. A name, or an IPv4 short form, still goes on. */
+START_TEST(invalid_literal_is_einval)
+{
+	static const struct { const char *host, *msg; } bad[] = {
+		{ "300.1.2.3", "300.1.2.3 is not a valid IPv4 address" },
+		{ "1.2.3.4.5", "1.2.3.4.5 is not a valid IPv4 address" },
+		{ "192.0.2.", "192.0.2. is not a valid IPv4 address" },
+		{ "fe80::zz", "fe80::zz is not a valid IPv6 address" },
+		{ "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7:8:9 is not a valid IPv6 address" },
+	};
+	struct sockaddr_storage got;
+	char err[128];
+
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		for (int flags = 0; flags <= EZADDR_NUMERIC_ONLY; flags += EZADDR_NUMERIC_ONLY) {
+			err[0] = '\0';
+			ck_assert_int_eq(ezaddr_resolve(bad[i].host, "7471", flags, &got, err,
+							 sizeof(err)), -EINVAL);
+			ck_assert_str_eq(err, bad[i].msg);
+		}
+	ck_assert_int_eq(ezaddr_resolve("ez-no-such-host.invalid", "7471", EZADDR_NUMERIC_ONLY, &got,
+					 err, sizeof(err)), -EAGAIN);
+	ck_assert_int_eq(ezaddr_resolve("10.1", "7471", EZADDR_NUMERIC_ONLY, &got, err, sizeof(err)),
+			 0);
+}
+END_TEST
+
 /* A listener's wildcard, with and without a host. */
 START_TEST(passive_wildcard)
 {
@@ -149,6 +179,7 @@ int main(void)
 	tcase_add_test(tc, short_ipv4_goes_to_getaddrinfo);
 	tcase_add_test(tc, names_need_a_lookup);
 	tcase_add_test(tc, port_out_of_range);
+	tcase_add_test(tc, invalid_literal_is_einval);
 	tcase_add_test(tc, passive_wildcard);
 	tcase_add_test(tc, lookup_failure_codes);
 	suite_add_tcase(s, tc);
