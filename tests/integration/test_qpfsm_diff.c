@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "easyrdma.h"
@@ -370,9 +371,39 @@ static struct known knowns[] = {
 	{ "rxe-path_mig_state-unchecked", "path_mig_state ", fix_mig, 0 },
 	/* rxe_qp_chk_attr() (6.1) bounds max_rd_atomic but not max_dest_rd_atomic. */
 	{ "rxe-max_dest_rd_atomic-unbounded", "max_dest_rd_atomic ", fix_dest_rd, 0 },
+	/* Must stay last; explain() applies it by the case's shape, see
+	 * same_state_lax(). Linux 6.12's rxe (Debian 12's linux-image-6.12-amd64,
+	 * 6.12.118) accepts a modify that leaves the QP in its state (no
+	 * IBV_QP_STATE, or qp_state = the current state) whatever its mask:
+	 * the IBTA table has no RTR->RTR row at all, and RESET->RESET, INIT->INIT,
+	 * RTS->RTS, SQD->SQD and ERR->ERR allow only some bits. Seen as 93 of
+	 * 3,000 cases at seed 0x5eed0f0f5eed, every one of them such a modify;
+	 * 6.1 refuses them all. No reason prefix: it matches the validator's
+	 * transition and mask reasons (same_state_reason()). */
+	{ "rxe-same-state-modify-mask-unchecked", NULL, NULL, 0 },
 };
 
 #define NKNOWN (sizeof(knowns) / sizeof(knowns[0]))
+#define SAME_STATE (NKNOWN - 1)
+
+/* The case leaves the QP in the state it is in. */
+static int stays(const struct dcase *c)
+{
+	return !(c->mask & IBV_QP_STATE) || c->attr.qp_state == c->cur;
+}
+
+/* The validator's reason is the transition or its mask: what the IBTA
+ * table decides (validate.c: "transition not allowed", "IBV_QP_X not
+ * allowed", IBV_QP_CAP's "needs IBV_DEVICE_RESIZE_MAX_WR"), not a value. */
+static int same_state_reason(const char *reason)
+{
+	size_t n = strlen(reason);
+
+	return !strcmp(reason, "transition not allowed") ||
+	       (!strncmp(reason, "IBV_QP_", 7) && n > 12 && strchr(reason, ' ') == reason + n - 12 &&
+		!strcmp(reason + n - 12, " not allowed")) ||
+	       !strncmp(reason, "IBV_QP_CAP needs IBV_DEVICE_RESIZE_MAX_WR", 41);
+}
 
 /* The validator refused what the kernel accepted: explained only if every
  * reason, repaired in turn, is a named difference. */
@@ -402,14 +433,18 @@ static int explain(const struct dcase *c, const struct qpfsm_qp_view *view, cons
 		size_t k;
 
 		reason = reason ? reason + 2 : msg;
-		for (k = 0; k < NKNOWN; k++)
+		for (k = 0; k < SAME_STATE; k++)
 			if (!used[k] && !strncmp(reason, knowns[k].reason, strlen(knowns[k].reason)))
 				break;
-		if (k == NKNOWN)
+		if (k == SAME_STATE && stays(c) && same_state_reason(reason))
+			used[k] = 2; /* the kernel judged no transition: nothing left to repair */
+		else if (k == SAME_STATE)
 			return 0;
-		used[k] = 1;
-		knowns[k].repair(&a, &v);
-		if (qpfsm_validate(&v, &lim, &a, c->mask, msg, sizeof(msg)) == 0) {
+		else {
+			used[k] = 1;
+			knowns[k].repair(&a, &v);
+		}
+		if (used[SAME_STATE] || qpfsm_validate(&v, &lim, &a, c->mask, msg, sizeof(msg)) == 0) {
 			for (k = 0; k < NKNOWN; k++)
 				if (used[k]) {
 					knowns[k].hits++;
@@ -449,6 +484,11 @@ START_TEST(validator_agrees_with_the_kernel)
 	ck_assert_int_eq(fcntl(dev.ctx->async_fd, F_SETFL, flags | O_NONBLOCK), 0);
 	for (int i = 0; i < 3; i++)
 		qps[i] = create(types[i]);
+	{
+		struct utsname u;
+
+		printf("differential on %s, Linux %s\n", dev.name, uname(&u) ? "?" : u.release);
+	}
 	printf("differential on %s: %d cases, seed 0x%llx; port active_mtu %d max_mtu %d pkey_tbl_len %u, "
 	       "max_qp_rd_atom %d max_qp_init_rd_atom %d, cap_flags 0x%x\n",
 	       dev.name, ncases, (unsigned long long)seed, 128 << lim.port[1].active_mtu,
@@ -497,8 +537,16 @@ START_TEST(validator_agrees_with_the_kernel)
 		}
 		print_case(text, sizeof(text), &c);
 		if (ours != 0 && kernel == 0 && explain(&c, &view, msg, why, sizeof(why))) {
-			explained++;
-			continue;
+			struct qpfsm_qp_view after = { .state = (enum ibv_qp_state)-1 };
+
+			/* A lax modify that stayed must have stayed: checked. */
+			if (!strstr(why, knowns[SAME_STATE].name) ||
+			    (qpfsm_view(qps[ti], &after) == 0 && after.state == c.cur)) {
+				explained++;
+				continue;
+			}
+			fprintf(stderr, "STATE MOVED: %s left the QP in %s, not %s\n", text,
+				ez_qp_state_str(after.state), ez_qp_state_str(c.cur));
 		}
 		fails++;
 		fprintf(stderr, "DISAGREE %s\n  validator: %s\n  kernel: ibv_modify_qp = %d (%s)\n", text,
@@ -517,7 +565,7 @@ START_TEST(validator_agrees_with_the_kernel)
 		printf(" %s %ld", ez_qp_state_str(s), per_state[s]);
 	printf("\n");
 	for (size_t k = 0; k < NKNOWN; k++)
-		printf("  kernel laxer:   %-34s %ld cases\n", knowns[k].name, knowns[k].hits);
+		printf("  kernel laxer:   %-38s %ld cases\n", knowns[k].name, knowns[k].hits);
 	ck_assert_msg(ncases >= MIN_CASES, "only %d cases in %.0f s: too few to compare", ncases, budget);
 	ck_assert_msg(fails == 0, "%ld cases where the validator and the kernel disagree (see above)", fails);
 	ck_assert_int_eq(agree + explained, ncases);

@@ -83,26 +83,39 @@ START_TEST(put_get_del_by_hand)
 }
 END_TEST
 
-/* The server pauses in the middle of each write (2 ms): GETs of the key
- * being written meet an odd or changed version and read again; every value
- * a GET returns must be one a PUT wrote, whole. */
+/* The server pauses in the middle of each write: GETs of the key being
+ * written meet an odd or changed version and read again; every value a GET
+ * returns must be one a PUT wrote, whole. A GET meets a write only if the
+ * client runs during the server's pause: on a loaded host a TCG guest's
+ * vCPU can miss every 2 ms pause of a run (the whole integration tier on
+ * Linux 6.12 under the host's other VMs: 0 torn reads in 150 puts; 25 alone
+ * on a quiet one). So the run is done again with a longer pause until it
+ * saw a torn read, 0.2 s at most: the event, not the speed, decides. */
 START_TEST(stress_torn_reads_detected)
 {
-	struct child srv;
-	int port = start_server(&srv, "2000");
-	unsigned long puts, gets, torn, dels, gone;
-	const char *out = client(port, (char *[]){ "-n", "150", "stress", NULL }, 0), *l;
+	static const struct { const char *pause_us, *n, *summary; unsigned long puts; } tries[] = {
+		{ "2000", "150", "1 connections, 150 puts, 8 dels, 0 bad requests", 150 },
+		{ "20000", "150", "1 connections, 150 puts, 8 dels, 0 bad requests", 150 },
+		{ "200000", "30", "1 connections, 30 puts, 8 dels, 0 bad requests", 30 },
+	};
+	unsigned long puts, gets, torn = 0, dels, gone;
 
-	l = strstr(out, "kvstore_client: ");
-	ck_assert_msg(l && sscanf(l, "kvstore_client: %lu puts, %lu gets verified, %lu torn reads read again, %lu dels, %lu keys gone",
-				  &puts, &gets, &torn, &dels, &gone) == 5, "output: %s", out);
-	printf("%s", l);
-	ck_assert_uint_eq(puts, 150);
-	ck_assert_uint_gt(gets, 10);
-	ck_assert_uint_gt(torn, 0);
-	ck_assert_uint_eq(dels, 8);
-	ck_assert_uint_eq(gone, 8);
-	stop_server(&srv, "1 connections, 150 puts, 8 dels, 0 bad requests");
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]) && torn == 0; i++) {
+		struct child srv;
+		int port = start_server(&srv, tries[i].pause_us);
+		const char *out = client(port, (char *[]){ "-n", (char *)tries[i].n, "stress", NULL }, 0), *l;
+
+		l = strstr(out, "kvstore_client: ");
+		ck_assert_msg(l && sscanf(l, "kvstore_client: %lu puts, %lu gets verified, %lu torn reads read again, %lu dels, %lu keys gone",
+					  &puts, &gets, &torn, &dels, &gone) == 5, "output: %s", out);
+		printf("pause %s us: %s", tries[i].pause_us, l);
+		ck_assert_uint_eq(puts, tries[i].puts);
+		ck_assert_uint_gt(gets, 10);
+		ck_assert_uint_eq(dels, 8);
+		ck_assert_uint_eq(gone, 8);
+		stop_server(&srv, tries[i].summary);
+	}
+	ck_assert_msg(torn > 0, "no GET met a write under way, even with 0.2 s pauses");
 }
 END_TEST
 

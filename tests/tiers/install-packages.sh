@@ -10,9 +10,12 @@ set -uo pipefail
 # benchmark's pictures (tests/bench/plot.py, checked by make check); valgrind:
 # the instruction budget (tests/tiers/insn-budget.sh, callgrind); perftest is
 # its anchor too. man-db: doc/check-doc-examples.sh renders every man page.
+# linux-image-6.12-amd64: Debian 12's second kernel line, a newer rxe, which
+# tests/tiers/kernel612.sh boots (the test bed's default stays linux-image-amd64's).
 PACKAGES="build-essential autoconf automake libtool pkg-config libev-dev check
 	rdma-core ibverbs-providers libibverbs-dev librdmacm-dev libssl-dev ibverbs-utils
-	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 busybox-static kmod
+	rdmacm-utils perftest qemu-system-x86 linux-image-amd64 linux-image-6.12-amd64
+	busybox-static kmod
 	iproute2 tcpdump clang xz-utils python3 debhelper lintian cmake
 	gnuplot-nox valgrind man-db"
 
