@@ -11,7 +11,8 @@
 #         built with AddressSanitizer+UBSan (tests/run-asan.sh; EZ_PLAIN_TIER=1
 #         runs it in the plain build too; else the plain build runs
 #         test_leak alone, whose RSS bound ASan compiles out), the threaded
-#         tests under ThreadSanitizer (tests/tiers/tsan.sh), the two-VM
+#         tests under ThreadSanitizer (tests/tiers/tsan.sh), the device-rule
+#         tests on Debian's 6.12 kernel (tests/tiers/kernel612.sh), the two-VM
 #         tests (RoCEv2 capture, source ports per connection and path, link
 #         down), four VMs on one switch (tests/tiers/cluster.sh: 3 x 3,000
 #         connections), 10,000 connections in one process (tests/tiers/scale.sh), the instruction budget of the per-message path
@@ -59,6 +60,7 @@ test_all() {
 	clean_results
 	run_tier "$tiers/unit.sh"
 	run_tier "$tiers/integration-asan.sh"
+	run_tier "$tiers/kernel612.sh"
 	run_tier "$tiers/tsan.sh"
 	if [ "${EZ_PLAIN_TIER:-0}" = 1 ]; then
 		run_tier "$tiers/plain-integration.sh"

@@ -61,6 +61,7 @@ dist_noinst_SCRIPTS += tests/tiers/install-packages.sh tests/tiers/build.sh \
 	tests/tiers/unit.sh tests/tiers/integration-asan.sh tests/tiers/plain-integration.sh \
 	tests/tiers/plain-leak.sh tests/tiers/two-hosts.sh tests/tiers/linkdown.sh \
 	tests/tiers/distcheck.sh tests/tiers/fuzz.sh tests/tiers/tsan.sh tests/tiers/insn-budget.sh \
-	tests/tiers/cluster.sh tests/tiers/scale.sh tests/tiers/quick.sh tests/flakehunt.sh
+	tests/tiers/cluster.sh tests/tiers/scale.sh tests/tiers/quick.sh tests/flakehunt.sh \
+	tests/tiers/kernel612.sh
 EXTRA_DIST += tests/tiers/lib.sh
 
