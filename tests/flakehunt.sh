@@ -78,6 +78,10 @@ t0=$SECONDS
 for ((r = 1; r <= k; r++)); do
 	echo "==== flakehunt round $r of $k ($(date -u +%H:%M:%S), load $(cut -d' ' -f1 /proc/loadavg))"
 	find "$bdir/tests" -name '*.trs' -delete
+	# Up to date on the host before each round: a guest that finds a
+	# source newer than its object compiles it under TCG, for many minutes.
+	make -C "$bdir" -j2 >/dev/null && make -C "$bdir" -j2 "${tests[@]}" >/dev/null ||
+		{ echo "flakehunt: build failed" >&2; exit 1; }
 	if [ "$asan" = 1 ]; then
 		"$here/run-asan.sh" "$bdir" "${tests[@]}" >"$work/round$r.log" 2>&1
 	else
