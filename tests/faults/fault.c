@@ -276,7 +276,6 @@ void srv_start(struct fb *b, struct srv *s, int cap)
 	snprintf(s->port, sizeof(s->port), "%u", ez_listener_port(s->l));
 }
 
-/* Closes what is still open and waits until every handle is gone. */
 /* Has this accepted connection had its final callback? */
 static int ep_ended(const struct ep *e)
 {
@@ -299,6 +298,7 @@ static int srv_wait_ended(struct srv *s, double ceiling_s)
 	}
 }
 
+/* Closes what is still open and waits until every handle is gone. */
 void srv_stop(struct srv *s)
 {
 	int i;
