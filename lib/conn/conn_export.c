@@ -18,8 +18,9 @@
 
 #define REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_REMOTE_ATOMIC)
 
-/* One region exported to one connection: a window bound to its QP, or on a
- * connection with its own PD a registration there (copy). The window first
+/* One region exported to one connection: a window bound to its QP over a
+ * registration of exactly the region (mw_alloc), or on a connection with
+ * its own PD a registration of exactly the region there (copy). The window first
  * (the MR's list links it), the copy second (container_of). */
 struct conn_export {
 	struct mw w;
@@ -266,7 +267,10 @@ int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t le
 		return ezi_fail(-ENOMEM, "ez_conn_export: out of memory");
 	if (conn->own_pd)
 		return export_on_own_pd(conn, mr, off, len, access, e, out);
-	ret = mw_alloc(mr, &e->w);
+	addr = (uintptr_t)mr->addr + off;
+	/* The window over a registration of exactly [addr, +len) (mw_alloc):
+	 * its range holds on a device that checks only the window's key. */
+	ret = mw_alloc(mr, addr, len, ibv_remote(access), &e->w);
 	if (ret) {
 		free(e);
 		return ret;
@@ -277,7 +281,6 @@ int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t le
 	 * use it before it has the key anyway. */
 	conn->export_access |= access;
 	ret = conn_access_apply(conn);
-	addr = (uintptr_t)mr->addr + off;
 	if (!ret)
 		ret = export_post(conn, p, e, addr, len, access);
 	if (ret) {

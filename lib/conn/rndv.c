@@ -299,7 +299,11 @@ int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *i
 		if (ret)
 			goto fail;
 	}
-	ret = mw_alloc(src, &op->rndv_w);
+	/* The window over a registration of exactly the message (mw_alloc):
+	 * neither the rest of the application's MR (ez_send_mr) nor what an
+	 * earlier message left in the staging buffer beyond len is reachable,
+	 * whatever range the device checks. */
+	ret = mw_alloc(src, addr, len, IBV_ACCESS_REMOTE_READ, &op->rndv_w);
 	if (ret)
 		goto fail;
 	op->rndv_w.on_mr_gone = rndv_mr_gone;

@@ -77,12 +77,50 @@ static int mr_wrong_thread(const struct ez_mr *mr, const char *fn)
 	return 1;
 }
 
-int mw_alloc(struct ez_mr *mr, struct mw *w)
+/* The access flags of a window's exact registration (see mr.h). */
+static int mw_exact_flags(int access)
 {
+	int flags = IBV_ACCESS_MW_BIND;
+
+	/* A bind granting remote write or atomics needs local write on the
+	 * MR (IBTA C10-73; rxe_check_bind_mw()). */
+	if (access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC))
+		flags |= IBV_ACCESS_LOCAL_WRITE;
+	return flags;
+}
+
+static void mw_exact_dereg(struct mw *w)
+{
+	int ret;
+
+	if (!w->exact)
+		return;
+	ret = ibv_dereg_mr(w->exact);
+	if (ret)
+		ezi_log_err("ibv_dereg_mr(a window's exact registration, %zu bytes at %p, window rkey 0x%x): %s",
+			    w->exact->length, w->exact->addr, w->rkey, ez_strerror(ret));
+	w->exact = NULL;
+}
+
+int mw_alloc(struct ez_mr *mr, uint64_t addr, uint64_t len, int access, struct mw *w)
+{
+	int flags = mw_exact_flags(access), err;
+
+	w->exact = ibv_reg_mr(mr->dev->pd, (void *)(uintptr_t)addr, len, flags);
+	if (!w->exact) {
+		err = errno ? errno : ENOMEM;
+		return ezi_fail(-err, "ibv_reg_mr(%s, a window's exact range: %llu bytes at +%llu of the MR at %p, access 0x%x): %s",
+				mr->dev->name, (unsigned long long)len,
+				(unsigned long long)(addr - (uintptr_t)mr->addr), mr->addr, flags,
+				ez_strerror(err));
+	}
 	w->mw = ibv_alloc_mw(mr->dev->pd, IBV_MW_TYPE_2);
-	if (!w->mw)
-		return ezi_fail(errno ? -errno : -ENOMEM, "ibv_alloc_mw(%s, IBV_MW_TYPE_2): %s",
-				mr->dev->name, ez_strerror(errno ? errno : ENOMEM));
+	if (!w->mw) {
+		err = errno ? errno : ENOMEM;
+		mw_exact_dereg(w);
+		return ezi_fail(-err, "ibv_alloc_mw(%s, IBV_MW_TYPE_2): %s", mr->dev->name,
+				ez_strerror(err));
+	}
 	w->mr = mr;
 	w->mr_prev = NULL;
 	w->mr_next = mr->windows;
@@ -101,7 +139,7 @@ void mw_bind_wr(struct mw *w, uint64_t addr, uint64_t len, int access, struct ib
 	wr->num_sge = 0;
 	wr->bind_mw.mw = w->mw;
 	wr->bind_mw.rkey = w->rkey;
-	wr->bind_mw.bind_info.mr = w->mr->mr;
+	wr->bind_mw.bind_info.mr = w->exact;
 	wr->bind_mw.bind_info.addr = addr;
 	wr->bind_mw.bind_info.length = len;
 	wr->bind_mw.bind_info.mw_access_flags = (unsigned int)access;
@@ -114,10 +152,13 @@ void mw_free(struct mw *w)
 
 	if (!w->mw)
 		return;
+	/* The window first: a registration with a window bound over it cannot
+	 * be deregistered (rxe: -EINVAL while num_mw > 0). */
 	ret = ibv_dealloc_mw(w->mw);
 	if (ret)
 		ezi_log_err("ibv_dealloc_mw(rkey 0x%x): %s", w->rkey, ez_strerror(ret));
 	w->mw = NULL;
+	mw_exact_dereg(w);
 	if (w->mr_prev)
 		w->mr_prev->mr_next = w->mr_next;
 	else if (mr)

@@ -31,6 +31,9 @@ struct ez_mr {
 struct mw {
 	struct ibv_mw *mw;
 	struct ez_mr *mr;
+	/* What the window is bound over: mr's memory registered again, exactly
+	 * the window's range, with no remote access (mw_alloc). */
+	struct ibv_mr *exact;
 	struct mw *mr_next, *mr_prev;	/* the MR's windows */
 	uint32_t rkey;		/* the key of its binding */
 	/* The MR is deregistered: the owner unlinks and frees the window. */
@@ -50,11 +53,20 @@ int device_has_mw2(const struct device *dev);
 int mr_reg(struct device *dev, void *addr, size_t len, unsigned int access, struct ez_mr **out);
 int mr_dereg(struct ez_mr *mr);
 
-/* A type-2 window on mr's PD, linked to mr; mw_bind_wr() fills a bind WR
- * (a fresh key, ibv_inc_rkey) for [addr, +len) with verbs access flags;
- * mw_free() deallocates it (which invalidates its binding at once) and
- * unlinks it. */
-int mw_alloc(struct ez_mr *mr, struct mw *w);
+/* A type-2 window on mr's PD for [addr, +len) of mr's memory (inside it),
+ * linked to mr, over a registration of exactly that range (w->exact:
+ * IBV_ACCESS_MW_BIND, plus IBV_ACCESS_LOCAL_WRITE when access, the verbs
+ * remote access it will be bound with, has a remote write or atomic; no
+ * remote access, so its own key grants nothing remotely). The range a peer
+ * reaches is then the registration's, which every device checks: Soft-RoCE
+ * checks a type-2 window's key, but the address only against the MR the
+ * window is bound over (rxe_resp.c check_rkey(), kernel 6.1), so a window
+ * over the whole MR would grant the whole MR. mw_bind_wr() fills a bind WR
+ * (a fresh key, ibv_inc_rkey) over the exact registration with the same
+ * addr, len and access; mw_free() deallocates the window (which
+ * invalidates its binding at once), deregisters the exact registration
+ * and unlinks it. */
+int mw_alloc(struct ez_mr *mr, uint64_t addr, uint64_t len, int access, struct mw *w);
 void mw_bind_wr(struct mw *w, uint64_t addr, uint64_t len, int access, struct ibv_send_wr *wr);
 void mw_free(struct mw *w);
 

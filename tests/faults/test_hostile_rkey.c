@@ -715,6 +715,199 @@ START_TEST(many_mrs)
 END_TEST
 #endif
 
+/* ---- slices of one arena (issue 39 item 1) ---- */
+
+#define ARENA (4 * XLEN)
+#define A_OFF XLEN		/* A's slice: [4096, 8192) */
+#define B_OFF (2 * XLEN)	/* B's slice: [8192, 12288) */
+#define ALL (RW | EZ_MR_REMOTE_ATOMIC)
+
+static const char b_secret[] = "TOP-SECRET-OF-B: the launch code is 0000-1234 ";
+
+/* One signalled RDMA READ/WRITE of len bytes (r->buf) or 8-byte atomic
+ * (compare-and-swap of 0 with 0x4141..., or fetch-and-add of 1, into
+ * r->buf) at (raddr, rkey): its completion's status. */
+static enum ibv_wc_status raw_op(struct fb *b, struct raw *r, enum ibv_wr_opcode opcode,
+				 uint64_t raddr, uint32_t rkey, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)r->buf, len, r->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 0x77, .sg_list = &sge, .num_sge = 1, .opcode = opcode,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	double end = now_s() + 10;
+
+	if (opcode == IBV_WR_ATOMIC_CMP_AND_SWP || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		sge.length = 8;
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			0x6161616161616161ull : 1;
+		wr.wr.atomic.swap = 0x4141414141414141ull;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	ck_assert_int_eq(ibv_post_send(r->id->qp, &wr, &bad), 0);
+	while (now_s() < end) {
+		int n = ibv_poll_cq(r->cq, 1, &wc);
+
+		ck_assert_int_ge(n, 0);
+		if (n && wc.wr_id == 0x77)
+			return wc.status;
+		if (!n)
+			fb_spin(b, 0.002);
+	}
+	ck_abort_msg("raw peer: no completion of its op within 10 s");
+	return IBV_WC_GENERAL_ERR;
+}
+
+static const char *op_name(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ ? "READ" : op == IBV_WR_RDMA_WRITE ? "WRITE" :
+	       op == IBV_WR_ATOMIC_CMP_AND_SWP ? "CAS" : "FADD";
+}
+
+/* A raw client connected, with its server side and [off, +len) of the
+ * arena exported to it READ|WRITE|ATOMIC (the key in *key). */
+static struct ep *slice_client(struct bench *t, struct raw *r, struct ez_mr *mr, size_t off,
+				struct ez_rkey *key)
+{
+	struct ep *sc;
+	uint64_t seq = 0;
+
+	raw_ez_dial(&t->b, r, t->s.port);
+	sc = srv_last(t, t->s.connected + 1);
+	ck_assert_msg(ez_conn_export(sc->conn, mr, off, XLEN, ALL, key) == 0, "ez_conn_export: %s",
+		      ez_errmsg());
+	ck_assert_uint_eq(key->addr, (uintptr_t)mr->addr + off);
+	ck_assert_uint_eq(key->len, XLEN);
+	/* The bind was posted before this message: once it is in, the key works. */
+	ck_assert_int_eq(ez_send(sc->conn, &seq, sizeof(seq), NULL, NULL), 0);
+	(void)raw_recv_imm(&t->b, r, 5);
+	return sc;
+}
+
+/* A server registers one arena of 16 KiB and exports the slice [4096,
+ * 8192) to client A and [8192, 12288) to client B (raw verbs clients).
+ * A, with its own valid key, tries READ, WRITE, compare-and-swap and
+ * fetch-and-add one byte (an atomic: 8 bytes) before its slice, one byte
+ * after it, at B's slice and at the arena's start: each on a connection of
+ * its own (a refusal takes the QP to ERR), each must fail, the attacker's
+ * buffer keeping its pattern (nothing read), the arena outside A's slice
+ * unchanged (B's secret intact), the server reporting the refusal; inside
+ * its slice all four work. B still reads its slice afterwards. */
+START_TEST(slices)
+{
+	static const enum ibv_wr_opcode ops[] = { IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
+						  IBV_WR_ATOMIC_CMP_AND_SWP,
+						  IBV_WR_ATOMIC_FETCH_AND_ADD };
+	struct bench t;
+	struct ez_mr *amr;
+	uint8_t *arena = aligned_alloc(4096, ARENA), *want = malloc(ARENA);
+	struct raw rb, ra;
+	struct ez_rkey kb, ka;
+	struct ep *sb, *sa;
+	char fails[2048] = "", keys[96];
+	int i, j, nfail = 0, n = 0, k;
+	uint32_t qpn;
+	uint64_t v;
+
+	ck_assert_ptr_nonnull(arena);
+	ck_assert_ptr_nonnull(want);
+	bench_up(&t, 0, 0);
+	memset(arena, 'S', A_OFF);
+	memset(arena + A_OFF, 'a', XLEN);
+	for (i = 0; i < XLEN; i++)
+		arena[B_OFF + i] = (uint8_t)b_secret[i % (sizeof(b_secret) - 1)];
+	memset(arena + B_OFF + XLEN, 'T', ARENA - B_OFF - XLEN);
+	memcpy(want, arena, ARENA);
+	ck_assert_int_eq(ez_mr_reg(t.b.ctx, NULL, arena, ARENA, ALL, &amr), 0);
+
+	/* B holds its slice throughout. */
+	sb = slice_client(&t, &rb, amr, B_OFF, &kb);
+
+	/* Inside A's slice: READ, WRITE, CAS, FADD all work. */
+	sa = slice_client(&t, &ra, amr, A_OFF, &ka);
+	memset(ra.buf, 0xBB, 128);
+	ck_assert_int_eq(raw_op(&t.b, &ra, IBV_WR_RDMA_READ, ka.addr, ka.rkey, 64), IBV_WC_SUCCESS);
+	ck_assert_int_eq(first_not(ra.buf, 64, 'a'), -1);
+	memset(ra.buf, 0xBB, 128);
+	ck_assert_int_eq(raw_op(&t.b, &ra, IBV_WR_RDMA_WRITE, ka.addr + 100, ka.rkey, 16),
+			 IBV_WC_SUCCESS);
+	memset(want + A_OFF + 100, 0xBB, 16);
+	ck_assert_int_eq(raw_op(&t.b, &ra, IBV_WR_ATOMIC_CMP_AND_SWP, ka.addr + 64, ka.rkey, 8),
+			 IBV_WC_SUCCESS);
+	memcpy(&v, ra.buf, 8);
+	ck_assert_uint_eq(v, 0x6161616161616161ull);
+	memset(want + A_OFF + 64, 'A', 8);
+	ck_assert_int_eq(raw_op(&t.b, &ra, IBV_WR_ATOMIC_FETCH_AND_ADD, ka.addr + XLEN - 8, ka.rkey, 8),
+			 IBV_WC_SUCCESS);
+	memcpy(&v, want + A_OFF + XLEN - 8, 8);
+	v++;
+	memcpy(want + A_OFF + XLEN - 8, &v, 8);
+	ck_assert_msg(memcmp(arena, want, ARENA) == 0, "the arena is not what A's ops inside its slice make it");
+	raw_free(&ra);
+	ck_assert(fb_run(&t.b, &sa->disconnected, 1, 10));
+
+	/* Outside it, with its own key. */
+	for (i = 0; i < 4; i++)
+		for (j = 0; j < 4; j++) {
+			enum ibv_wr_opcode op = ops[j];
+			int atomic = j >= 2;
+			uint64_t base = (uintptr_t)arena;
+			const char *where[] = { "one byte before the slice", "one byte after the slice",
+						"B's slice", "the arena's start" };
+			uint64_t addr = i == 0 ? base + A_OFF - (atomic ? 8 : 1) :
+					i == 1 ? base + A_OFF + XLEN :
+					i == 2 ? base + B_OFF : base;
+			uint32_t len = i < 2 ? 1 : 64;
+			enum ibv_wc_status st;
+
+			sa = slice_client(&t, &ra, amr, A_OFF, &ka);
+			qpn = srv_qpn(sa);
+			memset(ra.buf, 0xBB, 128);
+			st = raw_op(&t.b, &ra, op, addr, ka.rkey, len);
+			n++;
+			k = first_not(ra.buf, 128, 0xBB);
+			if (st != IBV_WC_REM_ACCESS_ERR || k >= 0) {
+				nfail++;
+				snprintf(fails + strlen(fails), sizeof(fails) - strlen(fails),
+					 "%s%s at %s (+%lld of the arena): %s%s", nfail > 1 ? "; " : "",
+					 op_name(op), where[i], (long long)(addr - base),
+					 ibv_wc_status_str(st), k >= 0 ? ", the attacker's buffer changed" : "");
+			}
+			raw_free(&ra);
+			ck_assert(fb_run(&t.b, &sa->disconnected, 1, 10));
+			if (st != IBV_WC_SUCCESS) {
+				snprintf(keys, sizeof(keys), "; 1 region(s) exported to it, last rkey 0x%x",
+					 ka.rkey);
+				want_refused(sa, qpn, keys);
+			}
+		}
+	k = -1;
+	for (i = 0; i < ARENA; i++)
+		if (arena[i] != want[i]) {
+			k = i;
+			break;
+		}
+	ck_assert_msg(nfail == 0 && k < 0,
+		      "%d of %d accesses outside A's slice were not refused (IBV_WC_REM_ACCESS_ERR): %s; the arena's first changed byte: %d (B's slice is [%d, %d))",
+		      nfail, n, fails, k, B_OFF, B_OFF + XLEN);
+	printf("slices: %d accesses outside A's 4 KiB slice (READ, WRITE, CAS, FADD; before, after, B's slice, the arena's start) all IBV_WC_REM_ACCESS_ERR, each reported by the server; B's bytes unchanged and unread; inside: all 4 worked\n",
+	       n);
+	/* B, untouched, still reads its secret. */
+	memset(rb.buf, 0xBB, 128);
+	ck_assert_int_eq(raw_op(&t.b, &rb, IBV_WR_RDMA_READ, kb.addr, kb.rkey, 64), IBV_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(rb.buf, arena + B_OFF, 64), 0);
+	raw_free(&rb);
+	ck_assert(fb_run(&t.b, &sb->disconnected, 1, 10));
+	ck_assert_int_eq(ez_mr_dereg(amr), 0);
+	bench_down(&t);
+	free(arena);
+	free(want);
+}
+END_TEST
+
 int main(void)
 {
 #ifdef EZ_TEST_EXPORT_PD
@@ -747,6 +940,11 @@ int main(void)
 	tcase_add_test(tc, pd_needs_private_pool);
 	tcase_add_test(tc, many_mrs);
 #endif
+	suite_add_tcase(su, tc);
+	/* Issue 39 item 1: a case of its own (CK_RUN_CASE=slices). */
+	tc = tcase_create("slices");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, slices);
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);
 }

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fault.h"
@@ -244,6 +245,159 @@ START_TEST(without_the_capability)
 }
 END_TEST
 
+/* ---- what a rendezvous window exposes (issue 39 item 2) ---- */
+
+/* The raw peer's first n receives are in: the last one's bytes (a
+ * rendezvous header) decoded into h. */
+static void take_header(struct hbench *t, struct raw *r, struct rndv_hdr *h)
+{
+	for (double end = now_s() + 10; now_s() < end && r->recvs < 1;) {
+		raw_ez_poll(r);
+		fb_spin(&t->b, 0.01);
+	}
+	ck_assert_uint_eq(r->recvs, 1);
+	rndv_hdr_decode(r->buf + 128, h);
+}
+
+/* One RDMA READ of len bytes of the raw peer at addr with the offered key:
+ * its status, and whether the raw peer's buffer kept its pattern. */
+static enum ibv_wc_status peek(struct hbench *t, struct raw *r, uint64_t addr, uint32_t rkey,
+			       uint32_t len, int *changed)
+{
+	enum ibv_wc_status st;
+
+	memset(r->buf, 0xBB, 128);
+	st = raw_rdma(&t->b, r, IBV_WR_RDMA_READ, 0, len, addr, rkey, 10);
+	*changed = 0;
+	for (int i = 0; i < 128; i++)
+		if (r->buf[i] != 0xBB)
+			*changed = 1;
+	return st;
+}
+
+/* The server's side of a refused READ, once the raw peer goes (the
+ * server finds its QP in ERR at the teardown, as in test_hostile_rkey):
+ * -EACCES naming the responder. */
+static void expect_refused(struct hbench *t, struct raw *r, struct ep *e)
+{
+	raw_free(r);
+	ck_assert(fb_run(&t->b, &e->disconnected, 1, 10));
+	ck_assert_msg(e->disconnect_status == -EACCES &&
+		      strstr(e->disconnect_msg, ": an RDMA request was refused by our responder (QP "),
+		      "server's side: %d \"%s\"", e->disconnect_status, e->disconnect_msg);
+	hbench_echo(t, 5);
+	t->s.no_echo = 0;
+}
+
+static int mr_done, mr_status;
+
+static void on_mr_done(struct ez_conn *c, int status, void *arg)
+{
+	(void)c;
+	(void)arg;
+	mr_done++;
+	mr_status = status;
+}
+
+/* A raw peer offered a large message READs inside the window (works), then
+ * one byte past it, where the staging buffer (a cached size class of 256
+ * KiB) holds what an earlier 256 KiB message to another peer left
+ * ("SECRET-OF-B-"): refused, nothing read. A message sent with ez_send_mr
+ * from [16 KiB, +20 KiB) of a 64 KiB MR: a READ at the MR's start and one
+ * byte past the window with the window's key are refused. The server ends
+ * each such connection with -EACCES; the honest client echoes on. */
+START_TEST(window_bounds)
+{
+	static const char sec[] = "SECRET-OF-B-";
+	enum { OLD = 256 << 10, MSG = 200 << 10, MRLEN = 64 << 10, OFF = 16 << 10, LEN = 20 << 10 };
+	uint8_t *old = malloc(OLD), *msg = malloc(MSG), *arena = aligned_alloc(4096, MRLEN);
+	struct hbench t;
+	struct raw r;
+	struct ep *e;
+	struct rndv_hdr h;
+	struct ez_mr *mr;
+	enum ibv_wc_status st;
+	int changed;
+	char fails[1024] = "";
+
+	ck_assert(old && msg && arena);
+	for (int i = 0; i < OLD; i++)
+		old[i] = (uint8_t)sec[i % (sizeof(sec) - 1)];
+	memset(msg, 'm', MSG);
+	bench_start(&t);
+
+	/* Another peer's message of 256 KiB is staged, offered, and given up
+	 * when that peer goes: its staging buffer back in the cache. */
+	raw_join(&t, &r, &e);
+	ck_assert_int_eq(ez_send(e->conn, old, OLD, NULL, NULL), 0);
+	take_header(&t, &r, &h);
+	ck_assert_uint_eq(h.len, OLD);
+	raw_free(&r);
+	ck_assert(fb_run(&t.b, &e->disconnected, 1, 10));
+	t.s.no_echo = 0;
+
+	/* 200 KiB to the attacker, staged in that buffer. */
+	raw_join(&t, &r, &e);
+	ck_assert_int_eq(ez_send(e->conn, msg, MSG, NULL, NULL), 0);
+	take_header(&t, &r, &h);
+	ck_assert_uint_eq(h.len, MSG);
+	st = peek(&t, &r, h.addr + MSG - 64, h.rkey, 64, &changed);
+	ck_assert_int_eq(st, IBV_WC_SUCCESS);
+	ck_assert_int_eq(memcmp(r.buf, msg, 64), 0);
+	st = peek(&t, &r, h.addr + MSG, h.rkey, 64, &changed);
+	if (st != IBV_WC_REM_ACCESS_ERR || changed)
+		snprintf(fails + strlen(fails), sizeof(fails) - strlen(fails),
+			 "READ of 64 bytes one byte past a 200 KiB ez_send message's window: %s%s%.12s\"; ",
+			 ibv_wc_status_str(st), changed ? ", read \"" : "", changed ? (char *)r.buf : "");
+	if (st == IBV_WC_SUCCESS) {
+		raw_free(&r);
+		ck_assert(fb_run(&t.b, &e->disconnected, 1, 10));
+		t.s.no_echo = 0;
+	} else {
+		expect_refused(&t, &r, e);
+	}
+
+	/* ez_send_mr from the middle of an MR: at its start, then past the
+	 * window, each on a connection of its own. */
+	memset(arena, 'Z', MRLEN);
+	memset(arena + OFF, 'm', LEN);
+	ck_assert_int_eq(ez_mr_reg(t.b.ctx, NULL, arena, MRLEN, EZ_MR_REMOTE_READ, &mr), 0);
+	for (int k = 0; k < 2; k++) {
+		mr_done = 0;
+		raw_join(&t, &r, &e);
+		ck_assert_int_eq(ez_send_mr(e->conn, mr, OFF, LEN, on_mr_done, NULL), 0);
+		take_header(&t, &r, &h);
+		ck_assert_uint_eq(h.addr, (uintptr_t)arena + OFF);
+		ck_assert_uint_eq(h.len, LEN);
+		st = peek(&t, &r, h.addr, h.rkey, 64, &changed);
+		ck_assert_int_eq(st, IBV_WC_SUCCESS);
+		ck_assert_int_eq(memcmp(r.buf, arena + OFF, 64), 0);
+		st = peek(&t, &r, k ? h.addr + LEN : (uintptr_t)arena, h.rkey, k ? 1 : 64, &changed);
+		if (st != IBV_WC_REM_ACCESS_ERR || changed)
+			snprintf(fails + strlen(fails), sizeof(fails) - strlen(fails),
+				 "ez_send_mr [%d, +%d) of a %d-byte MR, READ %s: %s%s; ", OFF, LEN, MRLEN,
+				 k ? "one byte past the window" : "at the MR's start",
+				 ibv_wc_status_str(st), changed ? ", the raw peer's buffer changed" : "");
+		if (st == IBV_WC_SUCCESS) {
+			raw_free(&r);
+			ck_assert(fb_run(&t.b, &e->disconnected, 1, 10));
+			t.s.no_echo = 0;
+		} else {
+			expect_refused(&t, &r, e);
+		}
+		ck_assert(fb_run(&t.b, &mr_done, 1, 10));
+		ck_assert_int_ne(mr_status, 0);
+	}
+	ck_assert_msg(fails[0] == '\0', "not refused: %s", fails);
+	printf("window bounds: READs past a 200 KiB message's window (its staging buffer held an earlier 256 KiB message), at an ez_send_mr MR's start and past its window: all IBV_WC_REM_ACCESS_ERR, nothing read, the server's side -EACCES\n");
+	ck_assert_int_eq(ez_mr_dereg(mr), 0);
+	bench_stop(&t);
+	free(old);
+	free(msg);
+	free(arena);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_rndv");
@@ -254,6 +408,11 @@ int main(void)
 	tcase_add_test(tc, lying_acks);
 	tcase_add_test(tc, without_the_capability);
 	tcase_add_test(tc, header_never_fetched);
+	suite_add_tcase(s, tc);
+	/* Issue 39 item 2: a case of its own (CK_RUN_CASE=bounds). */
+	tc = tcase_create("bounds");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, window_bounds);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
