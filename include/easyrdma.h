@@ -446,6 +446,21 @@ struct ez_listen_opts {
 	uint32_t placement;		/* enum ez_placement [EZ_PLACE_ROUND_ROBIN] */
 	struct ez_ctx *const *workers;	/* each has called ez_ctx_take_requests() */
 	ez_place_cb place;		/* EZ_PLACE_CALLBACK: the application's choice */
+	/* Connections (established, and handshakes in progress): a request
+	 * beyond these is rejected at once with a reason naming the limit
+	 * (on_request never sees it); a connection that ends frees its place.
+	 * The defaults keep a 2 GiB server alive against one host opening
+	 * connections until refused: at the default ez_conn_opts one accepted
+	 * connection pins ~256 KiB, so 1024 from one address pin ~256 MiB
+	 * and 4096 on a listener or context ~1 GiB. A server that accepts
+	 * more (or larger: max_msg_size 16 MiB pins ~4 MiB a connection) sets
+	 * them to what its memory holds. With workers, each worker context
+	 * counts the connections it accepted against these. */
+	uint32_t max_conns;		/* per listener [4096; 0: default] */
+	uint32_t max_conns_per_peer;	/* per peer address [1024; 0: default] */
+	uint32_t max_ctx_conns;		/* connections of the accepting context,
+					 * ez_connect()'s included [4096; 0: default] */
+	uint32_t reserved;		/* 0 */
 };
 
 /* Listen on address (NULL: any, IPv6 and IPv4) and service ("0": a free

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "wire/replay.h"
 #include "handoff.h"
+#include "conn_types.h"
 
 _Static_assert(REPLAY_NONCE_LEN == AUTH_NONCE_LEN, "the window keeps request nonces");
 
@@ -28,6 +29,15 @@ _Static_assert(REPLAY_NONCE_LEN == AUTH_NONCE_LEN, "the window keeps request non
 #define LISTENER_DEF_MAX_PENDING 256
 #define LISTENER_DEF_MAX_PENDING_PER_PEER 64
 #define LISTENER_DEF_HANDSHAKE_TIMEOUT_MS 2000
+
+/* Connections, established and in progress (issue 39): one accepted
+ * connection pins ~256 KiB at the default ez_conn_opts (its share of the
+ * pool, QP and CQ rings; measured 768 MB for 3,000), so one address holds
+ * at most ~256 MiB and a listener or a context ~1 GiB of a 2 GiB server.
+ * easyrdma.h says the same; a server that wants more sets them. */
+#define LISTENER_DEF_MAX_CONNS 4096
+#define LISTENER_DEF_MAX_CONNS_PER_PEER 1024
+#define LISTENER_DEF_MAX_CTX_CONNS 4096
 
 /* The CM id goes whatever the outcome; a failure (an event not acked, a
  * kernel error) is logged, as the id and its kernel state may be leaked. */
@@ -74,6 +84,17 @@ static uint32_t pending_from(const struct ez_listener *l, const struct sockaddr_
 	return n;
 }
 
+/* Established connections from peer's address. */
+static uint32_t up_from(const struct ez_listener *l, const struct sockaddr_storage *peer)
+{
+	const struct listener_hs *h;
+	uint32_t n = 0;
+
+	for (h = l->up; h; h = h->next)
+		n += (uint32_t)same_host(&h->peer, peer);
+	return n;
+}
+
 static void on_hs_timer(struct loop_timer *t)
 {
 	struct listener_hs *h = container_of(t, struct listener_hs, timer);
@@ -85,6 +106,7 @@ static void hs_join(struct ez_listener *l, struct listener_hs *h, uint32_t ms,
 		    void (*expired)(struct listener_hs *h))
 {
 	h->l = l;
+	h->up = 0;
 	h->prev = NULL;
 	h->next = l->hs;
 	if (l->hs)
@@ -97,22 +119,48 @@ static void hs_join(struct ez_listener *l, struct listener_hs *h, uint32_t ms,
 	ctx_timer_start(l->ctx, &h->timer, ms);
 }
 
+static void req_expired(struct listener_hs *h);
+
+/* Off whichever of l's lists h is on. */
+static void hs_unlink(struct listener_hs **head, struct listener_hs *h)
+{
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		*head = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	h->next = h->prev = NULL;
+}
+
 void listener_hs_leave(struct listener_hs *h)
 {
 	struct ez_listener *l = h->l;
 
 	if (!l)
 		return;
+	if (h->up) {	/* an established connection ended */
+		hs_unlink(&l->up, h);
+		h->up = 0;
+		h->l = NULL;
+		l->nup--;
+		return;
+	}
 	ctx_timer_stop(l->ctx, &h->timer);
-	if (h->prev)
-		h->prev->next = h->next;
-	else
-		l->hs = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	h->next = h->prev = NULL;
-	h->l = NULL;
+	hs_unlink(&l->hs, h);
 	l->npending--;
+	/* An accepted connection that came up keeps its place (max_conns). */
+	if (h->expired != req_expired &&
+	    container_of(h, struct ez_conn, pend)->state == CS_CONNECTED) {
+		h->up = 1;
+		h->next = l->up;
+		if (l->up)
+			l->up->prev = h;
+		l->up = h;
+		l->nup++;
+		return;
+	}
+	h->l = NULL;
 }
 
 void listener_hs_move(struct listener_hs *from, struct listener_hs *to,
@@ -154,7 +202,7 @@ static void req_expired(struct listener_hs *h)
 static const char *limit_gate(struct ez_listener *l, const struct sockaddr_storage *peer,
 			      char *why, size_t len)
 {
-	uint32_t n;
+	uint32_t n, total = l->npending + l->nup;
 
 	if (l->npending >= l->max_pending) {
 		l->refused_pending++;
@@ -168,6 +216,30 @@ static const char *limit_gate(struct ez_listener *l, const struct sockaddr_stora
 		snprintf(why, len, "listener busy: %u handshakes in progress from this address (max_pending_per_peer %u)",
 			 n, l->max_pending_per_peer);
 		return why;
+	}
+	/* Connections, established and in progress (the request counts as
+	 * one from here). The peer's are counted only when the total could
+	 * reach its cap. */
+	if ((uint32_t)l->ctx->nconns >= l->max_ctx_conns) {
+		l->refused_ctx_conns++;
+		snprintf(why, len, "context full: %d connections (max_ctx_conns %u)",
+			 l->ctx->nconns, l->max_ctx_conns);
+		return why;
+	}
+	if (total >= l->max_conns) {
+		l->refused_conns++;
+		snprintf(why, len, "listener full: %u connections (max_conns %u)", total,
+			 l->max_conns);
+		return why;
+	}
+	if (total >= l->max_conns_per_peer) {
+		n += up_from(l, peer);
+		if (n >= l->max_conns_per_peer) {
+			l->refused_conns_per_peer++;
+			snprintf(why, len, "listener full: %u connections from this address (max_conns_per_peer %u)",
+				 n, l->max_conns_per_peer);
+			return why;
+		}
 	}
 	return NULL;
 }
@@ -423,6 +495,9 @@ static void listener_on_request(struct ez_listener *l, const struct cm_event *ev
 	req->pen = l->pen;
 	req->max_pending = l->max_pending;
 	req->max_pending_per_peer = l->max_pending_per_peer;
+	req->max_conns = l->max_conns;
+	req->max_conns_per_peer = l->max_conns_per_peer;
+	req->max_ctx_conns = l->max_ctx_conns;
 	req_link(l, req);
 	req->pend.peer = req->peer;
 	hs_join(l, &req->pend, l->handshake_timeout_ms, req_expired);
@@ -445,6 +520,13 @@ static void listener_free(struct ez_listener *l)
 	/* Accepted connections still in their handshake go on uncounted. */
 	while (l->hs)
 		listener_hs_leave(l->hs);
+	while (l->up) {
+		struct listener_hs *h = l->up;
+
+		hs_unlink(&l->up, h);
+		h->up = 0;
+		h->l = NULL;
+	}
 	for (uint32_t i = 0; i < l->nworkers; i++)
 		handoff_put(l->workers[i]);
 	free(l->workers);
@@ -519,6 +601,8 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 	ret = workers_check(opts);
 	if (ret)
 		return ret;
+	if (opts->reserved)
+		return ezi_fail(-EINVAL, "ez_listen_opts.reserved is %u (must be 0)", opts->reserved);
 	backlog = opts->backlog > 0 ? opts->backlog : 128;
 	if (!address) {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
@@ -555,6 +639,10 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 		LISTENER_DEF_MAX_PENDING_PER_PEER;
 	l->handshake_timeout_ms = opts->handshake_timeout_ms ? opts->handshake_timeout_ms :
 		LISTENER_DEF_HANDSHAKE_TIMEOUT_MS;
+	l->max_conns = opts->max_conns ? opts->max_conns : LISTENER_DEF_MAX_CONNS;
+	l->max_conns_per_peer = opts->max_conns_per_peer ? opts->max_conns_per_peer :
+		LISTENER_DEF_MAX_CONNS_PER_PEER;
+	l->max_ctx_conns = opts->max_ctx_conns ? opts->max_ctx_conns : LISTENER_DEF_MAX_CTX_CONNS;
 	l->cm.on_event = listener_on_cm;
 	l->ctx = ctx;
 	peer_penalty_opts(&l->pen, opts);
@@ -693,6 +781,9 @@ static void worker_deliver(struct handoff *h, struct loop_mail *m)
 
 	w->max_pending = req->max_pending;
 	w->max_pending_per_peer = req->max_pending_per_peer;
+	w->max_conns = req->max_conns;
+	w->max_conns_per_peer = req->max_conns_per_peer;
+	w->max_ctx_conns = req->max_ctx_conns;
 	denied = limit_gate(w, &req->peer, why, sizeof(why));
 	if (denied) {
 		req_refuse(req, denied);
@@ -763,6 +854,9 @@ int ez_ctx_take_requests(struct ez_ctx *ctx, ez_request_cb on_request, void *arg
 	w->max_pending = LISTENER_DEF_MAX_PENDING;
 	w->max_pending_per_peer = LISTENER_DEF_MAX_PENDING_PER_PEER;
 	w->handshake_timeout_ms = LISTENER_DEF_HANDSHAKE_TIMEOUT_MS;
+	w->max_conns = LISTENER_DEF_MAX_CONNS;
+	w->max_conns_per_peer = LISTENER_DEF_MAX_CONNS_PER_PEER;
+	w->max_ctx_conns = LISTENER_DEF_MAX_CTX_CONNS;
 	ret = handoff_open(ctx, &worker_ops, w);
 	if (ret) {
 		free(w);

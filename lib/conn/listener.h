@@ -35,6 +35,7 @@ struct ez_conn_req {
 	int auth_own;
 	struct peer_penalty_opts pen;
 	uint32_t max_pending, max_pending_per_peer;
+	uint32_t max_conns, max_conns_per_peer, max_ctx_conns;
 	struct loop_mail mail;	/* in the target's inbox while handed */
 	uint64_t due_ns;	/* while handed: the handshake deadline */
 };
@@ -53,6 +54,10 @@ struct ez_listener {
 	uint32_t npending;		/* on that list */
 	uint32_t max_pending, max_pending_per_peer, handshake_timeout_ms;	/* resolved */
 	uint64_t refused_pending, refused_per_peer, expired;	/* counts, for tests and logs */
+	struct listener_hs *up;		/* accepted connections established (listener_hs.up) */
+	uint32_t nup;			/* on that list */
+	uint32_t max_conns, max_conns_per_peer, max_ctx_conns;	/* resolved */
+	uint64_t refused_conns, refused_conns_per_peer, refused_ctx_conns;
 	/* ez_listen_opts.workers: each request is handed to one of them
 	 * (references on their inboxes, handoff.c). */
 	struct handoff **workers;
@@ -81,7 +86,7 @@ void listener_reject_id(struct rdma_cm_id *id, uint16_t caps, const void *reason
 /* The listener of handshake h is crowded (a flood, or a burst). */
 static inline int listener_hs_crowded(const struct listener_hs *h)
 {
-	return h->l && h->l->npending > LISTENER_CROWDED;
+	return h->l && !h->up && h->l->npending > LISTENER_CROWDED;
 }
 
 /* ez_accept: the request's handshake goes on as the connection's: to
@@ -90,7 +95,10 @@ static inline int listener_hs_crowded(const struct listener_hs *h)
 void listener_hs_move(struct listener_hs *from, struct listener_hs *to,
 		      void (*expired)(struct listener_hs *h));
 /* The handshake is over (established, proved, failed or freed): no longer
- * counted, its deadline stopped. Safe to call again. */
+ * counted as a handshake, its deadline stopped. An accepted connection
+ * that is established (CS_CONNECTED) stays counted on the listener's
+ * established list until the next call (its end, or its free). Safe to
+ * call again. */
 void listener_hs_leave(struct listener_hs *h);
 
 

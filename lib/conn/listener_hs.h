@@ -24,6 +24,9 @@ struct listener_hs {
 	struct loop_timer timer;	/* the deadline */
 	uint32_t timeout_ms;		/* the listener's handshake_timeout_ms, for messages */
 	void (*expired)(struct listener_hs *h);	/* the owner's: the deadline passed */
+	/* An accepted connection that came up: on l's list of established
+	 * connections (max_conns, max_conns_per_peer) until it ends. */
+	int up;
 };
 
 #endif
