@@ -341,6 +341,83 @@ START_TEST(unanswered_requests_expire)
 }
 END_TEST
 
+/* An easyrdma client from the attacker's address (the IPv6 one). */
+static void attacker_connect(struct fb *b, struct srv *s, struct ep *e)
+{
+	memset(e, 0, sizeof(*e));
+	ck_assert_int_eq(ez_connect(b->ctx, attacker_addr(), s->port, NULL, &ep_cbs, e, &e->conn), 0);
+	ck_assert(fb_run(b, &e->connected, 1, 20));
+}
+
+/* Established connections are capped per peer address (issue 39 item 3):
+ * with max_conns_per_peer 8 one address gets exactly 8 connections, the
+ * 9th is refused at once naming the cap (on_request never sees it), the
+ * server holds 8, a client from the other address still connects and
+ * echoes, and once one of the 8 ends one more gets in. */
+START_TEST(established_capped_per_peer)
+{
+	enum { N = 8 };
+	struct fb b;
+	struct srv s = { .any_addr = 1, .lopts = { .max_conns_per_peer = N } };
+	struct ep a[N + 3];
+	char want[128];
+	double ms, rate;
+	int i;
+
+	fb_init(&b);
+	srv_start(&b, &s, 64);
+	snprintf(want, sizeof(want),
+		 "listener full: %d connections from this address (max_conns_per_peer %d)", N, N);
+	for (i = 0; i < N; i++) {
+		attacker_connect(&b, &s, &a[i]);
+		ck_assert_msg(a[i].connect_status == 0, "attacker connection %d: on_connect(%d) \"%s\"",
+			      i, a[i].connect_status, a[i].connect_msg);
+	}
+	ck_assert(fb_run(&b, &s.connected, N, 20));
+	/* The N+1th: refused with the reason, never shown to on_request. */
+	attacker_connect(&b, &s, &a[N]);
+	printf("established cap: %d connected from %s, the next: on_connect(%d) \"%s\"\n", N,
+	       attacker_addr(), a[N].connect_status, a[N].connect_msg);
+	ck_assert_int_eq(a[N].connect_status, -ECONNREFUSED);
+	ck_assert_msg(strstr(a[N].connect_msg, want), "want \"%s\" in \"%s\"", want, a[N].connect_msg);
+	ez_conn_close(a[N].conn);
+	ck_assert_int_eq(s.requests, N);
+	ck_assert_int_eq(s.connected - s.disconnected, N);
+	ck_assert_int_eq(s.connect_failed, 0);
+	/* The other address is not this one's cap: connects and echoes. */
+	rate = good_client(&b, s.port, 0.2, &ms);
+	printf("  a client from %s meanwhile: connected in %.1f ms, %.0f round trips/s\n",
+	       test_addr(), ms, rate);
+	ck_assert_int_gt(rate, 0);
+	ck_assert(fb_run(&b, &s.disconnected, 1, 10));
+	ck_assert_int_eq(s.connected - s.disconnected, N);
+	/* One of the N ends (at the server too): its place is free. */
+	ep_close(&a[0]);
+	ck_assert(fb_run(&b, &a[0].disconnected, 1, 10));
+	ck_assert(fb_run(&b, &s.disconnected, 2, 10));
+	attacker_connect(&b, &s, &a[N + 1]);
+	ck_assert_msg(a[N + 1].connect_status == 0, "after one closed: on_connect(%d) \"%s\"",
+		      a[N + 1].connect_status, a[N + 1].connect_msg);
+	ck_assert(fb_run(&b, &s.connected, N + 2, 10));	/* N, the good client, this one */
+	ck_assert_int_eq(s.connected - s.disconnected, N);
+	/* Full again. */
+	attacker_connect(&b, &s, &a[N + 2]);
+	ck_assert_int_eq(a[N + 2].connect_status, -ECONNREFUSED);
+	ck_assert_msg(strstr(a[N + 2].connect_msg, want), "want \"%s\" in \"%s\"", want,
+		      a[N + 2].connect_msg);
+	ez_conn_close(a[N + 2].conn);
+	ck_assert_int_eq(s.requests, N + 2);
+	printf("  after one closed: one more connected, the next refused again; server requests %d\n",
+	       s.requests);
+	for (i = 1; i <= N + 1; i++)
+		if (i != N)
+			ep_close(&a[i]);
+	ck_assert(fb_run(&b, &s.disconnected, N + 2, 20));
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("faults_hostile_halfopen");
@@ -350,6 +427,7 @@ int main(void)
 	tcase_add_test(tc, flood_from_one_peer);
 	tcase_add_test(tc, flood_to_the_listener_cap);
 	tcase_add_test(tc, unanswered_requests_expire);
+	tcase_add_test(tc, established_capped_per_peer);
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);
 }
