@@ -382,7 +382,10 @@ static int server(void)
 			&(struct ez_listen_opts){ .backlog = SRV_HANDSHAKES,
 						  .handshake_timeout_ms = 120000,
 						  .max_pending = SRV_HANDSHAKES,
-						  .max_pending_per_peer = SRV_HANDSHAKES },
+						  .max_pending_per_peer = SRV_HANDSHAKES,
+						  /* --nconns above the caps' defaults */
+						  .max_conns = 65536, .max_conns_per_peer = 65536,
+						  .max_ctx_conns = 65536 },
 			srv_on_request, NULL, &srv.lis);
 	if (ret)
 		die("ez_listen", ret);

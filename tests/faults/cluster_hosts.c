@@ -206,7 +206,11 @@ static int server(void)
 				      .max_bufs = pool_max_bufs(nclients() * nconns * 5 / 4) };
 	struct ez_listen_opts lo = { .handshake_timeout_ms = (uint32_t)(SCALED_S(60, 0.1) * 1000),
 				     .max_pending = 4096 > nclients() * nconns ? 4096 : (uint32_t)(nclients() * nconns),
-				     .max_pending_per_peer = 4096 > nconns ? 4096 : (uint32_t)nconns };
+				     .max_pending_per_peer = 4096 > nconns ? 4096 : (uint32_t)nconns,
+				     /* above the connection caps' defaults (4096, 1024 a peer) */
+				     .max_conns = (uint32_t)(nclients() * nconns + 4096),
+				     .max_conns_per_peer = (uint32_t)(nconns + 4096),
+				     .max_ctx_conns = (uint32_t)(2 * nclients() * nconns + 4096) };
 	struct ez_listener *l;
 	char port[16], name[32];
 	int nc = nclients(), vh = vanisher[0] - 'a', i, others;

@@ -211,7 +211,9 @@ static void bench_init(struct bench *b, int n, const struct ez_conn_opts *sopts,
 		       uint32_t spool_bufs)
 {
 	struct ez_listen_opts lo = { .backlog = 1024, .max_pending = 1024,
-				     .max_pending_per_peer = 1024, .handshake_timeout_ms = 20000 };
+				     .max_pending_per_peer = 1024, .handshake_timeout_ms = 20000,
+				     .max_conns = 4096, .max_conns_per_peer = 4096,
+				     .max_ctx_conns = 8192 };
 	struct ez_srqpool_opts cpo = { .buf_size = 64, .nbufs = (uint32_t)(n + n / 4 + 64) };
 
 	memset(b, 0, sizeof(*b));

@@ -205,7 +205,10 @@ static void bench_init(struct bench *b, int n, const struct ez_srqpool_opts *po)
 	 * default 2 s (CI saw an accepted one end at 2 s waiting for its RTU,
 	 * an ASan build in a loaded guest). Deadlines are test_hostile_*'s. */
 	struct ez_listen_opts lo = { .backlog = 1024, .max_pending = 2048,
-				     .max_pending_per_peer = 2048, .handshake_timeout_ms = 60000 };
+				     .max_pending_per_peer = 2048, .handshake_timeout_ms = 60000,
+				     /* above the connection caps' defaults (4096, 1024 a peer) */
+				     .max_conns = 65536, .max_conns_per_peer = 65536,
+				     .max_ctx_conns = 65536 };
 
 	memset(b, 0, sizeof(*b));
 	b->loop = ev_loop_new(EVFLAG_AUTO);
@@ -902,7 +905,10 @@ START_TEST(busy_beside_idle_on_one_pool)
 {
 	/* 200 connects at once on one TCG vCPU: handshakes take seconds. */
 	struct ez_listen_opts lo = { .backlog = 1024, .max_pending = 1024,
-				     .max_pending_per_peer = 1024, .handshake_timeout_ms = 120000 };
+				     .max_pending_per_peer = 1024, .handshake_timeout_ms = 120000,
+				     /* above the connection caps' defaults (4096, 1024 a peer) */
+				     .max_conns = 65536, .max_conns_per_peer = 65536,
+				     .max_ctx_conns = 65536 };
 	struct ez_srqpool_opts so = { .nbufs = IDLE_N + IDLE_N / 4 + 20, .buf_size = 512 };
 	struct ez_srqpool_opts io = { .nbufs = IDLE_N + IDLE_N / 4 + 64, .buf_size = 64 };
 	struct ez_srqpool_opts pz = { .nbufs = PING_N + 64, .buf_size = 64 };

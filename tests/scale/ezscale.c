@@ -294,7 +294,10 @@ static int server(const char *addr, const char *port, uint32_t pool_bufs, const 
 		  const char *portfile)
 {
 	struct ez_listen_opts lo = { .backlog = 4096, .max_pending = 16384,
-				     .max_pending_per_peer = 16384, .handshake_timeout_ms = 600000 };
+				     .max_pending_per_peer = 16384, .handshake_timeout_ms = 600000,
+				     /* above the connection caps' defaults (4096, 1024 a peer) */
+				     .max_conns = 65536, .max_conns_per_peer = 65536,
+				     .max_ctx_conns = 65536 };
 	struct ez_srqpool_opts po = { .buf_size = 512, .nbufs = pool_bufs };
 	int ret;
 	FILE *f;
