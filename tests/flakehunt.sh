@@ -30,10 +30,6 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-if [ -z "$bdir" ]; then
-	if [ -f "$top/build-asan/Makefile" ]; then bdir=$top/build-asan; else bdir=$top/build; fi
-fi
-bdir=$(cd "$bdir" && pwd) || exit 2
 work=$(mktemp -d "${TMPDIR:-/tmp}/flakehunt.XXXXXX") || exit 1
 pids=()
 stop_load() {
@@ -64,6 +60,10 @@ if [ "$load_only" = 1 ]; then
 	exit $?
 fi
 
+if [ -z "$bdir" ]; then
+	if [ -f "$top/build-asan/Makefile" ]; then bdir=$top/build-asan; else bdir=$top/build; fi
+fi
+bdir=$(cd "$bdir" && pwd) || exit 2
 if [ $# -gt 0 ]; then
 	tests=("$@")
 else
