@@ -929,6 +929,40 @@ static int cm_timeout_ms(const struct ez_conn *conn)
 	return ms > INT32_MAX - 1000 ? INT32_MAX : (int)ms + 1000;
 }
 
+/* The peer's DREQ (or the kernel's, for a process that died): a goodbye
+ * first is a clean close; otherwise the cause is found before it is named. */
+static void on_disconnected(struct ez_conn *conn)
+{
+	struct conn_path *refused;
+
+	/* The QPs' states are read before the CQs are drained. A device
+	 * posts a requester error's completion (retries exceeded: a
+	 * peer that died mid-transfer) before it moves the QP to ERR,
+	 * so the drain below ends the connection with that cause; a QP
+	 * found in ERR that the drain does not explain was put there by
+	 * its responder. Read after the drain, a retry error posted in
+	 * between was taken for a refused request (test_kill, loaded). */
+	refused = conn_access_suspect(conn);
+	/* Messages (and the goodbye) that arrived before the disconnect
+	 * are delivered first. */
+	conn_poll_cqs(conn);
+	if (conn_is_ended(conn))
+		return;
+	if (conn->state == CS_CONNECTED && conn->peer_bye) {
+		snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s closed the connection",
+			 conn->host);
+		conn_end(conn, 0);
+	} else if (conn->state == CS_CONNECTED && refused) {
+		conn_access_report(conn, refused);
+	} else if (conn->state == CS_CONNECTED) {
+		conn_fail(conn, -ECONNRESET, "peer %s disconnected without closing (process ended or reset)",
+			  conn->host);
+	} else {
+		conn_fail(conn, -ECONNRESET, "%s(%s): peer disconnected before the connection was established",
+			  conn->step, conn->host);
+	}
+}
+
 static int resolve_addr_again(struct ez_conn *conn, int status);
 
 static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
@@ -1003,22 +1037,7 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 			  ez_strerror(ev->status ? ev->status : ECONNABORTED));
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
-		/* Messages (and the goodbye) that arrived before the disconnect
-		 * are delivered first. */
-		conn_poll_cqs(conn);
-		if (conn_is_ended(conn))
-			break;
-		if (conn->state == CS_CONNECTED && conn->peer_bye) {
-			snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s closed the connection",
-				 conn->host);
-			conn_end(conn, 0);
-		} else if (conn->state == CS_CONNECTED && !conn_access_check(conn)) {
-			conn_fail(conn, -ECONNRESET, "peer %s disconnected without closing (process ended or reset)",
-				  conn->host);
-		} else {
-			conn_fail(conn, -ECONNRESET, "%s(%s): peer disconnected before the connection was established",
-				  conn->step, conn->host);
-		}
+		on_disconnected(conn);
 		break;
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		conn_fail(conn, -ENODEV, "device %s removed", conn->dev ? conn->dev->name : "?");

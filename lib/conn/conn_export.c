@@ -330,17 +330,18 @@ static struct conn_path *path_refused(struct ez_conn *conn)
 	return NULL;
 }
 
-int conn_access_check(struct ez_conn *conn)
+struct conn_path *conn_access_suspect(struct ez_conn *conn)
 {
-	struct conn_path *p;
+	if (!conn->qp || conn_is_ended(conn) || conn->state != CS_CONNECTED)
+		return NULL;
+	return path_refused(conn);
+}
+
+void conn_access_report(struct ez_conn *conn, const struct conn_path *p)
+{
 	char keys[64] = "";
 	uint32_t fails;
 
-	if (!conn->qp || conn_is_ended(conn) || conn->state != CS_CONNECTED)
-		return 0;
-	p = path_refused(conn);
-	if (!p)
-		return 0;
 	if (conn->nexports)
 		snprintf(keys, sizeof(keys), "; %u region(s) exported to it, last rkey 0x%x",
 			 conn->nexports, conn->exports->key.rkey);
@@ -348,5 +349,14 @@ int conn_access_check(struct ez_conn *conn)
 	conn_fail(conn, -EACCES, "peer %s: an RDMA request was refused by our responder (QP %u, path %u, to ERR by the device: a key not exported to this connection, an access it was not given, or outside the region%s)",
 		  conn->host, p->qpn, p->idx, keys);
 	ezi_log_warn("%s (%u such failures from this address lately)", conn->errmsg, fails);
+}
+
+int conn_access_check(struct ez_conn *conn)
+{
+	struct conn_path *p = conn_access_suspect(conn);
+
+	if (!p)
+		return 0;
+	conn_access_report(conn, p);
 	return 1;
 }

@@ -26,5 +26,11 @@ void conn_exports_drop(struct ez_conn *conn);
  * -EACCES naming the peer, which is logged and counted against its
  * address. Returns 1 when it did. */
 int conn_access_check(struct ez_conn *conn);
+/* The two halves of conn_access_check(), for a caller that must drain the
+ * CQs between them: conn_access_suspect() returns the first live path of
+ * a connected conn whose QP is in ERR where the library's view is not
+ * (NULL when none); conn_access_report() ends conn with that -EACCES. */
+struct conn_path *conn_access_suspect(struct ez_conn *conn);
+void conn_access_report(struct ez_conn *conn, const struct conn_path *p);
 
 #endif
