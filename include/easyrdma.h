@@ -274,6 +274,24 @@ int ez_ctx_process(struct ez_ctx *ctx);
 /* Milliseconds until the next library timer is due (-1: none), as a poll timeout. */
 int ez_ctx_timeout_ms(const struct ez_ctx *ctx);
 
+/* What a context's connections may make it hold (ez_ctx_set_limit(3)). */
+enum ez_ctx_limit {
+	/* Large messages that ez_send()/ez_sendv() copied into registered
+	 * (pinned) buffers and that the peers have not fetched yet, in bytes,
+	 * for the whole context: a send beyond it is refused with -ENOBUFS
+	 * and on_send_ready follows once a staged message is fetched. A
+	 * message larger than the limit still goes when nothing is staged.
+	 * [256 MiB] */
+	EZ_LIMIT_STAGED = 1,
+	/* The same, for each peer address [64 MiB] */
+	EZ_LIMIT_STAGED_PER_PEER = 2,
+};
+/* ez_ctx_set_limit() value: no limit. */
+#define EZ_LIMIT_NONE UINT64_MAX
+/* Sets limit to value (0: its default; EZ_LIMIT_NONE: none), for what the
+ * context holds from now on. 0, or -EINVAL (an unknown limit), -EPERM. */
+int ez_ctx_set_limit(struct ez_ctx *ctx, enum ez_ctx_limit limit, uint64_t value);
+
 /* Private data limits of rdma_cm on InfiniBand/RoCE (56 bytes in a connect
  * request, 196 in a reply, 148 in a reject) minus easyrdma's 16-byte header. */
 #define EZ_CONNECT_DATA_MAX 40
@@ -374,7 +392,9 @@ struct ez_conn_cbs {
 	/* Send readiness: after an op (ez_send, ez_write, ez_read, ...) was
 	 * refused with -ENOBUFS because send_depth ops were outstanding, this
 	 * runs once, as soon as one has completed and its room is free again
-	 * (several refusals before that: still once). Not after the end. */
+	 * (several refusals before that: still once); after a large send
+	 * refused for the context's staging bounds (ez_ctx_set_limit()), once
+	 * staged bytes come back. Not after the end. */
 	void (*on_send_ready)(struct ez_conn *conn, void *arg);
 };
 

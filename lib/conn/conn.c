@@ -14,6 +14,7 @@
 #include "msg.h"
 #include "conn_auth.h"
 #include "conn_export.h"
+#include "staging.h"
 #include "conn_pd.h"
 #include "keepalive.h"
 #include "peer_penalty.h"
@@ -66,6 +67,7 @@ static void conn_free(struct ez_conn *conn)
 	conn_live_stop(conn);
 	conn_auth_free(conn);
 	listener_hs_leave(&conn->pend);
+	staging_leave(conn);
 	if (conn->dev)
 		conn_unqueue_kick(conn);
 	/* Its registrations on its own PD go before the pool that holds it. */

@@ -289,6 +289,10 @@ struct ez_conn {
 	/* Send readiness (msg.c): an op was refused for lack of room since
 	 * the last on_send_ready. */
 	uint8_t send_refused;
+	/* Refused for the context's staging budget (staging.c): woken when
+	 * staged bytes come back, whichever connection gave them. */
+	uint8_t staged_wait;
+	uint64_t staged;	/* bytes of its large messages staged now */
 	/* Active side: the application bytes of the listener's reply
 	 * (ez_conn_accept_data()), kept once the reply passed its checks
 	 * (keyed: its MAC). */

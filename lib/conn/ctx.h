@@ -11,6 +11,7 @@
 #include "loop/lookup.h"
 #include "device/device.h"
 #include "base/owner.h"
+#include "wire/budget.h"
 
 struct cm_event;
 struct handoff;
@@ -83,11 +84,24 @@ struct ez_ctx {
 	unsigned int shared_access;
 	struct ez_mr *dead_mrs;		/* deregistered handles, freed by ez_ctx_free */
 	struct penalty_table *penalty;	/* peers' remote-access failures (wire/penalty.c) */
+	/* Large messages ez_send() copied into registered buffers that the
+	 * peers have not fetched yet: bytes pinned against the context's and
+	 * each peer address's limits (staging.c, ez_ctx_set_limit()), and the
+	 * connections told -ENOBUFS for it, woken when bytes come back. */
+	struct budget staged;
+	uint32_t staged_waiters;
 	/* Taking connection requests from other threads (ez_ctx_take_requests):
 	 * the inbox and its hook; NULL when not. */
 	struct handoff *handoff;
 	void (*handoff_hook)(struct ez_ctx *ctx, enum ctx_hook what);
 };
+
+/* The staging budget's defaults (easyrdma(7), "Memory a peer can make a
+ * server pin"): a 2 GiB server keeps 1/8 of its memory for large messages
+ * its peers are slow to fetch, one address a quarter of that (four 16 MiB
+ * messages). */
+#define STAGED_DEF_MAX (256ull << 20)
+#define STAGED_DEF_PEER_MAX (64ull << 20)
 
 /* The one check of every entry point: 0 when the calling thread owns ctx,
  * else -EPERM with the thread's ez_errmsg() naming fn and both threads.

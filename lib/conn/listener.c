@@ -63,15 +63,7 @@ void listener_req_free(struct ez_conn_req *req)
 /* The same peer: address family and address, whatever the port. */
 static int same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
-	if (a->ss_family != b->ss_family)
-		return 0;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
-	return 1;	/* AF_IB and kin: one bucket */
+	return ezaddr_same_host((const struct sockaddr *)a, (const struct sockaddr *)b);
 }
 
 static uint32_t pending_from(const struct ez_listener *l, const struct sockaddr_storage *peer)

@@ -17,13 +17,17 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/conn_export.c lib/conn/conn_export.h \
 	lib/conn/conn_pd.c lib/conn/conn_pd.h \
 	lib/conn/peer_penalty.c lib/conn/peer_penalty.h \
+	lib/conn/staging.c lib/conn/staging.h \
 	lib/conn/compat_v0.c \
 	lib/conn/atomic.c lib/conn/atomic.h
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
 UNIT_TESTS += tests/unit/test_flow
-UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay tests/unit/test_penalty
+UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay tests/unit/test_penalty tests/unit/test_budget
+tests_unit_test_budget_SOURCES = tests/unit/test_budget.c
+tests_unit_test_budget_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_budget_LDADD = $(TEST_LDADD)
 tests_unit_test_penalty_SOURCES = tests/unit/test_penalty.c
 tests_unit_test_penalty_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_penalty_LDADD = $(TEST_LDADD)
@@ -81,6 +85,7 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 	doc/man3/ez_conn_req_peer.3 doc/man3/ez_conn_stats.3 doc/man3/ez_connect.3 \
 	doc/man3/ez_ctx_fd.3 doc/man3/ez_ctx_free.3 doc/man3/ez_ctx_new.3 \
 	doc/man3/ez_ctx_process.3 doc/man3/ez_ctx_timeout_ms.3 doc/man3/ez_listen.3 \
+	doc/man3/ez_ctx_set_limit.3 \
 	doc/man3/ez_listener_close.3 doc/man3/ez_listener_port.3 doc/man3/ez_mr_addr.3 \
 	doc/man3/ez_conn_export.3 doc/man3/ez_conn_revoke.3 \
 	doc/man3/ez_mr_dereg.3 doc/man3/ez_mr_export.3 doc/man3/ez_mr_len.3 doc/man3/ez_mr_reg.3 \

@@ -22,6 +22,7 @@
 #include "device/mr.h"
 #include "path.h"
 #include "rndv.h"
+#include "staging.h"
 #include "srqpool/srqpool.h"
 #include "wire/rx_check.h"
 
@@ -130,6 +131,11 @@ static inline void send_ready_check(struct ez_conn *conn)
 		conn->cbs.on_send_ready(conn, conn->arg);
 }
 
+static void send_ready_now(struct ez_conn *conn)
+{
+	send_ready_check(conn);
+}
+
 /* The user callback of a finished op; the op is free again before it runs
  * so the callback can post the next one. */
 static void op_complete(struct ez_conn *conn, struct op *op, int status)
@@ -138,14 +144,18 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
 	void *arg = op->arg;
 	ez_atomic_cb acb = NULL;
 	uint64_t old = 0;
+	int large = 0;
 
 	/* Flushed because its deadline passed (keepalive.c): it says so. */
 	if (op->aged == OP_EXPIRED && status == -ECANCELED)
 		status = -ETIMEDOUT;
-	if (__builtin_expect(OP_KIND_IN(OP_KIND_BIT(OP_ATOMIC_CAS) | OP_KIND_BIT(OP_ATOMIC_FADD),
-				       op->kind), 0)) {
-		acb = op->acb;
-		old = status ? 0 : conn_atomic_old(conn, op);
+	if (__builtin_expect(OP_KIND_IN(OP_KIND_BIT(OP_ATOMIC_CAS) | OP_KIND_BIT(OP_ATOMIC_FADD) |
+					OP_KIND_BIT(OP_SEND_RNDV), op->kind), 0)) {
+		large = op->kind == OP_SEND_RNDV;
+		if (!large) {
+			acb = op->acb;
+			old = status ? 0 : conn_atomic_old(conn, op);
+		}
 	}
 	conn_op_put(conn, op);
 	if (status)
@@ -155,6 +165,10 @@ static void op_complete(struct ez_conn *conn, struct op *op, int status)
 	else if (cb)
 		cb(conn, status, arg);
 	send_ready_check(conn);
+	/* Its staged copy went back (rndv.c): connections refused for the
+	 * context's staging budget may send again. */
+	if (large && conn->ctx->staged_waiters)
+		staging_wake(conn->ctx, send_ready_now);
 }
 
 /* Whether the op lands in one of the peer's receive buffers, and so needs

@@ -13,6 +13,7 @@
 #include "device/bigbuf.h"
 #include "keepalive.h"
 #include "path.h"
+#include "staging.h"
 
 /* One fetch of the receiver: the header it answers, the memory it lands
  * in, and its op (the READ, then the acknowledgement). */
@@ -185,6 +186,14 @@ static void rndv_mr_gone(struct mw *w)
 	mw_free(w);
 }
 
+/* A staged copy goes back to the device's cache, its bytes to the budget. */
+static void stage_put(struct ez_conn *conn, struct op *op)
+{
+	staging_give(conn, op->rndv_stage->size);
+	bigbuf_put(op->rndv_stage);
+	op->rndv_stage = NULL;
+}
+
 static void tx_release(struct ez_conn *conn, struct op *op)
 {
 	struct op **pp;
@@ -198,10 +207,8 @@ static void tx_release(struct ez_conn *conn, struct op *op)
 	/* Deallocating the window invalidates the key at once: the peer can
 	 * read nothing more of these bytes. */
 	mw_free(&op->rndv_w);
-	if (op->rndv_stage) {
-		bigbuf_put(op->rndv_stage);
-		op->rndv_stage = NULL;
-	}
+	if (op->rndv_stage)
+		stage_put(conn, op);
 	op->rndv_flags = 0;
 }
 
@@ -283,9 +290,14 @@ int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *i
 	} else {
 		/* ez_send's bytes (or an MR that cannot bind a window) are
 		 * copied: the caller may reuse its buffer on return. */
-		ret = bigbuf_get(conn->dev, len, &op->rndv_stage);
+		ret = staging_take(conn, bigbuf_size_for(len), "ez_send");
 		if (ret)
 			return ret;
+		ret = bigbuf_get(conn->dev, len, &op->rndv_stage);
+		if (ret) {
+			staging_give(conn, bigbuf_size_for(len));
+			return ret;
+		}
 		copy_in(op->rndv_stage->mem, iov, iovcnt,
 			mr ? (const uint8_t *)mr->mr->addr + off : NULL, len);
 		src = op->rndv_stage->mr;
@@ -323,10 +335,8 @@ int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *i
 	return 0;
 fail:
 	mw_free(&op->rndv_w);
-	if (op->rndv_stage) {
-		bigbuf_put(op->rndv_stage);
-		op->rndv_stage = NULL;
-	}
+	if (op->rndv_stage)
+		stage_put(conn, op);
 	return ret;
 }
 

@@ -58,6 +58,11 @@ static struct bigbuf_cache *cache_of(struct device *dev)
 	return dev->big_cache;
 }
 
+size_t bigbuf_size_for(size_t len)
+{
+	return (size_t)1 << (class_of(len) + BIGBUF_MIN_SHIFT);
+}
+
 int bigbuf_get(struct device *dev, size_t len, struct bigbuf **out)
 {
 	struct bigbuf_cache *c = cache_of(dev);

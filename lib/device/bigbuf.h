@@ -37,6 +37,8 @@ struct bigbuf {
 /* A registered buffer of at least len bytes (len <= 2 GiB). 0, or -errno
  * with the thread's message naming the allocation or the registration. */
 int bigbuf_get(struct device *dev, size_t len, struct bigbuf **out);
+/* The bytes bigbuf_get(len) registers: len's size class. */
+size_t bigbuf_size_for(size_t len);
 /* Given back: cached for the next, or deregistered and freed. */
 void bigbuf_put(struct bigbuf *b);
 

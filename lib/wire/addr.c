@@ -129,3 +129,16 @@ int ezaddr_resolve(const char *host, const char *service, int flags,
 	freeaddrinfo(res);
 	return 0;
 }
+
+int ezaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (!a || !b || a->sa_family != b->sa_family)
+		return 0;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
+	return 1;
+}

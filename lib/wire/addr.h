@@ -14,5 +14,8 @@
 enum { EZADDR_PASSIVE = 1, EZADDR_NUMERIC_ONLY = 2 };
 int ezaddr_resolve(const char *host, const char *service, int flags,
 		   struct sockaddr_storage *ss, char *err, size_t errlen);
+/* The same peer: address family and address, whatever the port (AF_IB and
+ * kin: one bucket). A NULL is nobody's. */
+int ezaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 
 #endif
