@@ -445,7 +445,8 @@ struct ez_listen_opts {
 				 * refused before on_request sees them [none] */
 	uint32_t auth_key_len;	/* 16..EZ_AUTH_KEY_MAX bytes; 0: no check */
 	/* Peers whose RDMA requests our responder refused (each such failure
-	 * ends that connection with -EACCES): an address with this many
+	 * ends that connection with -EACCES) or that broke the protocol (cut
+	 * with -EPROTO): an address with this many
 	 * failures within access_fail_window_ms is refused, with a reason,
 	 * until access_ban_ms after its last one, and so is every address of
 	 * an IPv4 /24 or IPv6 /64 with 4 times as many [0: never refused]. */

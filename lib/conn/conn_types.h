@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 
 #include "ctx.h"
+#include "wire/rate.h"
 #include "listener_hs.h"
 #include "base/error.h"
 #include "conn_fsm.h"
@@ -284,6 +285,7 @@ struct ez_conn {
 	uint8_t peer_ka;	/* the peer answers probes (HS_CAP_KEEPALIVE) */
 	uint8_t ka_probe_busy;	/* our probe is posted, not complete */
 	uint8_t ka_answer_busy;	/* our answer is posted, not complete */
+	struct rate ka_rate;	/* the peer's probes against their rate (keepalive.c) */
 	struct op ka_probe_op, ka_answer_op;
 
 	/* Send readiness (msg.c): an op was refused for lack of room since

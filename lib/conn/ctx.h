@@ -83,7 +83,7 @@ struct ez_ctx {
 	 * the context admits it (conn_export.c). */
 	unsigned int shared_access;
 	struct ez_mr *dead_mrs;		/* deregistered handles, freed by ez_ctx_free */
-	struct penalty_table *penalty;	/* peers' remote-access failures (wire/penalty.c) */
+	struct penalty_table *penalty;	/* peers' refused RDMA requests and protocol violations (wire/penalty.c) */
 	/* Large messages ez_send() copied into registered buffers that the
 	 * peers have not fetched yet: bytes pinned against the context's and
 	 * each peer address's limits (staging.c, ez_ctx_set_limit()), and the

@@ -4,6 +4,10 @@
 #include <errno.h>
 
 #include "keepalive.h"
+#include "conn_fsm.h"
+#include "peer_penalty.h"
+#include "wire/opts.h"
+#include "wire/rate.h"
 #include "base/log.h"
 #include "path.h"
 #include "sendq.h"
@@ -135,12 +139,38 @@ void conn_live_stop(struct ez_conn *conn)
 	ctx_timer_stop(conn->ctx, &conn->deadline_timer);
 }
 
+/* Whether a probe comes within the rate an easyrdma peer keeps: it probes
+ * only after keepalive_interval_ms (>= CONN_MIN_KA_INTERVAL_MS) of silence,
+ * so one per KA_PROBE_PERIOD_MS (half that) with a burst of what a stalled
+ * loop may find queued (RX_KA_MAX_UNANSWERED + 1) is never refused to it.
+ * Probes need no credit and each costs a receive and an answer: beyond
+ * that rate the peer is cut (-EPROTO) and counted against its address. */
+#define KA_PROBE_PERIOD_MS (CONN_MIN_KA_INTERVAL_MS / 2)
+#define KA_PROBE_BURST (RX_KA_MAX_UNANSWERED + 1)
+
+static int probe_within_rate(struct ez_conn *conn)
+{
+	uint64_t now_ms = loop_now_ns() / 1000000;
+
+	if (!conn->ka_rate.at_ms)
+		rate_init(&conn->ka_rate, KA_PROBE_BURST, now_ms);
+	if (rate_take(&conn->ka_rate, KA_PROBE_BURST, KA_PROBE_PERIOD_MS, now_ms))
+		return 1;
+	conn_fail(conn, -EPROTO, "peer sent keepalive probes faster than %u a second (%u at once, then one per %u ms; an easyrdma peer probes at most once per keepalive_interval_ms, >= %u ms)",
+		  1000u / KA_PROBE_PERIOD_MS, KA_PROBE_BURST, KA_PROBE_PERIOD_MS,
+		  CONN_MIN_KA_INTERVAL_MS);
+	peer_penalty_note(conn);
+	return 0;
+}
+
 void conn_live_on_probe(struct ez_conn *conn, int answer)
 {
 	struct conn_path *path;
 	int ret;
 
 	conn->stats.keepalives_recv++;
+	if (!probe_within_rate(conn))
+		return;
 	if (!answer || conn->ka_answer_busy || conn->state != CS_CONNECTED)
 		return;
 	path = path_pick(conn);

@@ -23,6 +23,7 @@
 #include "path.h"
 #include "rndv.h"
 #include "staging.h"
+#include "peer_penalty.h"
 #include "srqpool/srqpool.h"
 #include "wire/rx_check.h"
 
@@ -1655,6 +1656,9 @@ static void recv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct 
 	ez_buf_release(buf);
 	rx_fault_format(f, in, v, why, sizeof(why));
 	conn_fail(conn, -EPROTO, "%s", why);
+	/* Counted against its address like a refused RDMA request: a peer
+	 * cut for breaking the rules and back at once is refused a while. */
+	peer_penalty_note(conn);
 }
 
 /* A rendezvous header's contents, or an acknowledgement's id, against the
@@ -1684,6 +1688,7 @@ static int rndv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct r
 	ez_buf_release(buf);
 	rx_rndv_fault_format(f, h, v, why, sizeof(why));
 	conn_fail(conn, -EPROTO, "%s", why);
+	peer_penalty_note(conn);
 	return 1;
 }
 

@@ -52,7 +52,7 @@ const char *peer_penalty_gate(const struct ez_ctx *ctx, const struct peer_penalt
 	 * prefix in the address's own notation (/24 of IPv4, not /120). */
 	if (plen < 128)
 		snprintf(prefix, sizeof(prefix), "'s /%u", peer->sa_family == AF_INET ? plen - 96 : plen);
-	snprintf(why, len, "refused: %u remote-access failures from %s%s; try again in %llu ms",
+	snprintf(why, len, "refused: %u failures (refused RDMA requests, protocol violations) from %s%s; try again in %llu ms",
 		 fails, ip, prefix, (unsigned long long)left);
 	return why;
 }

@@ -8,7 +8,7 @@ lib_libezcore_la_SOURCES += \
 	lib/wire/flow.c lib/wire/flow.h \
 	lib/wire/rx_check.c lib/wire/rx_check.h \
 	lib/wire/penalty.c lib/wire/penalty.h \
-	lib/wire/budget.c lib/wire/budget.h \
+	lib/wire/budget.c lib/wire/budget.h lib/wire/rate.h \
 	lib/wire/rndv.c lib/wire/rndv.h \
 	lib/wire/imm.h
 # The shared-secret check (auth.c) uses OpenSSL's libcrypto.

@@ -194,6 +194,11 @@ static int raw_post_recv(struct raw *r)
 	return ibv_post_recv(r->id->qp, &wr, &bad);
 }
 
+int raw_repost_recv(struct raw *r)
+{
+	return raw_post_recv(r);
+}
+
 /* A QP of depth WRs each way, with depth receives of 128 bytes (they all
  * land at r->buf + 128: only their immediates matter) and a send buffer. */
 static void raw_ez_qp(struct raw *r, int depth, uint32_t len)
@@ -568,6 +573,12 @@ void rflood_free(struct rflood *f)
 
 void hbench_start(struct hbench *t, uint32_t mms, int cap)
 {
+	hbench_start_penalized(t, mms, cap, 0, 0);
+}
+
+void hbench_start_penalized(struct hbench *t, uint32_t mms, int cap, uint32_t fail_limit,
+			    uint32_t ban_ms)
+{
 	struct ez_srqpool_opts po = { .buf_size = 4096, .nbufs = 128 };
 
 	memset(t, 0, sizeof(*t));
@@ -575,6 +586,8 @@ void hbench_start(struct hbench *t, uint32_t mms, int cap)
 	ck_assert_int_eq(ez_srqpool_new(t->b.ctx, NULL, &po, &t->pool), 0);
 	t->s.opts.srqpool = t->pool;
 	t->s.opts.max_msg_size = mms;
+	t->s.access_fail_limit = fail_limit;
+	t->s.access_ban_ms = ban_ms;
 	srv_start(&t->b, &t->s, cap);
 	ck_assert_int_eq(ep_connect(&t->b, &t->honest, t->s.port, NULL), 0);
 	ck_assert(fb_run(&t->b, &t->honest.connected, 1, 10));

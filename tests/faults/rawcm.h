@@ -68,6 +68,9 @@ uint32_t raw_recv_imm(struct fb *b, struct raw *r, double secs);
  * Returns once ESTABLISHED, with the reply's credits and max_msg in r. */
 void raw_ez_connect(struct fb *b, struct raw *r, const char *port, uint16_t credits,
 		    uint32_t max_msg, int depth, uint32_t len);
+/* One more receive of 128 bytes posted (each raw_ez_connect() receive is
+ * used once): ibv_post_recv's result. */
+int raw_repost_recv(struct raw *r);
 /* One signalled SEND with immediate imm of len bytes (the byte at offset i
  * is (uint8_t)i); ibv_post_send's result. */
 int raw_ez_send(struct raw *r, uint32_t imm, uint32_t len);
@@ -115,6 +118,10 @@ struct hbench {
 };
 
 void hbench_start(struct hbench *t, uint32_t mms, int cap);
+/* The same, the listener refusing an address after fail_limit failures
+ * (ez_listen_opts.access_fail_limit) for ban_ms. */
+void hbench_start_penalized(struct hbench *t, uint32_t mms, int cap, uint32_t fail_limit,
+			    uint32_t ban_ms);
 /* n messages of the honest client all come back, in order; neither side
  * of it ended. */
 void hbench_echo(struct hbench *t, int n);

@@ -194,6 +194,35 @@ START_TEST(larger_than_max_msg_size)
 }
 END_TEST
 
+/* Protocol violations count against the address like refused RDMA
+ * requests: with access_fail_limit 2, two peers cut for forged immediates
+ * and the third connect from that address is refused, with the reason;
+ * the honest connection, established before, goes on. */
+START_TEST(violators_refused_for_a_while)
+{
+	struct hbench t;
+	struct raw r;
+	char why[200], want[200];
+	int status;
+
+	hbench_start_penalized(&t, 4096, 4, 2, 30000);
+	attack(&t, IMM_CREDIT_ONLY | 0xffff, 0, -EPROTO,
+	       "peer returned 65535 credits; this side sent 0 messages, so at most 0 more could come back", 1);
+	attack(&t, 0x01000000u, 8, -EPROTO,
+	       "peer's immediate 0x01000000 has bits 0x01000000 no easyrdma message uses", 1);
+	status = raw_ez_dial_result(&t.b, &r, t.s.port);
+	ck_assert_msg(status == 28, "third connect: %s (status %d)", rdma_event_str(r.last), status);
+	raw_reject_reason(&r, why, sizeof(why));
+	snprintf(want, sizeof(want), "refused: 2 failures (refused RDMA requests, protocol violations) from %s; try again in ",
+		 test_addr());
+	ck_assert_msg(strncmp(why, want, strlen(want)) == 0, "reject reason: \"%s\"", why);
+	printf("after 2 violations: \"%s\"\n", why);
+	raw_free(&r);
+	hbench_echo(&t, 20);
+	hbench_stop(&t);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_imm");
@@ -207,6 +236,7 @@ int main(void)
 	tcase_add_test(tc, unknown_bits);
 	tcase_add_test(tc, larger_than_the_buffer);
 	tcase_add_test(tc, larger_than_max_msg_size);
+	tcase_add_test(tc, violators_refused_for_a_while);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }

@@ -427,7 +427,7 @@ START_TEST(refused_after_failures)
 	i = raw_ez_dial_result(&t.b, &r, t.s.port);
 	ck_assert_msg(i == 28, "4th connect: %s (status %d)", rdma_event_str(r.last), i);
 	raw_reject_reason(&r, text, sizeof(text));
-	snprintf(want, sizeof(want), "refused: 3 remote-access failures from %s; try again in ",
+	snprintf(want, sizeof(want), "refused: 3 failures (refused RDMA requests, protocol violations) from %s; try again in ",
 		 test_addr());
 	ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "reject reason: \"%s\"", text);
 	printf("refused: \"%s\"\n", text);
@@ -442,7 +442,7 @@ START_TEST(refused_after_failures)
 			 IBV_WC_REM_ACCESS_ERR);
 	ck_assert_int_eq(raw_ez_dial_result(&t.b, &r, t.s.port), 28);
 	raw_reject_reason(&r, text, sizeof(text));
-	snprintf(want, sizeof(want), "refused: 4 remote-access failures from %s; try again in ",
+	snprintf(want, sizeof(want), "refused: 4 failures (refused RDMA requests, protocol violations) from %s; try again in ",
 		 test_addr());
 	ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "reject reason: \"%s\"", text);
 	raw_free(&r);

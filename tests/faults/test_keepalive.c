@@ -14,6 +14,7 @@
 
 #include "easyrdma.h"
 #include "fault.h"
+#include "../waits.h"
 #include "rawcm.h"
 #include "wire/handshake.h"
 #include "wire/imm.h"
@@ -376,6 +377,83 @@ START_TEST(raw_probe_answered)
 }
 END_TEST
 
+/* A raw peer probes in batches of 100, waiting for one answer per batch
+ * (so never 255 probes behind an answer: RX_F_KA_FLOOD's rule): at one
+ * batch per round trip it passes 20 probes a second on any host that makes
+ * a round trip in under 5 s. The server answers the first 256 (the burst)
+ * and one per 50 ms after, then cuts the peer with the rate in its
+ * message; the address is refused from then (access_fail_limit 1). */
+START_TEST(probe_flood_cut)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct raw r, r2;
+	struct ep *e;
+	struct ibv_wc wc[16];
+	int sent = 0, done = 0, answers = 0, i, n, status;
+	double t0, took;
+	char why[200], want[200];
+
+	fb_init(&b);
+	s.no_echo = 1;
+	s.access_fail_limit = 1;
+	srv_start(&b, &s, 4);
+	raw_ez_caps = HS_CAP_CREDITS | HS_CAP_KEEPALIVE;
+	raw_ez_connect(&b, &r, s.port, 8, 4096, 128, 256);
+	raw_ez_caps = HS_CAP_CREDITS;
+	ck_assert(fb_run(&b, &s.connected, 1, 5));
+	e = &s.eps[0];
+	t0 = now_s();
+	while (!e->disconnected && now_s() - t0 < hang_ceiling(60)) {
+		int batch_answers = answers;
+
+		for (i = 0; i < 100; i++, sent++)
+			ck_assert_int_eq(raw_ez_send(&r, IMM_KA_PROBE, 0), 0);
+		/* Every send completed (the CQ holds 264) and an answer came,
+		 * or the server cut the peer. */
+		while (!e->disconnected && (done < sent || answers == batch_answers) &&
+		       now_s() - t0 < hang_ceiling(60)) {
+			n = ibv_poll_cq(r.cq, 16, wc);
+			ck_assert_int_ge(n, 0);
+			for (i = 0; i < n; i++) {
+				if (wc[i].opcode & IBV_WC_RECV) {
+					answers++;
+					ck_assert_int_eq(raw_repost_recv(&r), 0);
+				} else {
+					done++;
+				}
+			}
+			if (!n)
+				fb_spin(&b, 0.001);
+		}
+	}
+	took = now_s() - t0;
+	ck_assert_msg(e->disconnected, "not cut after %d probes in %.1f s", sent, took);
+	ck_assert_int_eq(e->disconnect_status, -EPROTO);
+	ck_assert_str_eq(e->disconnect_msg, "peer sent keepalive probes faster than 20 a second (256 at once, then one per 50 ms; an easyrdma peer probes at most once per keepalive_interval_ms, >= 100 ms)");
+	/* The burst is always taken; then one per 50 ms; the cut comes with
+	 * the first beyond. The raw side sends whole batches and sees the cut
+	 * only at the server's on_disconnect (after the teardown's drain): the
+	 * batch the cut fell in and the next may have gone out too. */
+	ck_assert_int_gt(sent, 256);
+	ck_assert_int_le(sent, 257 + (int)(took * 20) + 2 * 100);
+	ck_assert_int_le(answers, sent);
+	printf("probe flood: %d probes sent in %.2f s (%.0f a second), %d answered, then cut: \"%s\"\n",
+	       sent, took, sent / took, answers, e->disconnect_msg);
+	raw_free(&r);
+	/* Refused from then on, with the reason. */
+	status = raw_ez_dial_result(&b, &r2, s.port);
+	ck_assert_msg(status == 28, "next connect: %s (status %d)", rdma_event_str(r2.last), status);
+	raw_reject_reason(&r2, why, sizeof(why));
+	snprintf(want, sizeof(want), "refused: 1 failures (refused RDMA requests, protocol violations) from %s; try again in ",
+		 test_addr());
+	ck_assert_msg(strncmp(why, want, strlen(want)) == 0, "reject reason: \"%s\"", why);
+	raw_free(&r2);
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("keepalive");
@@ -390,6 +468,7 @@ int main(void)
 	tcase_add_test(tc, older_peer_not_probed);
 	tcase_add_test(tc, forged_keepalive_refused);
 	tcase_add_test(tc, raw_probe_answered);
+	tcase_add_test(tc, probe_flood_cut);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
