@@ -375,8 +375,12 @@ static int client(void)
 	PAIR_CHECK((L.end_status == -ENETDOWN && strstr(L.msg, "port 1 went down")) ||
 	      (L.end_status == -EIO && strstr(L.msg, "local QP operation error")), "b/L: %d %s",
 	      L.end_status, L.msg);
-	PAIR_CHECK(S.ended && S.t_end > t_down && S.t_end - t_down < 2.5 && L.ended && L.t_end > t_down &&
-	      L.t_end - t_down < 2.5,
+	/* The cause is checked above; the time tells "while the link was down"
+	 * from "never": 2.85 s was measured with the host at load 15 (a README
+	 * run beside two more VMs; 2.5 s was the bound then), so the bound is
+	 * the outage plus a loaded guest's timer lateness. */
+	PAIR_CHECK(S.ended && S.t_end > t_down && S.t_end - t_down < OUTAGE_S + 1.0 && L.ended &&
+	      L.t_end > t_down && L.t_end - t_down < OUTAGE_S + 1.0,
 	      "b: ended %.3f / %.3f s after the link went down", S.t_end - t_down, L.t_end - t_down);
 
 	pair_say("neighbours after the outage:");
