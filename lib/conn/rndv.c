@@ -678,6 +678,15 @@ void conn_rndv_on_small(struct ez_conn *conn, struct ez_buf *buf, uint32_t len)
 	}
 }
 
+/* Whether a failed fetch is the peer's doing: its responder refused the
+ * key or range it offered (remote access or invalid request) or failed
+ * the request (remote operation error). Retries exceeded, a flush or a
+ * local error are the transport's or ours, not a lie. */
+static int read_refused_by_peer(int status)
+{
+	return status == -EACCES || status == -EMSGSIZE || status == -EREMOTEIO;
+}
+
 static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
 {
 	struct op *op = &e->op;
@@ -696,6 +705,16 @@ static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
 		 * anything else on a dead path is the path. */
 		if (!conn->paths[e->path].live && status != -EACCES && status != -EMSGSIZE) {
 			path_lost(conn, e);
+			return;
+		}
+		if (!read_refused_by_peer(status)) {
+			/* The link, not the peer's offer: named as such, with
+			 * the transport's own status (issue 42: a lossy link's
+			 * timeout was reported as the peer's protocol error). */
+			conn_fail(conn, status, "fetching the peer's large message (rendezvous transfer %u, %u bytes) on path %u: RDMA READ failed on the transport: %s",
+				  e->h.id, e->h.len, e->path,
+				  status == -ETIMEDOUT ? "transport retry counter exceeded" :
+				  ez_strerror(-status));
 			return;
 		}
 		/* The peer's key or address does not hold what it offered. */
