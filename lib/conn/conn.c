@@ -945,8 +945,9 @@ static void on_disconnected(struct ez_conn *conn)
 	 * so the drain below ends the connection with that cause; a QP
 	 * found in ERR that the drain does not explain was put there by
 	 * its responder. Read after the drain, a retry error posted in
-	 * between was taken for a refused request (test_kill, loaded). */
-	refused = conn_access_suspect(conn);
+	 * between was taken for a refused request (test_kill, loaded). A
+	 * peer that said goodbye already closed cleanly: no query. */
+	refused = conn->peer_bye ? NULL : conn_access_suspect(conn);
 	/* Messages (and the goodbye) that arrived before the disconnect
 	 * are delivered first. */
 	conn_poll_cqs(conn);
