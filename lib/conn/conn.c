@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "conn_types.h"
-#include "conn_handle.h"
 #include "conn_qp.h"
 #include "msg.h"
 #include "conn_auth.h"
@@ -88,8 +87,7 @@ static void conn_free(struct ez_conn *conn)
 		conn->next->prev = conn->prev;
 	ctx->nconns--;
 	path_free(conn);
-	/* Not free(): the application may call with the handle again. */
-	conn_retire(conn);
+	free(conn);
 }
 
 /* An ez_connect() is no longer in flight once on_connect runs. */
@@ -1380,7 +1378,7 @@ fail:
 
 void ez_conn_close(struct ez_conn *conn)
 {
-	if (!conn || conn_wrong_handle(conn, "ez_conn_close"))
+	if (!conn || ctx_wrong_thread(conn->ctx, "ez_conn_close"))
 		return;
 	if (conn->app_closed) {
 		ezi_log_warn("ez_conn_close: connection %p closed twice", (void *)conn);
@@ -1395,14 +1393,14 @@ void ez_conn_close(struct ez_conn *conn)
 
 const char *ez_conn_errmsg(const struct ez_conn *conn)
 {
-	if (conn && conn_wrong_handle(conn, "ez_conn_errmsg"))
+	if (conn && ctx_wrong_thread(conn->ctx, "ez_conn_errmsg"))
 		return "";
 	return conn ? conn->errmsg : "";
 }
 
 void *ez_conn_arg(const struct ez_conn *conn)
 {
-	if (conn && conn_wrong_handle(conn, "ez_conn_arg"))
+	if (conn && ctx_wrong_thread(conn->ctx, "ez_conn_arg"))
 		return NULL;
 	return conn ? conn->arg : NULL;
 }
@@ -1460,8 +1458,8 @@ int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_
 	struct ez_conn_info full;
 	int ret;
 
-	if (conn && (ret = conn_check_handle(conn, "ez_conn_info")))
-		return ret;
+	if (conn && ctx_check_thread(conn->ctx, "ez_conn_info"))
+		return -EPERM;
 	if (!conn || !info)
 		return ezi_fail(-EINVAL, "ez_conn_info: conn %p, info %p", (const void *)conn,
 				(void *)info);
@@ -1472,10 +1470,8 @@ int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_
 
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, size_t stats_size)
 {
-	int ret;
-
-	if (conn && (ret = conn_check_handle(conn, "ez_conn_stats")))
-		return ret;
+	if (conn && ctx_check_thread(conn->ctx, "ez_conn_stats"))
+		return -EPERM;
 	if (!conn || !stats)
 		return ezi_fail(-EINVAL, "ez_conn_stats: conn %p, stats %p", (const void *)conn,
 				(void *)stats);
@@ -1487,7 +1483,7 @@ const void *ez_conn_accept_data(const struct ez_conn *conn, size_t *len)
 {
 	if (len)
 		*len = 0;
-	if (conn && conn_check_handle(conn, "ez_conn_accept_data"))
+	if (conn && ctx_check_thread(conn->ctx, "ez_conn_accept_data"))
 		return NULL;
 	if (!conn || !len) {
 		ezi_fail(-EINVAL, "ez_conn_accept_data: conn %p, len %p", (const void *)conn,

@@ -439,10 +439,11 @@ struct op *conn_rndv_cancel_next(struct ez_conn *conn)
 
 /* ---- receiver ---- */
 
-/* The application released a large message (its descriptor is void by now). */
-static void big_done(struct ez_srqpool *pool, void *arg, uint32_t len)
+static void big_done(struct ez_buf *desc)
 {
-	struct bigbuf *bb = arg;
+	struct bigbuf *bb = container_of(desc, struct bigbuf, desc);
+	struct ez_srqpool *pool = desc->pool;
+	uint32_t len = desc->len;
 
 	bigbuf_put(bb);
 	srqpool_big_unreserve(pool, len);
@@ -532,7 +533,7 @@ static void deliver_ready(struct ez_conn *conn)
 			q_pop(conn);
 			e->queued = 0;
 			e->bb = NULL;	/* the application's now, still counted by the pool */
-			h = srqpool_big_deliver(conn->pool, bb->desc, bb->mem, len, big_done, bb);
+			h = srqpool_big_deliver(conn->pool, &bb->desc, bb->mem, len, big_done);
 			if (!e->busy)
 				rx_free(conn, e);
 			deliver_one(conn, h, len, path);
