@@ -458,8 +458,9 @@ struct ez_listen_opts {
 	 * a request beyond these is rejected with a reason naming the limit. */
 	uint32_t max_pending;		/* per listener [256; 0: default] */
 	uint32_t max_pending_per_peer;	/* per peer address [64; 0: default] */
-	uint32_t handshake_timeout_ms;	/* request to established (and proved)
-					 * [2000; 0: default] */
+	uint32_t handshake_timeout_ms;	/* request to our reply, and our reply
+					 * to established (and proved): each
+					 * side's part [2000; 0: default] */
 	/* Worker contexts (ez_listen(3), "Workers"): each request is handed
 	 * to one of them (ez_handoff()), whose on_request (given to
 	 * ez_ctx_take_requests()) runs on the worker's thread. */

@@ -1238,6 +1238,7 @@ static int accept_reply(struct ez_conn *conn)
 		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_accept(%s): %s", conn->host,
 						    ez_strerror(errno)));
 	conn_fire(conn, conn->auth ? CE_REP_SENT_KEYED : CE_REP_SENT, 0);
+	listener_hs_restart(&conn->pend);
 	ctx_timer_start(conn->ctx, &conn->connect_timer, conn->o.connect_timeout_ms);
 	return 0;
 }

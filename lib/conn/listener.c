@@ -87,10 +87,29 @@ static uint32_t up_from(const struct ez_listener *l, const struct sockaddr_stora
 	return n;
 }
 
+/* A deadline is judged on what the loop has read, as a connect deadline
+ * is (conn.c, connect_deadline_waits()): a host too busy to run this
+ * process for a while leaves the peer's answer (the RTU's establishment,
+ * the proof) unread behind the timer, and a pass reads a bounded batch of
+ * events, so a storm can too. While the loop has events waiting, the
+ * verdict waits for them a step at a time, at most once more the deadline:
+ * a peer that keeps the loop busy holds its place at most that long. */
+#define LISTENER_HS_GRACE_STEP_MS 20
+
 static void on_hs_timer(struct loop_timer *t)
 {
 	struct listener_hs *h = container_of(t, struct listener_hs, timer);
 
+	if (h->grace_ms < h->timeout_ms && loop_events_waiting(&h->l->ctx->loop)) {
+		if (!h->grace_ms) {
+			h->l->graced++;
+			ezi_log_debug("listener: a handshake's deadline of %u ms passed with events unread: judged once they are read (at most %u ms more)",
+				      h->timeout_ms, h->timeout_ms);
+		}
+		h->grace_ms += LISTENER_HS_GRACE_STEP_MS;
+		ctx_timer_start(h->l->ctx, &h->timer, LISTENER_HS_GRACE_STEP_MS);
+		return;
+	}
 	h->expired(h);
 }
 
@@ -106,6 +125,7 @@ static void hs_join(struct ez_listener *l, struct listener_hs *h, uint32_t ms,
 	l->hs = h;
 	l->npending++;
 	h->timeout_ms = l->handshake_timeout_ms;
+	h->grace_ms = 0;
 	h->expired = expired;
 	h->timer.fn = on_hs_timer;
 	ctx_timer_start(l->ctx, &h->timer, ms);
@@ -169,6 +189,14 @@ void listener_hs_move(struct listener_hs *from, struct listener_hs *to,
 	listener_hs_leave(from);
 	hs_join(l, to, left, expired);
 	to->timeout_ms = from->timeout_ms;
+}
+
+void listener_hs_restart(struct listener_hs *h)
+{
+	if (!h->l || h->up)
+		return;
+	h->grace_ms = 0;
+	ctx_timer_start(h->l->ctx, &h->timer, h->timeout_ms);
 }
 
 /* The application has not answered within the deadline: the peer hears

@@ -53,7 +53,7 @@ struct ez_listener {
 	struct listener_hs *hs;		/* handshakes in progress (listener_hs) */
 	uint32_t npending;		/* on that list */
 	uint32_t max_pending, max_pending_per_peer, handshake_timeout_ms;	/* resolved */
-	uint64_t refused_pending, refused_per_peer, expired;	/* counts, for tests and logs */
+	uint64_t refused_pending, refused_per_peer, expired, graced;	/* counts, for tests and logs */
 	struct listener_hs *up;		/* accepted connections established (listener_hs.up) */
 	uint32_t nup;			/* on that list */
 	uint32_t max_conns, max_conns_per_peer, max_ctx_conns;	/* resolved */
@@ -94,6 +94,12 @@ static inline int listener_hs_crowded(const struct listener_hs *h)
  * expired(to) when it passes. */
 void listener_hs_move(struct listener_hs *from, struct listener_hs *to,
 		      void (*expired)(struct listener_hs *h));
+/* Our reply went out (rdma_accept): the peer's part of the handshake (its
+ * RTU, its proof) starts now, with the whole deadline. What came before
+ * (the application's answer, our own accept steps) had the deadline from
+ * the request's arrival; a server slow to do its part (a loaded host, a
+ * connect storm) does not count that against the peer. */
+void listener_hs_restart(struct listener_hs *h);
 /* The handshake is over (established, proved, failed or freed): no longer
  * counted as a handshake, its deadline stopped. An accepted connection
  * that is established (CS_CONNECTED) stays counted on the listener's

@@ -15,7 +15,7 @@ struct ez_listener;
  * yet proved). While counted it is on its listener's list, which
  * max_pending and max_pending_per_peer bound, and its timer is the
  * listener's handshake deadline (handshake_timeout_ms from the request's
- * arrival). Embedded in ez_conn_req and in ez_conn (ez_accept hands it on).
+ * arrival, and again from our reply for the peer's part). Embedded in ez_conn_req and in ez_conn (ez_accept hands it on).
  */
 struct listener_hs {
 	struct ez_listener *l;		/* counted on l's list; NULL: not (done, or l closed) */
@@ -24,6 +24,7 @@ struct listener_hs {
 	struct loop_timer timer;	/* the deadline */
 	uint32_t timeout_ms;		/* the listener's handshake_timeout_ms, for messages */
 	void (*expired)(struct listener_hs *h);	/* the owner's: the deadline passed */
+	uint32_t grace_ms;		/* the deadline's wait for unread events (on_hs_timer) */
 	/* An accepted connection that came up: on l's list of established
 	 * connections (max_conns, max_conns_per_peer) until it ends. */
 	int up;

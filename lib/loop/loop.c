@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
@@ -289,19 +290,35 @@ static void on_defer_fd(struct loop_watch *w)
 int loop_process(struct loop *loop)
 {
 	struct epoll_event evs[LOOP_EVENTS];
-	int n, i;
+	int n, i, timers_due = 0;
 	/* The deferred work counts as one event, as the timerfd that ran it did. */
 	int ran = loop_run_deferred(loop);
 
 	n = epoll_wait(loop->epfd, evs, LOOP_EVENTS, 0);
 	if (n < 0)
 		return errno == EINTR ? 0 : ezi_fail(-errno, "epoll_wait: %s", ez_strerror(errno));
+	/* The timers last: a deadline that fell due while the process was not
+	 * running is judged after the events that came in meanwhile (a
+	 * handshake's establishment read before its deadline's verdict), not
+	 * in whatever order epoll lists the fds. */
 	for (i = 0; i < n; i++) {
 		struct loop_watch *w = evs[i].data.ptr;
 
-		w->fn(w);
+		if (w == &loop->timer_watch)
+			timers_due = 1;
+		else
+			w->fn(w);
 	}
+	if (timers_due)
+		on_timerfd(&loop->timer_watch);
 	return n + ran;
+}
+
+int loop_events_waiting(const struct loop *loop)
+{
+	struct pollfd p = { .fd = loop->epfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0;
 }
 
 int loop_timeout_ms(const struct loop *loop)

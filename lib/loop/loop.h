@@ -117,9 +117,12 @@ static inline int loop_defer_list_empty(const struct loop_defer_list *l)
 	return !l->head;
 }
 
-/* One pass without waiting: the deferred work, then the ready watches.
- * Returns the watches that ran, or a negative errno. */
+/* One pass without waiting: the deferred work, then the ready watches,
+ * the timers' last. Returns the watches that ran, or a negative errno. */
 int loop_process(struct loop *loop);
+/* Some watch is ready now (an event not read yet): one poll(2) of the
+ * epoll set, no wait. */
+int loop_events_waiting(const struct loop *loop);
 /* Milliseconds until the loop has work: 0 now, -1 none. */
 int loop_timeout_ms(const struct loop *loop);
 

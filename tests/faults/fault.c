@@ -226,7 +226,6 @@ static const struct ez_conn_cbs srv_cbs = { .on_connect = srv_ep_connect, .on_re
 static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {
 	struct srv *s = arg;
-	struct ep *e;
 
 	(void)l;
 	s->requests++;
@@ -242,17 +241,28 @@ static void srv_on_request(struct ez_listener *l, struct ez_conn_req *req, void 
 		ck_assert_int_eq(ez_reject(req, "full", 4), 0);
 		return;
 	}
+	srv_accept(s, req);
+}
+
+int srv_accept(struct srv *s, struct ez_conn_req *req)
+{
+	struct ep *e;
+	int ret;
+
+	ck_assert_int_lt(s->neps, s->cap);
 	e = &s->eps[s->neps];
 	memset(e, 0, sizeof(*e));
 	e->user = s;
 	e->echo = !s->no_echo;
 	e->close_on_disconnect = 1;
-	if (ez_accept(req, &s->opts, &srv_cbs, e, &e->conn)) {
+	ret = ez_accept(req, &s->opts, &srv_cbs, e, &e->conn);
+	if (ret) {
 		s->accept_errors++;
 		snprintf(s->accept_msg, sizeof(s->accept_msg), "%s", ez_errmsg());
-		return;
+		return ret;
 	}
 	s->neps++;
+	return 0;
 }
 
 void srv_start(struct fb *b, struct srv *s, int cap)

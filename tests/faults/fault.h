@@ -86,6 +86,8 @@ struct srv {
 };
 
 void srv_start(struct fb *b, struct srv *s, int cap);
+/* ez_accept() of req (a held one) as the next of s->eps; its return. */
+int srv_accept(struct srv *s, struct ez_conn_req *req);
 void srv_stop(struct srv *s);
 
 /* ez_connect() of an ep to the server's port. */

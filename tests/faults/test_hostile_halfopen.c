@@ -11,6 +11,7 @@
 #include "easyrdma.h"
 #include "fault.h"
 #include "rawcm.h"
+#include "../waits.h"
 #include "wire/handshake.h"
 #include "../checkmain.h"
 
@@ -67,6 +68,8 @@ struct flood_result {
 	int clients, max_qps;
 };
 
+#define FLOOD_CLIENTS 3
+
 static void flood(struct fb *b, struct srv *s, struct rflood *f, const char *src, double rate,
 		  double secs, double every, struct flood_result *res)
 {
@@ -74,9 +77,13 @@ static void flood(struct fb *b, struct srv *s, struct rflood *f, const char *src
 	int qps;
 
 	memset(res, 0, sizeof(*res));
-	/* Until the time is up and every request of it has gone out (a
-	 * loaded guest can fall behind the schedule; it then catches up). */
-	while ((now_s() < t0 + secs || f->sent < (int)(rate * secs)) && now_s() < t0 + secs + 10) {
+	/* Until the time is up, every request of it has gone out (a loaded
+	 * guest can fall behind the schedule; it then catches up) and
+	 * FLOOD_CLIENTS good clients have come and gone: the verdict is on
+	 * them, not on how many a busy host fits in the time (a README run at
+	 * load 15 fitted one in 5 s). The ceiling only catches a hang. */
+	while ((now_s() < t0 + secs || f->sent < (int)(rate * secs) || res->clients < FLOOD_CLIENTS) &&
+	       now_s() < t0 + secs + hang_ceiling(60)) {
 		while (f->n < (int)((now_s() - t0) * rate) + 1 && f->n < (int)(rate * secs))
 			rflood_send(f, NULL, src, s->port);	/* from src: it is this host's */
 		rflood_poll(f);
@@ -193,7 +200,7 @@ START_TEST(flood_from_one_peer)
 	       quiet.worst_ms, loud.worst_ms, loud.clients, quiet.rtt_rate, loud.rtt_rate);
 	printf("  QPs of the process: %d before, %d at the end of the flood\n", qps0, loud.max_qps);
 	ck_assert_int_eq(f.sent, 300);
-	ck_assert_int_ge(loud.clients, 3);
+	ck_assert_int_ge(loud.clients, FLOOD_CLIENTS);
 	ck_assert_msg(loud.worst_ms < 2000, "a good client took %.0f ms to connect", loud.worst_ms);
 	/* The attacker never held more than its 24 (+ the good client's two
 	 * QPs and a few QPs of ended handshakes being destroyed). */
@@ -341,6 +348,76 @@ START_TEST(unanswered_requests_expire)
 }
 END_TEST
 
+/* Runs both loops (server and client contexts) until *flag >= want. */
+static int run_both(struct fb *a, struct fb *b, const volatile int *flag, int want, double secs)
+{
+	double end = now_s() + hang_ceiling(secs);
+
+	while (*flag < want && now_s() < end) {
+		fb_spin(a, 0.002);
+		fb_spin(b, 0.002);
+	}
+	return *flag >= want;
+}
+
+/* The deadline times the peer, not us (issue 42 item 9): a request the
+ * application answers 70 % into the default 2 s, whose client then takes
+ * another 50 % for its part (its context not run meanwhile: the RTU cannot
+ * come), is established: from our reply the peer has the whole deadline.
+ * Counted from the request's arrival, as it was, this ended the connection
+ * ("handshake not completed within 2000 ms: waiting for the peer's RTU"),
+ * as a host at load 15 ended handshakes its clients had seen established:
+ * a server slow to do its part counted that against the peer. Where the
+ * host is so busy that the answer itself comes after the request's
+ * deadline, that round cannot tell and another is made. */
+START_TEST(late_answer_leaves_the_peer_its_deadline)
+{
+	enum { ROUNDS = 5 };
+	struct fb sb, cb;
+	struct srv s = { .hold = 1 };
+	struct ep c[ROUNDS];
+	int i, ret = -1;
+
+	memset(c, 0, sizeof(c));
+	fb_init(&sb);
+	fb_init(&cb);
+	srv_start(&sb, &s, ROUNDS);
+	for (i = 0; i < ROUNDS && ret; i++) {
+		ck_assert_int_eq(ep_connect(&cb, &c[i], s.port, NULL), 0);
+		ck_assert(run_both(&sb, &cb, &s.nheld, i + 1, 30));
+		fb_spin(&sb, 1.4);	/* the application's time: the setup, not a verdict */
+		ret = srv_accept(&s, s.held[i]);
+		if (ret) {
+			ck_assert_int_eq(ret, -ETIMEDOUT);
+			printf("  round %d: the answer came after the request's deadline (\"%s\"); again\n",
+			       i, s.accept_msg);
+			ck_assert(run_both(&sb, &cb, &c[i].connected, 1, 30));
+			ck_assert_int_ne(c[i].connect_status, 0);
+		}
+	}
+	ck_assert_msg(ret == 0, "%d rounds, each answered after its deadline", ROUNDS);
+	i--;
+	fb_spin(&sb, 1.0);	/* the client's time: its context does not run */
+	ck_assert(run_both(&sb, &cb, &c[i].connected, 1, 30));
+	ck_assert(run_both(&sb, &cb, &s.eps[s.neps - 1].connected, 1, 30));
+	ck_assert_msg(s.eps[s.neps - 1].connect_status == 0, "server: on_connect(%d) \"%s\"",
+		      s.eps[s.neps - 1].connect_status, s.eps[s.neps - 1].connect_msg);
+	ck_assert_msg(c[i].connect_status == 0, "client: on_connect(%d) \"%s\"", c[i].connect_status,
+		      c[i].connect_msg);
+	ck_assert_int_eq(ep_send_seq(&c[i], 0), 0);
+	ck_assert(run_both(&sb, &cb, &c[i].received, 1, 30));
+	ck_assert_int_eq(c[i].bad_seq, 0);
+	printf("answered 1.4 s into the 2 s deadline (round %d), the client silent 1 s more: established both sides, one echo\n",
+	       i);
+	for (; i >= 0; i--)
+		ep_close(&c[i]);
+	s.hold = 0;
+	srv_stop(&s);
+	fb_fini(&cb);
+	fb_fini(&sb);
+}
+END_TEST
+
 /* An easyrdma client from the attacker's address (the IPv6 one). */
 static void attacker_connect(struct fb *b, struct srv *s, struct ep *e)
 {
@@ -427,6 +504,7 @@ int main(void)
 	tcase_add_test(tc, flood_from_one_peer);
 	tcase_add_test(tc, flood_to_the_listener_cap);
 	tcase_add_test(tc, unanswered_requests_expire);
+	tcase_add_test(tc, late_answer_leaves_the_peer_its_deadline);
 	tcase_add_test(tc, established_capped_per_peer);
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);

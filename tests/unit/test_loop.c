@@ -2,6 +2,7 @@
 #include <check.h>
 #include <poll.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "loop/loop.h"
 #include "../checkmain.h"
@@ -266,6 +267,44 @@ START_TEST(timers_bounded_per_pass)
 }
 END_TEST
 
+static void on_pipe(struct loop_watch *w)
+{
+	char c;
+
+	ck_assert_int_eq(read(w->fd, &c, 1), 1);
+	note('p');
+}
+
+/* A timer due while the process did not run is judged after the fds that
+ * became ready meanwhile, whatever order epoll lists them in: a pipe made
+ * readable after the timer fell due (epoll lists the timerfd first) still
+ * runs first, and loop_events_waiting() saw it waiting. */
+START_TEST(timers_after_the_fds_of_the_pass)
+{
+	struct named_timer a = { .t.fn = on_named, .name = 't' };
+	struct loop_watch w = { 0 };
+	int fds[2];
+	struct pollfd p = { .events = POLLIN };
+
+	ck_assert_int_eq(pipe(fds), 0);
+	w.fd = fds[0];
+	w.fn = on_pipe;
+	ck_assert_int_eq(loop_watch_add(&lp, &w), 0);
+	ck_assert_int_eq(loop_events_waiting(&lp), 0);
+	loop_timer_start(&lp, &a.t, 1);
+	p.fd = lp.epfd;
+	ck_assert_int_eq(poll(&p, 1, 1000), 1);	/* the timerfd is ready */
+	ck_assert_int_eq(write(fds[1], "x", 1), 1);
+	ck_assert_int_eq(loop_events_waiting(&lp), 1);
+	ck_assert_int_eq(loop_process(&lp), 2);
+	ck_assert_str_eq(fired, "pt");
+	ck_assert_int_eq(loop_events_waiting(&lp), 0);
+	loop_watch_del(&lp, &w);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("loop");
@@ -279,6 +318,7 @@ int main(void)
 	tcase_add_test(tc, deferred_from_deferred_is_not_lost);
 	tcase_add_test(tc, deferred_bounded_per_pass);
 	tcase_add_test(tc, timers_bounded_per_pass);
+	tcase_add_test(tc, timers_after_the_fds_of_the_pass);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
