@@ -280,6 +280,12 @@ struct ez_conn {
 	struct loop_timer ka_timer;	/* every keepalive_interval_ms while connected */
 	struct loop_timer deadline_timer; /* every op_timeout_ms / 2 while connected */
 	uint64_t ka_seen;	/* rxt.rx_msgs at the last tick */
+	/* Our ops the peer's device completed successfully (not keepalive's
+	 * own): a READ's data came back, a WRITE or send was acknowledged.
+	 * Keepalive counts them as life (keepalive.c), so that a connection
+	 * busy with one-sided traffic is not found dead for want of messages. */
+	uint64_t sq_ok;
+	uint64_t ka_ok_seen;	/* sq_ok at the last tick */
 	uint32_t ka_missed;	/* ticks in a row that saw nothing */
 	uint32_t ka_sent;	/* probes posted since something came */
 	uint8_t peer_ka;	/* the peer answers probes (HS_CAP_KEEPALIVE) */

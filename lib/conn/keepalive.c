@@ -21,9 +21,19 @@
  * reserve and carry no credit, like a credit message; rx_check.c bounds
  * them (answers by our probes, probes by our answers' completions).
  *
- * Cost while traffic flows: none per message (the receive path already
- * counts accepted messages in rxt.rx_msgs); one timer per interval, which
- * compares that count with the last tick's.
+ * Life is any message received (answers included) and any of our ops
+ * the peer's device completed (sq_ok: a READ's data came back, a WRITE or
+ * a send was acknowledged), so that a connection busy with one-sided
+ * traffic, whose peer's answers may wait behind its own bulk, is not found
+ * dead (issue 42: "nothing received in 20000 ms" on a connection reading
+ * all along). Probes and answers are not: a hung peer's device
+ * acknowledges them. A hung peer stays found: our sends complete only
+ * while its receive credits last, and its device serving our READs is
+ * the connection serving what we ask of it.
+ *
+ * Cost while traffic flows: one add per signalled completion (the receive
+ * path already counts accepted messages in rxt.rx_msgs); one timer per
+ * interval, which compares those counts with the last tick's.
  */
 
 /* Deadline ticks (op_timeout_ms / 2 apart) an op stays the oldest of its
@@ -68,8 +78,9 @@ static void ka_tick(struct loop_timer *t)
 
 	if (conn->state != CS_CONNECTED)
 		return;
-	if (conn->rxt.rx_msgs != conn->ka_seen) {
+	if (conn->rxt.rx_msgs != conn->ka_seen || conn->sq_ok != conn->ka_ok_seen) {
 		conn->ka_seen = conn->rxt.rx_msgs;
+		conn->ka_ok_seen = conn->sq_ok;
 		conn->ka_missed = 0;
 		conn->ka_sent = 0;
 	} else if (conn->ka_missed >= conn->o.keepalive_probes) {
@@ -122,6 +133,7 @@ void conn_live_start(struct ez_conn *conn)
 	conn->ka_timer.fn = ka_tick;
 	conn->deadline_timer.fn = deadline_tick;
 	conn->ka_seen = conn->rxt.rx_msgs;
+	conn->ka_ok_seen = conn->sq_ok;
 	if (conn->o.keepalive_interval_ms && conn->peer_ka)
 		ctx_timer_start(conn->ctx, &conn->ka_timer, conn->o.keepalive_interval_ms);
 	else if (conn->o.keepalive_interval_ms)

@@ -1519,8 +1519,14 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	/* The application's op that succeeded ends as its run's did: a
 	 * ping-pong signals every send, so this is its every completion. */
 	if (__builtin_expect(wc->status == IBV_WC_SUCCESS && OP_KIND_IN(OP_APP_KINDS, op->kind), 1)) {
+		conn->sq_ok++;
 		app_op_done_ok(conn, p, op);
 	} else {
+		/* Keepalive's own are no sign of life: a hung peer's device
+		 * acknowledges probes too, only its library's answer is one. */
+		if (wc->status == IBV_WC_SUCCESS &&
+		    !OP_KIND_IN(OP_KIND_BIT(OP_KA_PROBE) | OP_KIND_BIT(OP_KA_ANSWER), op->kind))
+			conn->sq_ok++;
 		status = wc_status_errno(wc->status);
 		/* A path of several that fails is taken out and the others carry on. */
 		if (status && conn->npaths > 1)

@@ -273,6 +273,93 @@ START_TEST(keepalive_on_both)
 }
 END_TEST
 
+/* A client reading its peer's memory all along, nothing else. */
+struct reader {
+	struct ez_conn *conn;
+	struct ez_mr *mr;
+	struct ez_rkey key;
+	int loop, reads, errors;
+};
+
+static void on_read(struct ez_conn *conn, int status, void *arg)
+{
+	struct reader *r = arg;
+
+	(void)conn;
+	if (status) {
+		r->errors++;
+		return;
+	}
+	r->reads++;
+	if (r->loop)
+		ck_assert_int_eq(ez_read(r->conn, r->mr, 0, 64, &r->key, 0, on_read, r), 0);
+}
+
+/* One-sided traffic is life (issue 42 item 3): a client whose only traffic
+ * is RDMA READs from a server whose loop does not run (it answers no
+ * probe, as a peer busy with bulk of its own answers late) stays up
+ * through 12 keepalive intervals (200 ms, 3 probes): its reads came back.
+ * It was ended at the first window ("nothing received in 800 ms"). Once
+ * the reads stop, the silence is found as before, with the same words. */
+START_TEST(one_sided_traffic_is_life)
+{
+	struct fb sb, cb;
+	struct srv s = { 0 };
+	struct ez_conn_opts o = { .keepalive_interval_ms = 200, .keepalive_probes = 3 };
+	struct ez_mr *smr;
+	struct ez_conn_stats st;
+	struct reader r = { 0 };
+	struct ep e = { 0 };
+	static char sbuf[4096], cbuf[4096];
+	char want[256];
+	double t0;
+
+	fb_init(&sb);
+	fb_init(&cb);
+	srv_start(&sb, &s, 2);
+	ck_assert_int_eq(ez_connect(cb.ctx, test_addr(), s.port, &o, &ep_cbs, &e, &e.conn), 0);
+	t0 = now_s();
+	while ((!e.connected || !s.connected) && now_s() < t0 + 30) {
+		fb_spin(&sb, 0.002);
+		fb_spin(&cb, 0.002);
+	}
+	ck_assert_int_eq(e.connect_status, 0);
+	ck_assert_int_eq(s.connected, 1);
+	ck_assert_int_eq(ez_mr_reg(sb.ctx, NULL, sbuf, sizeof(sbuf), EZ_MR_REMOTE_READ, &smr), 0);
+	ck_assert_int_eq(ez_conn_export(s.eps[0].conn, smr, 0, sizeof(sbuf), EZ_MR_REMOTE_READ, &r.key), 0);
+	ck_assert_int_eq(ez_mr_reg(cb.ctx, NULL, cbuf, sizeof(cbuf), 0, &r.mr), 0);
+	r.conn = e.conn;
+	r.loop = 1;
+	ck_assert_int_eq(ez_read(r.conn, r.mr, 0, 64, &r.key, 0, on_read, &r), 0);
+	/* The server's loop does not run from here on. */
+	fb_spin(&cb, 2.4);
+	st = stats_of(e.conn);
+	printf("one-sided only: %d reads in 2.4 s (12 keepalive intervals of 200 ms), %llu probes sent, none answered: %s\n",
+	       r.reads, (unsigned long long)st.keepalives_sent,
+	       e.disconnected ? e.disconnect_msg : "still connected");
+	ck_assert_msg(!e.disconnected, "ended: on_disconnect(%d) \"%s\"", e.disconnect_status,
+		      e.disconnect_msg);
+	ck_assert_int_eq(r.errors, 0);
+	ck_assert_int_gt(r.reads, 0);
+	/* The reads stop: the server, still not run, answers nothing. */
+	r.loop = 0;
+	ck_assert(fb_run(&cb, &r.reads, r.reads + 1, 10));	/* the one outstanding */
+	ck_assert(fb_run(&cb, &e.disconnected, 1, 10));
+	snprintf(want, sizeof(want),
+		 "peer %s:%s: nothing received in 800 ms (3 keepalive probes sent, none answered; keepalive_interval_ms 200, keepalive_probes 3)",
+		 test_addr(), s.port);
+	ck_assert_int_eq(e.disconnect_status, -ETIMEDOUT);
+	ck_assert_str_eq(e.disconnect_msg, want);
+	ep_close(&e);
+	ck_assert_int_eq(ez_mr_dereg(r.mr), 0);
+	fb_spin(&sb, 0.5);
+	srv_stop(&s);
+	ck_assert_int_eq(ez_mr_dereg(smr), 0);
+	fb_fini(&cb);
+	fb_fini(&sb);
+}
+END_TEST
+
 /* An older peer (a handshake without HS_CAP_KEEPALIVE) is never probed:
  * its library would refuse the immediate bits. The reply tells a raw peer
  * that announced nothing that this side answers probes. */
@@ -465,6 +552,7 @@ int main(void)
 	tcase_add_test(tc, keepalive_on_client_only);
 	tcase_add_test(tc, keepalive_on_server_only);
 	tcase_add_test(tc, keepalive_on_both);
+	tcase_add_test(tc, one_sided_traffic_is_life);
 	tcase_add_test(tc, older_peer_not_probed);
 	tcase_add_test(tc, forged_keepalive_refused);
 	tcase_add_test(tc, raw_probe_answered);
