@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conn_types.h"
+#include "conn_handle.h"
 #include "conn_qp.h"
 #include "msg.h"
 #include "conn_auth.h"
@@ -87,7 +88,8 @@ static void conn_free(struct ez_conn *conn)
 		conn->next->prev = conn->prev;
 	ctx->nconns--;
 	path_free(conn);
-	free(conn);
+	/* Not free(): the application may call with the handle again. */
+	conn_retire(conn);
 }
 
 /* An ez_connect() is no longer in flight once on_connect runs. */
@@ -1379,7 +1381,7 @@ fail:
 
 void ez_conn_close(struct ez_conn *conn)
 {
-	if (!conn || ctx_wrong_thread(conn->ctx, "ez_conn_close"))
+	if (!conn || conn_wrong_handle(conn, "ez_conn_close"))
 		return;
 	if (conn->app_closed) {
 		ezi_log_warn("ez_conn_close: connection %p closed twice", (void *)conn);
@@ -1394,14 +1396,14 @@ void ez_conn_close(struct ez_conn *conn)
 
 const char *ez_conn_errmsg(const struct ez_conn *conn)
 {
-	if (conn && ctx_wrong_thread(conn->ctx, "ez_conn_errmsg"))
+	if (conn && conn_wrong_handle(conn, "ez_conn_errmsg"))
 		return "";
 	return conn ? conn->errmsg : "";
 }
 
 void *ez_conn_arg(const struct ez_conn *conn)
 {
-	if (conn && ctx_wrong_thread(conn->ctx, "ez_conn_arg"))
+	if (conn && conn_wrong_handle(conn, "ez_conn_arg"))
 		return NULL;
 	return conn ? conn->arg : NULL;
 }
@@ -1459,8 +1461,8 @@ int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_
 	struct ez_conn_info full;
 	int ret;
 
-	if (conn && ctx_check_thread(conn->ctx, "ez_conn_info"))
-		return -EPERM;
+	if (conn && (ret = conn_check_handle(conn, "ez_conn_info")))
+		return ret;
 	if (!conn || !info)
 		return ezi_fail(-EINVAL, "ez_conn_info: conn %p, info %p", (const void *)conn,
 				(void *)info);
@@ -1471,8 +1473,10 @@ int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_
 
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, size_t stats_size)
 {
-	if (conn && ctx_check_thread(conn->ctx, "ez_conn_stats"))
-		return -EPERM;
+	int ret;
+
+	if (conn && (ret = conn_check_handle(conn, "ez_conn_stats")))
+		return ret;
 	if (!conn || !stats)
 		return ezi_fail(-EINVAL, "ez_conn_stats: conn %p, stats %p", (const void *)conn,
 				(void *)stats);
@@ -1484,7 +1488,7 @@ const void *ez_conn_accept_data(const struct ez_conn *conn, size_t *len)
 {
 	if (len)
 		*len = 0;
-	if (conn && ctx_check_thread(conn->ctx, "ez_conn_accept_data"))
+	if (conn && conn_check_handle(conn, "ez_conn_accept_data"))
 		return NULL;
 	if (!conn || !len) {
 		ezi_fail(-EINVAL, "ez_conn_accept_data: conn %p, len %p", (const void *)conn,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conn_export.h"
+#include "conn_handle.h"
 #include "conn_fsm.h"
 #include "conn_pd.h"
 #include "ctx.h"
@@ -134,11 +135,14 @@ void conn_exports_drop(struct ez_conn *conn)
 static int export_check(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 			unsigned int access, struct ez_rkey *out)
 {
+	int ret;
+
 	if (!conn || !mr || !out)
 		return ezi_fail(-EINVAL, "ez_conn_export: conn %p, mr %p, out %p", (void *)conn,
 				(void *)mr, (void *)out);
-	if (ctx_check_thread(conn->ctx, "ez_conn_export"))
-		return -EPERM;
+	ret = conn_check_handle(conn, "ez_conn_export");
+	if (ret)
+		return ret;
 	if (conn->state != CS_CONNECTED || conn->app_closed)
 		return ezi_fail(-ENOTCONN, "ez_conn_export: connection is not established (%s)",
 				conn->app_closed ? "closed" : conn->state < CS_CONNECTED ?
@@ -297,12 +301,14 @@ int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t le
 int ez_conn_revoke(struct ez_conn *conn, const struct ez_rkey *rkey)
 {
 	struct conn_export *e;
+	int ret;
 
 	if (!conn || !rkey)
 		return ezi_fail(-EINVAL, "ez_conn_revoke: conn %p, rkey %p", (void *)conn,
 				(const void *)rkey);
-	if (ctx_check_thread(conn->ctx, "ez_conn_revoke"))
-		return -EPERM;
+	ret = conn_check_handle(conn, "ez_conn_revoke");
+	if (ret)
+		return ret;
 	for (e = conn->exports; e; e = e->next)
 		if (e->key.rkey == rkey->rkey && e->key.addr == rkey->addr)
 			break;

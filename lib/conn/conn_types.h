@@ -152,6 +152,9 @@ struct ez_conn {
 
 	int end_status;
 	int app_closed;		/* ez_conn_close ran: the handle, not the connection */
+	/* CONN_VOID once freed: the struct waits in the quarantine and every
+	 * entry point refuses the handle (conn_handle.h). */
+	uint32_t void_mark;
 	int reached_rtr;
 	int srq_drained;	/* the SRQ is done with the QPs (last WQE, or its timer) */
 

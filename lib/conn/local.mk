@@ -4,7 +4,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/conn_qp.c lib/conn/conn_qp.h \
 	lib/conn/listener.c lib/conn/listener.h lib/conn/listener_hs.h \
 	lib/conn/handoff.c lib/conn/handoff.h \
-	lib/conn/conn.c \
+	lib/conn/conn.c lib/conn/conn_handle.c lib/conn/conn_handle.h \
 	lib/conn/conn_fsm.c lib/conn/conn_fsm.h \
 	lib/conn/msg.c lib/conn/msg.h \
 	lib/conn/rndv.c lib/conn/rndv.h \
@@ -39,6 +39,10 @@ UNIT_TESTS += tests/unit/test_addr tests/unit/test_imm tests/unit/test_conn_fsm
 tests_unit_test_conn_fsm_SOURCES = tests/unit/test_conn_fsm.c
 tests_unit_test_conn_fsm_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_conn_fsm_LDADD = $(TEST_LDADD)
+UNIT_TESTS += tests/unit/test_conn_handle
+tests_unit_test_conn_handle_SOURCES = tests/unit/test_conn_handle.c
+tests_unit_test_conn_handle_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_conn_handle_LDADD = $(TEST_LDADD)
 UNIT_TESTS += tests/unit/test_rx_check
 tests_unit_test_rx_check_SOURCES = tests/unit/test_rx_check.c
 tests_unit_test_rx_check_CFLAGS = $(TEST_CFLAGS)

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 
 #include "conn_fsm.h"
+#include "conn_handle.h"
 #include "msg.h"
 #include "sendq.h"
 #include "conn_auth.h"
@@ -729,10 +730,14 @@ static inline int check_conn(struct ez_conn *conn, const char *fn)
 
 static __attribute__((noinline)) int check_conn_slow(struct ez_conn *conn, const char *fn)
 {
+	int ret;
+
 	if (!conn)
 		return ezi_fail(-EINVAL, "%s: conn is NULL", fn);
-	if (ctx_check_thread(conn->ctx, fn))
-		return -EPERM;
+	/* A void handle fails the inline test too: closed (conn_retire()). */
+	ret = conn_check_handle(conn, fn);
+	if (ret)
+		return ret;
 	if (conn->state != CS_CONNECTED || conn->app_closed)
 		return ezi_fail(-ENOTCONN, "%s: connection is not established (%s)", fn,
 				conn->app_closed ? "closed" : conn->state < CS_CONNECTED ?

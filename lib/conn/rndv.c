@@ -439,11 +439,10 @@ struct op *conn_rndv_cancel_next(struct ez_conn *conn)
 
 /* ---- receiver ---- */
 
-static void big_done(struct ez_buf *desc)
+/* The application released a large message (its descriptor is void by now). */
+static void big_done(struct ez_srqpool *pool, void *arg, uint32_t len)
 {
-	struct bigbuf *bb = container_of(desc, struct bigbuf, desc);
-	struct ez_srqpool *pool = desc->pool;
-	uint32_t len = desc->len;
+	struct bigbuf *bb = arg;
 
 	bigbuf_put(bb);
 	srqpool_big_unreserve(pool, len);
@@ -533,7 +532,7 @@ static void deliver_ready(struct ez_conn *conn)
 			q_pop(conn);
 			e->queued = 0;
 			e->bb = NULL;	/* the application's now, still counted by the pool */
-			h = srqpool_big_deliver(conn->pool, &bb->desc, bb->mem, len, big_done);
+			h = srqpool_big_deliver(conn->pool, bb->desc, bb->mem, len, big_done, bb);
 			if (!e->busy)
 				rx_free(conn, e);
 			deliver_one(conn, h, len, path);

@@ -28,6 +28,7 @@ static void bigbuf_destroy(struct bigbuf *b)
 		ezi_log_err("bigbuf: %s", ez_errmsg());
 	free(b->mr);
 	free(b->mem);
+	srqpool_desc_put(&b->desc, 1, SRQPOOL_VOID_RELEASED);
 	free(b);
 }
 
@@ -82,16 +83,23 @@ int bigbuf_get(struct device *dev, size_t len, struct bigbuf **out)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return ezi_fail(-ENOMEM, "large message buffer of %zu bytes: out of memory", len);
+	ret = srqpool_desc_get(1, &b->desc);
+	if (ret) {
+		free(b);
+		return ret;
+	}
 	b->size = (size_t)1 << (cls + BIGBUF_MIN_SHIFT);
 	b->cls = cls;
 	b->dev = dev;
 	if (posix_memalign(&b->mem, 4096, b->size)) {
+		srqpool_desc_put(&b->desc, 1, SRQPOOL_VOID_RELEASED);
 		free(b);
 		return ezi_fail(-ENOMEM, "large message buffer of %zu bytes: out of memory", len);
 	}
 	ret = mr_reg(dev, b->mem, b->size, EZ_MR_REMOTE_READ, &b->mr);
 	if (ret) {
 		free(b->mem);
+		srqpool_desc_put(&b->desc, 1, SRQPOOL_VOID_RELEASED);
 		free(b);
 		return ret;
 	}

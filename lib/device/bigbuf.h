@@ -30,8 +30,11 @@ struct bigbuf {
 	void *mem;
 	size_t size;		/* the class's */
 	uint32_t cls;
-	/* Delivered to on_recv: the application holds this descriptor's handle. */
-	struct ez_buf desc;
+	/* Delivered to on_recv: the application holds this descriptor's
+	 * handle. Not embedded: descriptors are type-stable (srqpool's
+	 * desc.c), so a handle released twice after the buffer is gone
+	 * still reads a (void) descriptor, not freed memory. */
+	struct ez_buf *desc;
 };
 
 /* A registered buffer of at least len bytes (len <= 2 GiB). 0, or -errno

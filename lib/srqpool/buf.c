@@ -6,6 +6,20 @@
 #include "base/log.h"
 #include "pool.h"
 
+/* A void descriptor's handle (desc.c): no pool to check the thread of or
+ * to keep the message; the thread's message and the log say why. */
+static struct ez_buf *refuse_void(const struct ez_buf *h, const struct ez_buf *b, const char *fn)
+{
+	if (b->why == SRQPOOL_VOID_RELEASED)
+		ezi_fail(-EINVAL, "%s: buffer %p is not held by the application (released twice?)",
+			 fn, (const void *)h);
+	else
+		ezi_fail(-EBADF, "%s: buffer %p was released and its pool freed (ez_srqpool_free); "
+			 "the handle is void", fn, (const void *)h);
+	ezi_log_err("%s", ez_errmsg());
+	return NULL;
+}
+
 /* Cold: why a handle was refused, in the thread's message, the pool's (only
  * on the owner's thread: the pool is the owner's to write) and the log. */
 static __attribute__((cold, noinline)) struct ez_buf *refuse(const struct ez_buf *h,
@@ -13,6 +27,9 @@ static __attribute__((cold, noinline)) struct ez_buf *refuse(const struct ez_buf
 {
 	struct ez_srqpool *pool = b->pool;
 
+	/* First: a void descriptor's pool is no pool (its memory may be gone). */
+	if (pool == &srqpool_no_pool)
+		return refuse_void(h, b, fn);
 	if (srqpool_check_thread(pool, fn)) {
 		ezi_log_err("%s", ez_errmsg());
 		return NULL;
@@ -31,7 +48,9 @@ static __attribute__((cold, noinline)) struct ez_buf *refuse(const struct ez_buf
 }
 
 /* The descriptor of a handle the application holds now, on the pool's
- * thread; NULL (refused and logged) for a stale or released handle. */
+ * thread; NULL (refused and logged) for a stale or released handle. The
+ * descriptor is always readable (desc.c); a void one names srqpool_no_pool,
+ * whose owner no thread matches: no test of its own on this path. */
 static inline struct ez_buf *held(const struct ez_buf *h, const char *fn)
 {
 	struct ez_buf *b = srqpool_desc(h);
@@ -70,13 +89,15 @@ void ez_buf_release(struct ez_buf *h)
 		return;
 	pool = b->pool;
 	if (b->big_done) {
-		/* A large message's memory, not a receive buffer. */
-		void (*done)(struct ez_buf *) = b->big_done;
+		/* A large message's memory, not a receive buffer: the descriptor
+		 * is void before done() may give it back to the spare list. */
+		void (*done)(struct ez_srqpool *, void *, uint32_t) = b->big_done;
+		void *arg = b->big_arg;
+		uint32_t len = b->len;
 
-		b->big_done = NULL;
-		b->state = SRQPOOL_BUF_FREE;
+		srqpool_desc_void(b, SRQPOOL_VOID_RELEASED);
 		pool->in_use--;
-		done(b);
+		done(pool, arg, len);
 		return;
 	}
 	/* held() saw it in the application's hands: no second test. */
@@ -90,7 +111,9 @@ void ez_buf_release(struct ez_buf *h)
 }
 
 struct ez_buf *srqpool_big_deliver(struct ez_srqpool *pool, struct ez_buf *desc, void *data,
-				   uint32_t len, void (*done)(struct ez_buf *b))
+				   uint32_t len,
+				   void (*done)(struct ez_srqpool *pool, void *arg, uint32_t len),
+				   void *arg)
 {
 	desc->pool = pool;
 	desc->data = data;
@@ -98,6 +121,7 @@ struct ez_buf *srqpool_big_deliver(struct ez_srqpool *pool, struct ez_buf *desc,
 	desc->len = len;
 	desc->state = SRQPOOL_BUF_IN_USE;
 	desc->big_done = done;
+	desc->big_arg = arg;
 	/* The descriptor is reused with its memory: the generation goes on,
 	 * so a handle kept from its last message is refused. */
 	if (!++desc->gen)

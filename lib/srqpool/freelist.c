@@ -9,7 +9,11 @@
 void srqpool_buf_init(struct ez_buf *b, struct ez_srqpool *pool, void *data,
 		      uint32_t size, uint32_t lkey)
 {
+	/* The generation goes on from the descriptor's last life (desc.c). */
+	uint16_t gen = b->gen;
+
 	memset(b, 0, sizeof(*b));
+	b->gen = gen;
 	b->pool = pool;
 	b->data = data;
 	b->size = size;

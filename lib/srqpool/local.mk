@@ -1,7 +1,7 @@
 # lib/srqpool/local.mk: the srqpool layer's sources, tests and man pages.
 lib_libezcore_la_SOURCES += lib/srqpool/srqpool.h lib/srqpool/pool.h \
 	lib/srqpool/params.c lib/srqpool/freelist.c lib/srqpool/srqpool.c \
-	lib/srqpool/buf.c lib/srqpool/hwcounters.c lib/srqpool/share.c
+	lib/srqpool/buf.c lib/srqpool/desc.c lib/srqpool/hwcounters.c lib/srqpool/share.c
 
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_srqpool tests/unit/test_credit_share

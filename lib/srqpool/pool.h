@@ -47,7 +47,9 @@ struct srqpool_slab {
 	void *mem;
 	size_t bytes;
 	uint32_t nbufs;
-	struct ez_buf bufs[];
+	/* Its descriptors, from the type-stable spare list (desc.c): they
+	 * outlive the slab, void, for handles the application kept. */
+	struct ez_buf *bufs[];
 };
 
 struct ez_srqpool {
@@ -117,6 +119,12 @@ static inline int srqpool_owner_ok(const struct ez_srqpool *pool)
 	return pool->owner->token == ezi_thread_token();
 }
 
+/* desc.c: the pool of void descriptors: its owner matches no thread, so
+ * the inline owner check refuses them before anything else is read. */
+extern struct ez_srqpool srqpool_no_pool;
+/* Voids one descriptor (why) that stays the caller's (a large message's). */
+void srqpool_desc_void(struct ez_buf *b, enum srqpool_void_why why);
+
 /* params.c: options, watermark and credit math, ibv_modify_srq rules. */
 void srqpool_limits_from_device(const struct ibv_device_attr *da, struct srqpool_limits *lim);
 int srqpool_resolve(const struct ez_srqpool_opts *opts, const struct srqpool_limits *lim,
@@ -156,7 +164,7 @@ void srqpool_share_wake(struct ez_srqpool *pool, int all);
 
 /* Buffer handles. What the application holds is not the descriptor's
  * address but a handle: the address with the buffer's generation in the top
- * 16 bits (user-space addresses of x86-64 and arm64 fit in 48; slab_new()
+ * 16 bits (user-space addresses of x86-64 and arm64 fit in 48; desc.c
  * refuses descriptors above). Every delivery bumps the generation (never
  * 0), so a handle kept after its release no longer matches once the buffer
  * holds the next message: ez_buf_release(), ez_buf_data() and ez_buf_len()

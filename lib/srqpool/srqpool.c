@@ -19,6 +19,20 @@ static int pool_keep_error(struct ez_srqpool *pool, int err)
 	return err;
 }
 
+/* Gives a slab's memory and registration back; its descriptors go to the
+ * spare list, void (desc.c), never to malloc: handles of them may live on. */
+static int slab_release(struct srqpool_slab *s, int deregister)
+{
+	int rc = deregister ? ibv_dereg_mr(s->mr) : 0;
+
+	if (rc)
+		ezi_log_err("srqpool: ibv_dereg_mr of a %zu-byte slab: %s", s->bytes, ez_strerror(rc));
+	srqpool_desc_put(s->bufs, s->nbufs, SRQPOOL_VOID_POOL_FREED);
+	free(s->mem);
+	free(s);
+	return rc ? -rc : 0;
+}
+
 /* Allocates and registers n buffers; the pool is not touched, so a failure
  * leaves it as it was. */
 static int slab_new(struct ez_srqpool *pool, uint32_t n, struct srqpool_slab **out)
@@ -27,12 +41,20 @@ static int slab_new(struct ez_srqpool *pool, uint32_t n, struct srqpool_slab **o
 	size_t bytes = (size_t)pool->p.stride * n;
 	int rc;
 
-	s = calloc(1, sizeof(*s) + (size_t)n * sizeof(struct ez_buf));
+	s = calloc(1, sizeof(*s) + (size_t)n * sizeof(s->bufs[0]));
 	if (!s)
-		return ezi_fail(-ENOMEM, "srqpool: no memory for %u buffer descriptors", n);
-	rc = posix_memalign(&s->mem, 4096, bytes);
+		return ezi_fail(-ENOMEM, "srqpool: no memory for a slab of %u buffers", n);
+	rc = srqpool_desc_get(n, s->bufs);
 	if (rc) {
 		free(s);
+		return rc;
+	}
+	s->nbufs = n;
+	s->bytes = bytes;
+	rc = posix_memalign(&s->mem, 4096, bytes);
+	if (rc) {
+		s->mem = NULL;
+		slab_release(s, 0);
 		return ezi_fail(-rc, "srqpool: cannot allocate a slab of %zu bytes (%u x %u)",
 				bytes, n, pool->p.stride);
 	}
@@ -40,25 +62,12 @@ static int slab_new(struct ez_srqpool *pool, uint32_t n, struct srqpool_slab **o
 	s->mr = ibv_reg_mr(pool->pd, s->mem, bytes, IBV_ACCESS_LOCAL_WRITE);
 	if (!s->mr) {
 		rc = errno ? -errno : -ENOMEM;
-		free(s->mem);
-		free(s);
+		slab_release(s, 0);
 		return ezi_fail(rc, "ibv_reg_mr: slab of %zu bytes (%u buffers): %s",
 				bytes, n, ez_strerror(rc));
 	}
-	if (((uintptr_t)&s->bufs[n] - 1) & ~(uintptr_t)SRQPOOL_ADDR_MASK) {
-		/* Never seen on Linux without an mmap hint above 2^47/2^48. */
-		rc = ezi_fail(-EOPNOTSUPP, "srqpool: buffer descriptors at %p use the top 16 "
-			      "address bits that buffer handles carry their generation in",
-			      (void *)s->bufs);
-		ibv_dereg_mr(s->mr);
-		free(s->mem);
-		free(s);
-		return rc;
-	}
-	s->bytes = bytes;
-	s->nbufs = n;
 	for (uint32_t i = 0; i < n; i++)
-		srqpool_buf_init(&s->bufs[i], pool, (char *)s->mem + (size_t)i * pool->p.stride,
+		srqpool_buf_init(s->bufs[i], pool, (char *)s->mem + (size_t)i * pool->p.stride,
 				 pool->p.buf_size, s->mr->lkey);
 	*out = s;
 	return 0;
@@ -66,13 +75,7 @@ static int slab_new(struct ez_srqpool *pool, uint32_t n, struct srqpool_slab **o
 
 static int slab_free(struct srqpool_slab *s)
 {
-	int rc = ibv_dereg_mr(s->mr);
-
-	if (rc)
-		ezi_log_err("srqpool: ibv_dereg_mr of a %zu-byte slab: %s", s->bytes, ez_strerror(rc));
-	free(s->mem);
-	free(s);
-	return rc ? -rc : 0;
+	return slab_release(s, 1);
 }
 
 /* Puts a slab's buffers on the free list; the pool owns it from here on. */
@@ -80,7 +83,7 @@ static void slab_adopt(struct ez_srqpool *pool, struct srqpool_slab *s)
 {
 	/* Pushed in reverse so buffer 0 is posted first: addresses ascend in the WR chains. */
 	for (uint32_t i = s->nbufs; i-- > 0;)
-		srqpool_free_push(pool, &s->bufs[i]);
+		srqpool_free_push(pool, s->bufs[i]);
 	s->next = pool->slabs;
 	pool->slabs = s;
 	pool->total += s->nbufs;

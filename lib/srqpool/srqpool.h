@@ -12,6 +12,14 @@ enum srqpool_buf_state {
 	SRQPOOL_BUF_FREE = 0,	/* on the free list */
 	SRQPOOL_BUF_POSTED,	/* its receive WR is on the SRQ */
 	SRQPOOL_BUF_IN_USE,	/* taken by a completion, held by the application */
+	SRQPOOL_BUF_VOID,	/* no pool's: a spare descriptor (desc.c), or a large
+				 * message's given back; its handles are refused */
+};
+
+/* Why a void descriptor is void: what a handle of it is told when it comes back. */
+enum srqpool_void_why {
+	SRQPOOL_VOID_POOL_FREED,	/* its pool was freed (ez_srqpool_free) */
+	SRQPOOL_VOID_RELEASED,		/* a large message's, released */
 };
 
 /* One receive buffer's descriptor. The application never sees its address
@@ -30,13 +38,31 @@ struct ez_buf {
 	 * linked at refill time, so posting copies nothing. */
 	uint32_t state;		/* enum srqpool_buf_state */
 	uint16_t gen;		/* deliveries so far, mod 65536, never 0 once taken:
-				 * the handle the application holds carries it (pool.h) */
+				 * the handle the application holds carries it (pool.h);
+				 * kept across the descriptor's lives (desc.c) */
+	uint8_t why;		/* enum srqpool_void_why, when state is VOID */
 	struct ibv_sge sge;
 	struct ibv_recv_wr wr;
 	/* A large message fetched by rendezvous (srqpool_big_deliver): not a
-	 * receive buffer; its release calls this instead of reposting. */
-	void (*big_done)(struct ez_buf *b);
+	 * receive buffer; its release voids the descriptor, then calls this
+	 * (with big_arg and the message's length) instead of reposting. */
+	void (*big_done)(struct ez_srqpool *pool, void *arg, uint32_t len);
+	void *big_arg;
 };
+
+/*
+ * Descriptors' memory is type-stable (desc.c): taken from a process-wide
+ * spare list, given back to it, never to malloc. A handle the application
+ * keeps after its pool was freed (or its large message released) points at
+ * a void descriptor: the buffer calls refuse it, naming the reason, instead
+ * of reading freed memory. The generation survives, so a descriptor reused
+ * by another pool does not match the old handle either.
+ */
+/* n descriptors, void (state VOID), into out[]: 0, or -ENOMEM/-EOPNOTSUPP
+ * with the thread's message. */
+int srqpool_desc_get(uint32_t n, struct ez_buf **out);
+/* Back to the spare list, void for why; the caller keeps no pointer to them. */
+void srqpool_desc_put(struct ez_buf *const *descs, uint32_t n, enum srqpool_void_why why);
 
 /* Creates the SRQ on pd, registers nbufs buffers, posts them, arms srq_limit.
  * opts may be NULL (all defaults). The SRQ's srq_context is the pool. */
@@ -161,11 +187,14 @@ uint32_t srqpool_buf_size(const struct ez_srqpool *pool);
 void srqpool_big_set_max(struct ez_srqpool *pool, uint64_t max);
 int srqpool_big_reserve(struct ez_srqpool *pool, uint32_t len);
 void srqpool_big_unreserve(struct ez_srqpool *pool, uint32_t len);
-/* A fetched message in desc (a descriptor the caller owns) goes to the
- * application: returns its handle, counted as held (srqpool_in_use). Its
- * ez_buf_release() calls done, which unreserves and frees the memory. */
+/* A fetched message in desc (a descriptor the caller owns, from
+ * srqpool_desc_get()) goes to the application: returns its handle, counted
+ * as held (srqpool_in_use). Its ez_buf_release() voids desc, then calls
+ * done(pool, arg, len), which unreserves and gives the memory back. */
 struct ez_buf *srqpool_big_deliver(struct ez_srqpool *pool, struct ez_buf *desc, void *data,
-				   uint32_t len, void (*done)(struct ez_buf *b));
+				   uint32_t len,
+				   void (*done)(struct ez_srqpool *pool, void *arg, uint32_t len),
+				   void *arg);
 
 /* The pool's last error message (same as ez_srqpool_errmsg()). */
 const char *srqpool_errmsg(const struct ez_srqpool *pool);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../waits.h"
+#include "conn/conn_handle.h"
 #include "fault.h"
 
 const char *test_addr(void)
@@ -364,6 +365,11 @@ size_t heap_in_use(void)
 	struct mallinfo2 mi = mallinfo2();
 
 	return mi.uordblks + mi.hblkhd;
+}
+
+size_t kept_void_bytes(void)
+{
+	return conn_quarantine_bytes();
 }
 
 int rdma_res_count(const char *what)

@@ -1,4 +1,4 @@
-/* test_misuse.c: misuse the API cannot leave silent: calls from a thread that does not own the context, two threads in ez_ctx_process, a nested ez_ctx_process, stale buffer handles, ez_ctx_free while buffers are held. */
+/* test_misuse.c: misuse the API cannot leave silent: calls from a thread that does not own the context, two threads in ez_ctx_process, a nested ez_ctx_process, stale buffer handles, ez_ctx_free while buffers are held, a connection closed after its final callback, buffers released after their pool's free. */
 #include "config.h"
 
 #include <check.h>
@@ -721,10 +721,164 @@ START_TEST(ctx_free_with_held_buffers)
 }
 END_TEST
 
+/* ---- handles used after their object is gone ----------------------------- */
+
+/* The message every call with a freed connection's handle gets. */
+static void void_conn_msg(char *buf, size_t len, const char *fn, const struct ez_conn *conn)
+{
+	snprintf(buf, len, "%s: connection %p already ended and reported (its final callback "
+		 "ran); the handle is void", fn, (const void *)conn);
+}
+
+static void assert_last_log(const char *want)
+{
+	char last[sizeof(log_last)];
+
+	pthread_mutex_lock(&log_lock);
+	snprintf(last, sizeof(last), "%s", log_last);
+	pthread_mutex_unlock(&log_lock);
+	ck_assert_str_eq(last, want);
+}
+
+/* A connection is freed once it is closed and its final callback has run.
+ * Closing it again after that (in either order: closed first, or closed
+ * inside on_disconnect), or any call with it, is refused by name: the
+ * library reads its void mark (lib/conn/conn_handle.h), not freed memory
+ * (this runs under ASan in the ASan tier: a report fails it). */
+START_TEST(close_after_final_callback)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct ep c = { 0 };
+	struct holder h = { 0 };
+	struct ez_conn_info info;
+	char want[MSG_MAX];
+	int logged;
+
+	fb_init(&b);
+	log_start();
+	srv_start(&b, &s, 4);
+	/* Closed first, then its on_disconnect: freed after that returns. */
+	holder_connect(&b, &s, &h, NULL);
+	ez_conn_close(h.conn);
+	ck_assert(fb_run(&b, &h.disconnected, 1, 5));
+	fb_spin(&b, 0.1);
+	logged = log_count();
+	ez_conn_close(h.conn);
+	void_conn_msg(want, sizeof(want), "ez_conn_close", h.conn);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_int_eq(log_count(), logged + 1);
+	assert_last_log(want);
+	ck_assert_int_eq(ez_send(h.conn, "x", 1, NULL, NULL), -EBADF);
+	void_conn_msg(want, sizeof(want), "ez_send", h.conn);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_int_eq(ez_conn_info(h.conn, &info), -EBADF);
+	ck_assert_str_eq(ez_conn_errmsg(h.conn), "");
+	ck_assert_ptr_null(ez_conn_arg(h.conn));
+	ck_assert_int_eq(log_count(), logged + 5);
+
+	/* Ended by the peer, closed inside its on_disconnect, closed again. */
+	c.close_on_disconnect = 1;
+	ck_assert_int_eq(ep_connect(&b, &c, s.port, NULL), 0);
+	ck_assert_msg(fb_run(&b, &c.connected, 1, 10), "no on_connect");
+	ck_assert_int_eq(c.connect_status, 0);
+	srv_stop(&s);	/* closes the server's side */
+	ck_assert(fb_run(&b, &c.disconnected, 1, 10));
+	ck_assert_int_eq(c.closed, 1);
+	fb_spin(&b, 0.1);
+	logged = log_count();
+	ez_conn_close(c.conn);
+	void_conn_msg(want, sizeof(want), "ez_conn_close", c.conn);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_int_eq(log_count(), logged + 1);
+	assert_last_log(want);
+	/* Nothing of the context depends on the void handles: it frees. */
+	ez_set_log(NULL, NULL, EZ_LOG_WARN);
+	fb_fini(&b);
+}
+END_TEST
+
+/* Buffers released, the pool freed, then a release again (twice): refused,
+ * named, no memory of the pool read (its descriptors are type-stable,
+ * lib/srqpool/desc.c). A large message's buffer released twice: the same
+ * refusal as a receive buffer's. */
+START_TEST(release_after_pool_free)
+{
+	struct fb b;
+	struct srv s = { 0 };
+	struct holder h = { 0 }, hl = { 0 };
+	struct ez_srqpool *pool;
+	struct ez_srqpool_opts po = { .nbufs = 16 };
+	struct ez_conn_opts o = { 0 };
+	struct ez_buf *old, *big;
+	static uint8_t large[96 * 1024];
+	char want[MSG_MAX];
+	int logged;
+
+	fb_init(&b);
+	log_start();
+	s.opts.max_msg_size = 128 * 1024;	/* rendezvous goes to a power of two */
+	srv_start(&b, &s, 4);
+	ck_assert_int_eq(ez_srqpool_new(b.ctx, NULL, &po, &pool), 0);
+	o.srqpool = pool;
+	holder_connect(&b, &s, &h, &o);
+	send_pattern(h.conn, 1);
+	ck_assert(fb_run(&b, &h.received, 1, 5));
+	old = h.bufs[0];
+	ck_assert(is_pattern(ez_buf_data(old), ez_buf_len(old), 1));
+	ez_buf_release(old);
+	ez_conn_close(h.conn);
+	ck_assert(fb_run(&b, &h.disconnected, 1, 5));
+	fb_spin(&b, 0.2);
+	ck_assert_int_eq(ez_srqpool_free(pool), 0);
+
+	logged = log_count();
+	snprintf(want, sizeof(want), "ez_buf_release: buffer %p was released and its pool freed "
+		 "(ez_srqpool_free); the handle is void", (void *)old);
+	ez_buf_release(old);
+	ck_assert_str_eq(ez_errmsg(), want);
+	assert_last_log(want);
+	ez_buf_release(old);	/* a double release after the free */
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_int_eq(log_count(), logged + 2);
+	ck_assert_ptr_null(ez_buf_data(old));
+	ck_assert_uint_eq(ez_buf_len(old), 0);
+	ck_assert_int_eq(log_count(), logged + 4);
+
+	/* A large message: by rendezvous, as it is above the largest receive
+	 * buffer a private pool has (64 KiB, CONN_EAGER_MAX). */
+	memset(&o, 0, sizeof(o));
+	o.max_msg_size = 128 * 1024;
+	memset(large, 0x3c, sizeof(large));
+	holder_connect(&b, &s, &hl, &o);
+	ck_assert_int_eq(ez_send(hl.conn, large, sizeof(large), NULL, NULL), 0);
+	ck_assert(fb_run(&b, &hl.received, 1, 10));
+	big = hl.bufs[0];
+	ck_assert_uint_eq(ez_buf_len(big), sizeof(large));
+	ck_assert(memcmp(ez_buf_data(big), large, sizeof(large)) == 0);
+	ez_buf_release(big);
+	logged = log_count();
+	ez_buf_release(big);
+	snprintf(want, sizeof(want), "ez_buf_release: buffer %p is not held by the application "
+		 "(released twice?)", (void *)big);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_int_eq(log_count(), logged + 1);
+	ez_conn_close(hl.conn);
+	ck_assert(fb_run(&b, &hl.disconnected, 1, 5));
+	srv_stop(&s);
+	ez_set_log(NULL, NULL, EZ_LOG_WARN);
+	fb_fini(&b);
+	/* The context (and the device's large buffers) gone: still refused. */
+	ez_buf_release(big);
+	ck_assert_str_eq(ez_errmsg(), want);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("faults_misuse");
 	TCase *tc = tcase_create("misuse");
+	TCase *vd = tcase_create("void");
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, calls_from_another_thread);
@@ -734,5 +888,10 @@ int main(void)
 	tcase_add_test(tc, stale_handle);
 	tcase_add_test(tc, ctx_free_with_held_buffers);
 	suite_add_tcase(su, tc);
+	/* Handles whose object is gone (CK_RUN_CASE=void). */
+	tcase_set_timeout(vd, 60);
+	tcase_add_test(vd, close_after_final_callback);
+	tcase_add_test(vd, release_after_pool_free);
+	suite_add_tcase(su, vd);
 	return check_run_suite(su, CK_NORMAL);
 }

@@ -1,6 +1,7 @@
-/* test_srqpool.c: the SRQ pool's logic without a device: options, watermark and credit math, modify rules, free list and WR chains. */
+/* test_srqpool.c: the SRQ pool's logic without a device: options, watermark and credit math, modify rules, free list and WR chains, void descriptors. */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -363,11 +364,150 @@ START_TEST(handles_carry_a_generation)
 }
 END_TEST
 
+/* ---- void descriptors: released after the pool's free --------------------- */
+
+/* A pool of descriptors from the type-stable spare list (desc.c), with an
+ * owner (this thread) and no SRQ: a release never posts (batch above all). */
+#define NV 8
+static struct ez_buf *vbufs[NV];
+
+static void void_pool(void)
+{
+	memset(&fake, 0, sizeof(fake));
+	ezi_owner_init(&fake.own);
+	fake.owner = &fake.own;
+	fake.p.watermark = 0;
+	fake.p.batch = 1000;
+	fake.p.nbufs = fake.p.max_bufs = NV;
+	ck_assert_int_eq(srqpool_desc_get(NV, vbufs), 0);
+	for (int i = NV; i-- > 0;) {
+		ck_assert_uint_eq(vbufs[i]->state, SRQPOOL_BUF_VOID);
+		srqpool_buf_init(vbufs[i], &fake, mem[i], sizeof(mem[i]), 0x1234);
+		srqpool_free_push(&fake, vbufs[i]);
+	}
+	fake.total = NV;
+}
+
+/* Takes every buffer as a completion would; returns the handle of buffer i. */
+static struct ez_buf *void_take(int i)
+{
+	uint32_t n;
+
+	if (fake.nfree) {
+		ck_assert_ptr_nonnull(srqpool_chain(&fake, NV, &n));
+		fake.posted += n;
+	}
+	ck_assert_int_eq(srqpool_mark_taken(&fake, vbufs[i], 8), 0);
+	return srqpool_handle(vbufs[i]);
+}
+
+START_TEST(release_after_pool_free)
+{
+	struct ez_buf *h;
+	char want[256];
+
+	void_pool();
+	h = void_take(2);
+	ck_assert_ptr_eq(ez_buf_data(h), mem[2]);
+	ez_buf_release(h);
+	ck_assert_uint_eq(fake.in_use, 0);
+	/* What srqpool_destroy() does with its slabs' descriptors. */
+	srqpool_desc_put(vbufs, NV, SRQPOOL_VOID_POOL_FREED);
+	memset(&fake, 0xa5, sizeof(fake));	/* the pool is gone: nothing reads it */
+	snprintf(want, sizeof(want), "ez_buf_release: buffer %p was released and its pool freed "
+		 "(ez_srqpool_free); the handle is void", (void *)h);
+	ez_buf_release(h);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ez_buf_release(h);	/* and again: the same */
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_ptr_null(ez_buf_data(h));
+	ck_assert_msg(strstr(ez_errmsg(), "ez_buf_data: buffer "), "%s", ez_errmsg());
+	ck_assert_uint_eq(ez_buf_len(h), 0);
+	ck_assert_msg(strstr(ez_errmsg(), "its pool freed"), "%s", ez_errmsg());
+}
+END_TEST
+
+/* The spare list hands the descriptors to the next pool with their
+ * generations: the old handle matches none of the new deliveries. */
+START_TEST(reused_descriptor_keeps_its_generation)
+{
+	struct ez_buf *old, *cur, *d;
+	uint16_t gen;
+
+	void_pool();
+	old = void_take(0);
+	d = srqpool_desc(old);
+	gen = d->gen;
+	ez_buf_release(old);
+	srqpool_desc_put(vbufs, NV, SRQPOOL_VOID_POOL_FREED);
+	ck_assert_uint_eq(d->gen, gen);
+	void_pool();	/* the same descriptors, last in first out */
+	ck_assert_ptr_eq(vbufs[0], d);
+	cur = void_take(0);
+	ck_assert_uint_eq(srqpool_desc(cur)->gen, (uint16_t)(gen + 1));
+	ck_assert_ptr_ne(cur, old);
+	ez_buf_release(old);
+	ck_assert_msg(strstr(ez_errmsg(), "stale handle"), "%s", ez_errmsg());
+	ck_assert_uint_eq(fake.in_use, 1);	/* the new message is still held */
+	ck_assert_ptr_eq(ez_buf_data(cur), mem[0]);
+	ez_buf_release(cur);
+	ck_assert_uint_eq(fake.in_use, 0);
+	srqpool_desc_put(vbufs, NV, SRQPOOL_VOID_POOL_FREED);
+}
+END_TEST
+
+static int done_calls;
+static void *done_arg;
+static uint32_t done_len;
+
+static void big_done(struct ez_srqpool *pool, void *arg, uint32_t len)
+{
+	ck_assert_ptr_eq(pool, &fake);
+	done_calls++;
+	done_arg = arg;
+	done_len = len;
+}
+
+/* A large message's descriptor: released once (done runs once), then void. */
+START_TEST(large_message_released_twice)
+{
+	struct ez_buf *d, *h;
+	char want[256];
+	int arg;
+
+	void_pool();
+	ck_assert_int_eq(srqpool_desc_get(1, &d), 0);
+	done_calls = 0;
+	h = srqpool_big_deliver(&fake, d, mem[9], 40, big_done, &arg);
+	ck_assert_uint_eq(fake.in_use, 1);
+	ck_assert_ptr_eq(ez_buf_data(h), mem[9]);
+	ez_buf_release(h);
+	ck_assert_int_eq(done_calls, 1);
+	ck_assert_ptr_eq(done_arg, &arg);
+	ck_assert_uint_eq(done_len, 40);
+	ck_assert_uint_eq(fake.in_use, 0);
+	ck_assert_uint_eq(d->state, SRQPOOL_BUF_VOID);
+	ez_buf_release(h);
+	snprintf(want, sizeof(want), "ez_buf_release: buffer %p is not held by the application "
+		 "(released twice?)", (void *)h);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_int_eq(done_calls, 1);
+	ck_assert_uint_eq(fake.in_use, 0);
+	/* Its buffer gone (bigbuf_destroy()): the descriptor stays readable. */
+	srqpool_desc_put(&d, 1, SRQPOOL_VOID_RELEASED);
+	ez_buf_release(h);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_int_eq(done_calls, 1);
+	srqpool_desc_put(vbufs, NV, SRQPOOL_VOID_POOL_FREED);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("srqpool");
 	TCase *opts = tcase_create("options");
 	TCase *fl = tcase_create("freelist");
+	TCase *vd = tcase_create("void");
 
 	tcase_add_test(opts, defaults_for_null_and_zero);
 	tcase_add_test(opts, values_given_are_kept);
@@ -380,7 +520,11 @@ int main(void)
 	tcase_add_test(fl, refused_tail_goes_back_free);
 	tcase_add_test(fl, take_release_bookkeeping);
 	tcase_add_test(fl, handles_carry_a_generation);
+	tcase_add_test(vd, release_after_pool_free);
+	tcase_add_test(vd, reused_descriptor_keeps_its_generation);
+	tcase_add_test(vd, large_message_released_twice);
 	suite_add_tcase(s, opts);
 	suite_add_tcase(s, fl);
+	suite_add_tcase(s, vd);
 	return check_run_suite(s, CK_NORMAL);
 }
