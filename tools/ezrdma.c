@@ -40,6 +40,19 @@ struct hello {
 };
 #define HELLO_MAGIC 0x657a7270u /* "ezrp" */
 #define MAX_MSG_CAP (1u << 20)
+
+/* A connection's max_msg_size for messages of size bytes: above 64 KiB
+ * a power of two (ez_conn_opts(3)), the next one up. */
+static uint32_t msg_limit(uint32_t size)
+{
+	uint32_t v = 64u << 10;
+
+	if (size <= v)
+		return size;
+	while (v < size)
+		v <<= 1;
+	return v;
+}
 #define MAX_MR_CAP (64u << 20)
 
 /* Per thread: `perf -T N` runs N clients, each a thread with its own loop,
@@ -252,7 +265,7 @@ static void s_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 	if (d && len == sizeof(h))
 		memcpy(&h, d, sizeof(h));
 	if (h.magic == HELLO_MAGIC && h.max_msg > o.max_msg_size)
-		o.max_msg_size = h.max_msg < MAX_MSG_CAP ? h.max_msg : MAX_MSG_CAP;
+		o.max_msg_size = msg_limit(h.max_msg < MAX_MSG_CAP ? h.max_msg : MAX_MSG_CAP);
 	if (!s || ez_accept(req, &o, &cbs, s, &s->conn)) {
 		fprintf(stderr, "ezrdma: accept: %s\n", ez_errmsg());
 		free(s);
@@ -527,7 +540,7 @@ static void c_disconnect(struct ez_conn *conn, int status, void *arg)
 static void c_start(uint32_t max_msg)
 {
 	struct hello h = { HELLO_MAGIC, max_msg };
-	struct ez_conn_opts o = { .max_msg_size = max_msg, .send_depth = 256,
+	struct ez_conn_opts o = { .max_msg_size = msg_limit(max_msg), .send_depth = 256,
 				  .private_data = &h, .private_data_len = sizeof(h) };
 	struct ez_conn_cbs cbs = { .on_connect = c_connect, .on_recv = c_recv, .on_disconnect = c_disconnect };
 

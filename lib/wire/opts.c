@@ -16,6 +16,11 @@ static void def_u8(uint8_t *v, uint32_t comp_mask, uint32_t bit, uint8_t def)
 		*v = def;
 }
 
+static uint32_t pow2_below(uint32_t v)
+{
+	return 1u << (31 - __builtin_clz(v));
+}
+
 int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out)
 {
 	size_t pmax;
@@ -60,6 +65,13 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 	if (out->max_msg_size > CONN_MAX_MSG)
 		return ezi_fail(-EINVAL, "ez_conn_opts.max_msg_size %u exceeds %u",
 				out->max_msg_size, CONN_MAX_MSG);
+	/* Above the receive buffers a limit travels as its log2 (the
+	 * handshake's rendezvous shift): another value would be rounded down
+	 * behind the application's back, and a send it allowed refused. */
+	if (out->max_msg_size > CONN_EAGER_MAX && (out->max_msg_size & (out->max_msg_size - 1)))
+		return ezi_fail(-EINVAL, "ez_conn_opts.max_msg_size %u: above %u it must be a power of two (%u or %u)",
+				out->max_msg_size, CONN_EAGER_MAX, pow2_below(out->max_msg_size),
+				2 * pow2_below(out->max_msg_size));
 	if (out->inline_threshold > out->max_msg_size)
 		out->inline_threshold = out->max_msg_size;
 	if (out->qp_timeout > 31)

@@ -83,6 +83,19 @@ START_TEST(out_of_range_named)
 	BAD(.recv_depth = 1, 0, "ez_conn_opts.recv_depth 1 not in 2..16384");
 	BAD(.send_depth = 20000, 0, "ez_conn_opts.send_depth 20000 exceeds 16384");
 	BAD(.path_mtu = 9, 0, "ez_conn_opts.path_mtu 9 is not an enum ibv_mtu value");
+	/* issue 42 item 1: silently rounded down to 16777216 before. */
+	BAD(.max_msg_size = 16777248, 0,
+	    "ez_conn_opts.max_msg_size 16777248: above 65536 it must be a power of two (16777216 or 33554432)");
+	BAD(.max_msg_size = 65568, 1,
+	    "ez_conn_opts.max_msg_size 65568: above 65536 it must be a power of two (65536 or 131072)");
+	{
+		struct ez_conn_opts in = { .max_msg_size = 65535 }, o;
+
+		ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);	/* any value up to 64 KiB */
+		in.max_msg_size = 1u << 30;
+		ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+		ck_assert_uint_eq(o.max_msg_size, 1u << 30);
+	}
 	BAD(.udp_sport = 4791, 0, "ez_conn_opts.udp_sport 4791 below the RoCEv2 range 0xC000..0xFFFF");
 	BAD(.private_data_len = 41, 0, "ez_conn_opts.private_data_len 41 exceeds 40 for a connect");
 	BAD(.private_data_len = 5, 0, "ez_conn_opts.private_data is NULL with private_data_len 5");
