@@ -403,6 +403,22 @@ const char *raw_reject_reason(const struct raw *r, char *text, size_t size)
 	return text;
 }
 
+void raw_expect_penalized(struct fb *b, const char *port, int failures, char *why, size_t size)
+{
+	struct raw r;
+	char want[200];
+	int status = raw_ez_dial_result(b, &r, port);
+
+	ck_assert_msg(status == 28, "connect after %d failures: %s (status %d)", failures,
+		      rdma_event_str(r.last), status);
+	raw_reject_reason(&r, why, size);
+	snprintf(want, sizeof(want),
+		 "refused: %d failures (refused RDMA requests, protocol violations) from %s; try again in ",
+		 failures, test_addr());
+	ck_assert_msg(strncmp(why, want, strlen(want)) == 0, "reject reason: \"%s\"", why);
+	raw_free(&r);
+}
+
 int raw_rdma_try(struct fb *b, struct raw *r, enum ibv_wr_opcode op, uint64_t raddr, uint32_t rkey,
 	     uint32_t len, double secs)
 {

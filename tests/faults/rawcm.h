@@ -100,6 +100,10 @@ enum ibv_wc_status raw_rdma(struct fb *b, struct raw *r, enum ibv_wr_opcode opco
 			    uint32_t len, uint64_t raddr, uint32_t rkey, double secs);
 /* The reason of an easyrdma REJECT kept in r->pdata ("" if none). */
 const char *raw_reject_reason(const struct raw *r, char *text, size_t size);
+/* A raw dial from test_addr() after failures counted against it: refused
+ * (REJECTED, status 28) with "refused: N failures (...) from ADDR; try
+ * again in ..."; the whole reason in why. */
+void raw_expect_penalized(struct fb *b, const char *port, int failures, char *why, size_t size);
 /* An RDMA READ or WRITE of len bytes (<= 128) between r->buf and
  * raddr/rkey: the work completion's status, or -ETIMEDOUT. */
 int raw_rdma_try(struct fb *b, struct raw *r, enum ibv_wr_opcode op, uint64_t raddr,
