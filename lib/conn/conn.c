@@ -32,6 +32,7 @@
 #include "path.h"
 #include "rndv.h"
 #include "pool.h"
+#include "sendq.h"
 #include "srqpool/srqpool.h"
 
 /* Where the device does not send IBV_EVENT_QP_LAST_WQE_REACHED (Soft-RoCE),
@@ -229,7 +230,7 @@ static void on_drain_timer(struct loop_timer *t)
 
 	conn->srq_drained = 1;
 	ezi_log_debug("QP %u: no IBV_EVENT_QP_LAST_WQE_REACHED after %d ms; %d sends not flushed yet",
-		      conn->qpn, DRAIN_FALLBACK_MS, conn->posted);
+		      conn->qpn, DRAIN_FALLBACK_MS, conn_sq_posted(conn));
 	conn_drain_check(conn);
 }
 

@@ -183,7 +183,7 @@ static int export_post(struct ez_conn *conn, struct conn_path *p, struct conn_ex
 		       uint64_t addr, uint64_t len, unsigned int access)
 {
 	struct ibv_send_wr *bad;
-	struct op *op = conn->free_ops;
+	struct op *op = conn_op_take(conn);
 	int err;
 
 	if (!op) {
@@ -192,14 +192,9 @@ static int export_post(struct ez_conn *conn, struct conn_path *p, struct conn_ex
 		return ezi_fail(-ENOBUFS, "ez_conn_export: %u operations already outstanding (send_depth)",
 				conn->o.send_depth);
 	}
-	conn->free_ops = op->next;
+	conn_op_fill(op, OP_BIND, NULL, NULL);
 	op->conn = conn;
-	op->kind = OP_BIND;
 	op->path = p;
-	op->cb = NULL;
-	op->arg = NULL;
-	op->pin = 0;
-	op->wr.next = NULL;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
 	/* The op last carried a send: a bind takes no immediate (rxe
 	 * refuses one) and no data. */
@@ -208,14 +203,11 @@ static int export_post(struct ez_conn *conn, struct conn_path *p, struct conn_ex
 	mw_bind_wr(&e->w, addr, len, ibv_remote(access), &op->wr);
 	op->mr = e->w.mr;
 	op->mr->inflight++;
-	/* ibv_post_send() returns the error; errno is not always set. */
-	err = ibv_post_send(p->qp, &op->wr, &bad);
+	err = conn_sq_post(p, &op->wr, &bad);
 	if (err) {
-		if (err < 0)
-			err = errno ? errno : EIO;
 		conn_op_put(conn, op);
-		return ezi_fail(-err, "ibv_post_send(IBV_WR_BIND_MW, QP %u): %s", p->qpn,
-				ez_strerror(err));
+		return ezi_fail(err, "ibv_post_send(IBV_WR_BIND_MW, QP %u): %s", p->qpn,
+				ez_strerror(-err));
 	}
 	conn_sq_append(conn, op);
 	return 0;

@@ -151,12 +151,6 @@ void conn_fail_after_bye(struct ez_conn *conn, int status, const char *fmt, ...)
 	va_end(ap);
 }
 
-void conn_drain_check(struct ez_conn *conn)
-{
-	if (conn->state == CS_DRAINING && conn->posted == 0 && conn->srq_drained)
-		conn_fire(conn, CE_DRAINED, 0);
-}
-
 void conn_fire(struct ez_conn *conn, enum conn_event ev, int status)
 {
 	const struct conn_fsm_row *row = conn_fsm_row(conn->state, ev);

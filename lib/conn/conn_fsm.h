@@ -121,7 +121,4 @@ void conn_fail(struct ez_conn *conn, int status, const char *fmt, ...)
  * refusal) the caller has posted: the teardown waits for it. */
 void conn_fail_after_bye(struct ez_conn *conn, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Called whenever posted work drops: fires CE_DRAINED once a draining
- * connection has nothing posted left and the SRQ is done with it. */
-void conn_drain_check(struct ez_conn *conn);
 #endif

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "device/cq.h"
 #include "path.h"
+#include "sendq.h"
 
 static void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
 {

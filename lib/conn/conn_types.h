@@ -183,7 +183,6 @@ struct ez_conn {
 	struct op bye_op;
 	struct op seal_op;	/* conn_seal()'s, posted into the QP in ERR */
 	int peer_bye;
-	int posted;		/* WRs on the send queue */
 	/* A callback-less small send may go out unsignalled with no op
 	 * (msg.c's silent sends), so it does not count against send_depth;
 	 * 0 when every send keeps its op and completion. nops: send_depth. */

@@ -138,39 +138,197 @@ static void send_ready_now(struct ez_conn *conn)
 	send_ready_check(conn);
 }
 
-/* The user callback of a finished op; the op is free again before it runs
- * so the callback can post the next one. */
-static void op_complete(struct ez_conn *conn, struct op *op, int status)
-{
-	ez_op_cb cb = op->cb;
-	void *arg = op->arg;
-	ez_atomic_cb acb = NULL;
-	uint64_t old = 0;
-	int large = 0;
+/* What an op that is not a plain success (an error, an expired deadline,
+ * an atomic's result, a large send's staging) changes in its ending, for
+ * op_finish(). Out of line: the common ending pays nothing for it. */
+struct op_end {
+	ez_atomic_cb acb;	/* an atomic's callback, with old */
+	uint64_t old;
+	int large;		/* a large send: its staged copy went back */
+};
 
+static __attribute__((noinline)) int op_end_of(struct ez_conn *conn, const struct op *op,
+					       int status, struct op_end *end)
+{
 	/* Flushed because its deadline passed (keepalive.c): it says so. */
 	if (op->aged == OP_EXPIRED && status == -ECANCELED)
 		status = -ETIMEDOUT;
-	if (__builtin_expect(OP_KIND_IN(OP_KIND_BIT(OP_ATOMIC_CAS) | OP_KIND_BIT(OP_ATOMIC_FADD) |
-					OP_KIND_BIT(OP_SEND_RNDV), op->kind), 0)) {
-		large = op->kind == OP_SEND_RNDV;
-		if (!large) {
-			acb = op->acb;
-			old = status ? 0 : conn_atomic_old(conn, op);
-		}
+	if (op->kind == OP_ATOMIC_CAS || op->kind == OP_ATOMIC_FADD) {
+		end->acb = op->acb;
+		end->old = status ? 0 : conn_atomic_old(conn, op);
 	}
-	conn_op_put(conn, op);
+	end->large = op->kind == OP_SEND_RNDV;
 	if (status)
 		conn->stats.op_errors++;
-	if (acb)
-		acb(conn, status, old, arg);
+	return status;
+}
+
+/* The one place an op ends for its owner: it goes back to the free list
+ * (so that its callback can post the next), then the application's
+ * callback runs, exactly once, with the outcome. plain (a constant): an
+ * application send, write or read that succeeded, which needs nothing of
+ * op_end_of() (a stream's every completion). */
+static inline __attribute__((always_inline)) void op_finish(struct ez_conn *conn, struct op *op,
+							     int status, const int plain)
+{
+	ez_op_cb cb = op->cb;
+	void *arg = op->arg;
+	struct op_end end = { 0 };
+
+	if (!plain)
+		status = op_end_of(conn, op, status, &end);
+	conn_op_put(conn, op);
+	if (__builtin_expect(end.acb != NULL, 0))
+		end.acb(conn, status, end.old, arg);
 	else if (cb)
 		cb(conn, status, arg);
 	send_ready_check(conn);
 	/* Its staged copy went back (rndv.c): connections refused for the
 	 * context's staging budget may send again. */
-	if (large && conn->ctx->staged_waiters)
+	if (__builtin_expect(end.large, 0) && conn->ctx->staged_waiters)
 		staging_wake(conn->ctx, send_ready_now);
+}
+
+/* An op ends, any kind, any outcome. */
+static void op_complete(struct ez_conn *conn, struct op *op, int status)
+{
+	op_finish(conn, op, status, 0);
+}
+
+/* The library's own ops at their completion (op_kind_ops.done). */
+static void bye_done(struct ez_conn *conn, struct op *op, int status)
+{
+	if (--conn->byes_left <= 0)
+		conn_fire(conn, CE_BYE_DONE, 0);
+}
+
+static void credit_done(struct ez_conn *conn, struct op *op, int status)
+{
+	conn->credit_inflight = 0;
+}
+
+/* A large send's header: the op ends at the peer's acknowledgement, or
+ * now if the header failed (rndv.c). */
+static void rndv_header_done(struct ez_conn *conn, struct op *op, int status)
+{
+	if (conn_rndv_sent(conn, op, status))
+		op_complete(conn, op, status);
+}
+
+/* A path notice or a seal: nothing waits on it. */
+static void nothing_done(struct ez_conn *conn, struct op *op, int status)
+{
+}
+
+/* What a failed op was and what it touched, for the connection's message
+ * (op_kind_ops.describe): "RDMA READ of rkey 0x223 [0x7f0000001000, +4096)",
+ * "SEND of 64 bytes". */
+static uint32_t op_bytes(const struct op *op)
+{
+	return op->wr.num_sge ? op->sge.length : 0;
+}
+
+static void describe_rdma(const struct op *op, char *out, size_t len)
+{
+	snprintf(out, len, "%s of rkey 0x%x [0x%llx, +%u)", op_kind_name(op->kind),
+		 op->wr.wr.rdma.rkey, (unsigned long long)op->wr.wr.rdma.remote_addr, op_bytes(op));
+}
+
+static void describe_send(const struct op *op, char *out, size_t len)
+{
+	snprintf(out, len, "SEND of %u bytes", op_bytes(op));
+}
+
+static void describe_atomic(const struct op *op, char *out, size_t len)
+{
+	snprintf(out, len, "%s of rkey 0x%x [0x%llx, +8)", op_kind_name(op->kind),
+		 op->wr.wr.atomic.rkey, (unsigned long long)op->wr.wr.atomic.remote_addr);
+}
+
+static void describe_rndv(const struct op *op, char *out, size_t len)
+{
+	snprintf(out, len, "rendezvous header of a %u-byte message", op->rndv_len);
+}
+
+static void describe_auth(const struct op *op, char *out, size_t len)
+{
+	snprintf(out, len, "shared-secret message of %u bytes", op_bytes(op));
+}
+
+/* Each kind's behaviour where it differs, in one table: its completion
+ * (after the path's counts), what it holds that a refused post or a
+ * cancel gives back besides the op (release), the charge a refused post
+ * undoes besides the credits (uncharge), its words in a failed op's
+ * message (NULL: its name), and whether it names its own failure (a
+ * keepalive op with the retry budget that ran out, a fetch with the offer
+ * it read). The per-op bits of the data path stay masks (OP_*_KINDS in
+ * conn_types.h): one shift and test where this would be a load. */
+struct op_kind_ops {
+	void (*done)(struct ez_conn *conn, struct op *op, int status);
+	void (*release)(struct ez_conn *conn, struct op *op);
+	void (*uncharge)(struct ez_conn *conn, struct op *op);
+	void (*describe)(const struct op *op, char *out, size_t len);
+	uint8_t own_report;
+};
+
+static const struct op_kind_ops kind_ops[] = {
+	[OP_SEND] = { .done = op_complete, .describe = describe_send },
+	[OP_SEND_MR] = { .done = op_complete, .describe = describe_send },
+	[OP_WRITE] = { .done = op_complete, .describe = describe_rdma },
+	[OP_WRITE_IMM] = { .done = op_complete, .describe = describe_rdma },
+	[OP_READ] = { .done = op_complete, .describe = describe_rdma },
+	[OP_CREDIT] = { .done = credit_done },
+	[OP_BYE] = { .done = bye_done },
+	[OP_PATH_DOWN] = { .done = nothing_done },
+	[OP_AUTH] = { .done = op_complete, .describe = describe_auth },
+	[OP_BIND] = { .done = op_complete },
+	[OP_KA_PROBE] = { .done = conn_live_sent, .own_report = 1 },
+	[OP_KA_ANSWER] = { .done = conn_live_sent, .own_report = 1 },
+	[OP_ATOMIC_CAS] = { .done = op_complete, .describe = describe_atomic },
+	[OP_ATOMIC_FADD] = { .done = op_complete, .describe = describe_atomic },
+	[OP_SEND_RNDV] = { .done = rndv_header_done, .release = conn_rndv_release,
+			   .uncharge = conn_rndv_unposted, .describe = describe_rndv },
+	[OP_RNDV_READ] = { .done = conn_rndv_op_done, .own_report = 1 },
+	[OP_RNDV_ACK] = { .done = conn_rndv_op_done, .own_report = 1 },
+	[OP_SEAL] = { .done = nothing_done },
+};
+_Static_assert(sizeof(kind_ops) / sizeof(kind_ops[0]) == OP_SEAL + 1,
+	       "every op kind has its behaviour");
+
+static const struct op_kind_ops *kind_of(const struct op *op)
+{
+	EZ_ASSERT((unsigned)op->kind <= OP_SEAL && kind_ops[op->kind].done);
+	return &kind_ops[op->kind];
+}
+
+/* An op not posted (refused by the device, or cancelled while queued)
+ * gives back what its kind holds besides the op. */
+static void op_release(struct ez_conn *conn, struct op *op)
+{
+	const struct op_kind_ops *k = kind_of(op);
+
+	if (k->release)
+		k->release(conn, op);
+}
+
+/* One posted WR is done: its callback, or the library's own bookkeeping. */
+static void op_done(struct ez_conn *conn, struct op *op, int status)
+{
+	EZ_ASSERT(op->path->posted > 0);
+	op->path->posted--;
+	if (!OP_KIND_IN(OP_CTRL_KINDS, op->kind) && op->wr.num_sge)
+		op->path->posted_bytes -= op->sge.length;
+	kind_of(op)->done(conn, op, status);
+}
+
+static void op_describe(const struct op *op, char *out, size_t len)
+{
+	const struct op_kind_ops *k = kind_of(op);
+
+	if (k->describe)
+		k->describe(op, out, len);
+	else
+		snprintf(out, len, "%s", op_kind_name(op->kind));
 }
 
 /* Whether the op lands in one of the peer's receive buffers, and so needs
@@ -214,6 +372,7 @@ static inline void op_charge(struct ez_conn *conn, struct op *op)
 		rx_note_granted(&conn->rxt, give);
 	}
 	if (needs_credit(op)) {
+		EZ_ASSERT(conn->send_credits > 0);	/* the poster waited for one */
 		conn->send_credits--;
 		rx_note_sent(&conn->rxt);
 	}
@@ -221,16 +380,19 @@ static inline void op_charge(struct ez_conn *conn, struct op *op)
 
 static void op_uncharge(struct ez_conn *conn, struct op *op)
 {
-	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_SEND_RNDV) {
+	const struct op_kind_ops *k = kind_of(op);
+
+	if (OP_KIND_IN(OP_IMM_CREDIT_KINDS, op->kind)) {
 		uint32_t n = ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
 
 		srqpool_credits_unreturn(conn->pool, &conn->acct, n);
 		rx_note_ungranted(&conn->rxt, n, 0);
 	}
-	if (op->kind == OP_SEND_RNDV)
-		conn_rndv_unposted(conn, op);
+	if (k->uncharge)
+		k->uncharge(conn, op);
 	if (needs_credit(op)) {
 		conn->send_credits++;
+		EZ_ASSERT(conn->send_credits <= RX_MAX_CREDITS);
 		rx_note_unsent(&conn->rxt);
 	}
 }
@@ -316,7 +478,6 @@ static inline __attribute__((always_inline)) void chain_account(struct ez_conn *
 	else
 		p->sq_head = ch->first;
 	p->sq_tail = ch->last;
-	conn->posted += (int)ch->n;
 	p->posted += (int)ch->n;
 	p->posted_bytes += ch->bytes;	/* a chain holds no control message */
 	conn->stats.path_ops[p->idx] += ch->n;
@@ -340,7 +501,7 @@ static inline __attribute__((always_inline)) void chain_account(struct ez_conn *
 		op_count_kind(conn, op);
 }
 
-/* The device refused a chain (ibv_post_send() returned err, bad the first
+/* The device refused a chain (conn_sq_post() returned err, bad the first
  * WR it did not take): what it took is accounted op by op, the rest is
  * uncharged and ends with the error, but a refused first op, which is left
  * to the caller (its error is returned; 0 when the first went out). Out of
@@ -357,8 +518,7 @@ static __attribute__((noinline, cold)) int post_refused(struct ez_conn *conn,
 
 	if (!bad)
 		bad = &first->wr;
-	if (err < 0)
-		err = errno ? errno : EIO;
+	err = -err;	/* conn_sq_post()'s -errno, as the messages name it */
 	for (wr = &first->wr; wr != bad; wr = wr->next) {
 		op = container_of(wr, struct op, wr);
 		op_count(conn, op);
@@ -383,7 +543,7 @@ static __attribute__((noinline, cold)) int post_refused(struct ez_conn *conn,
 	return bad == &first->wr ? ret : 0;
 }
 
-/* Posts a chain (charged) with one ibv_post_send(); a refusal is
+/* Posts a chain (charged) with one conn_sq_post(); a refusal is
  * post_refused()'s. */
 static int post_chain(struct ez_conn *conn, const struct chain *ch)
 {
@@ -393,7 +553,7 @@ static int post_chain(struct ez_conn *conn, const struct chain *ch)
 	struct op *tail_before = path->sq_tail;
 	int err;
 
-	err = ibv_post_send(path->qp, &first->wr, &bad);
+	err = conn_sq_post(path, &first->wr, &bad);
 	if (__builtin_expect(!err, 1)) {
 		chain_account(conn, path, ch);
 		return 0;
@@ -419,7 +579,7 @@ void conn_seal(struct ez_conn *conn)
 	ret = conn_post_ctrl(conn, &conn->seal_op, OP_SEAL, p, 0, NULL, 0);
 	if (ret)
 		ezi_log_err("QP %u in ERR: ibv_post_send(send-queue seal): %s; %d sends stay "
-			    "unaccounted", conn->qpn, ez_strerror(ret), conn->posted);
+			    "unaccounted", conn->qpn, ez_strerror(ret), conn_sq_posted(conn));
 	else
 		conn->stats.seals++;
 }
@@ -525,7 +685,6 @@ static inline int silent_fits(const struct ez_conn *conn, const struct conn_path
  * paths reads. */
 static inline void silent_posted(struct ez_conn *conn, struct conn_path *p, uint32_t len)
 {
-	conn->posted++;
 	p->posted++;
 	p->silent_tail++;
 	conn->stats.sends_unsignalled++;
@@ -544,7 +703,6 @@ static inline void silent_retire(struct ez_conn *conn, struct conn_path *p, stru
 {
 	if (__builtin_expect(!e->silent_before, 1))
 		return;
-	conn->posted -= e->silent_before;
 	p->posted -= e->silent_before;
 	e->silent_before = 0;
 }
@@ -571,7 +729,7 @@ static int post_op_silent(struct ez_conn *conn, const struct chain *ch)
 
 	op->wr.send_flags &= ~IBV_SEND_SIGNALED;
 	op->wr.wr_id = p->silent_wr.wr_id;
-	err = ibv_post_send(p->qp, &op->wr, &bad);
+	err = conn_sq_post(p, &op->wr, &bad);
 	op->wr.wr_id = device_wr_id(&op->dwr);
 	if (err)
 		return post_refused(conn, ch, bad, err, p->sq_tail);
@@ -677,8 +835,7 @@ void conn_cancel_pending(struct ez_conn *conn)
 		if (!conn->pend_head)
 			conn->pend_tail = NULL;
 		/* A large send not posted yet has its window bound already. */
-		if (op->kind == OP_SEND_RNDV)
-			conn_rndv_release(conn, op);
+		op_release(conn, op);
 		op_complete(conn, op, -ECANCELED);
 	}
 	/* Large sends whose header went out and that wait for the peer's
@@ -696,8 +853,7 @@ static int op_submit(struct ez_conn *conn, struct op *op)
 	    !conn->dev->dispatching) {
 		ret = op_post(conn, op);
 		if (ret) {
-			if (op->kind == OP_SEND_RNDV)
-				conn_rndv_release(conn, op);
+			op_release(conn, op);
 			conn_op_put(conn, op);
 			return ret;
 		}
@@ -756,22 +912,14 @@ static __attribute__((noinline)) int op_refused(struct ez_conn *conn, const char
 			     conn->o.send_depth);
 }
 
-/* The next free op; the caller saw the list non-empty. */
-static inline struct op *op_pop(struct ez_conn *conn)
+/* A free op for fn, or NULL and -ENOBUFS's refusal (on_send_ready later). */
+static inline struct op *op_get(struct ez_conn *conn, const char *fn)
 {
-	struct op *op = conn->free_ops;
+	struct op *op = conn_op_take(conn);
 
-	conn->free_ops = op->next;
-	return op;
-}
-
-static struct op *op_get(struct ez_conn *conn, const char *fn)
-{
-	if (!conn->free_ops) {
+	if (__builtin_expect(!op, 0))
 		op_refused(conn, fn);
-		return NULL;
-	}
-	return op_pop(conn);
+	return op;
 }
 
 static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, uint32_t len,
@@ -825,13 +973,8 @@ static int send_large(struct ez_conn *conn, const struct iovec *iov, int iovcnt,
 static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, uint32_t len,
 		      ez_op_cb cb, void *arg)
 {
-	op->kind = kind;
-	op->cb = cb;
-	op->arg = arg;
-	op->pin = 0;
-	op->mr = NULL;
+	conn_op_fill(op, kind, cb, arg);
 	op->sge.length = len;
-	op->wr.next = NULL;
 	op->wr.num_sge = len ? 1 : 0;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
@@ -895,14 +1038,8 @@ static inline int send_small_ok(const struct ez_conn *conn, const void *data, si
 /* An op as a small send of one SGE on p, posted at once (not queued). */
 static inline void small_send_fill(struct op *op, struct conn_path *p, ez_op_cb cb, void *arg)
 {
-	op->kind = OP_SEND;
-	op->cb = cb;
-	op->arg = arg;
-	op->pin = 0;
-	op->mr = NULL;
+	conn_op_fill(op, OP_SEND, cb, arg);
 	op->path = p;
-	op->next = NULL;
-	op->wr.next = NULL;
 	op->wr.num_sge = 1;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
 }
@@ -924,6 +1061,9 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	uint32_t give = credits_to_give(conn);
 	int err;
 
+	/* What op_submit() would test before posting at once. */
+	EZ_ASSERT(!conn->pend_head && conn->send_credits > 0 && conn->npaths == 1 &&
+		  !conn->dev->dispatching && len <= conn->max_inline);
 	small_send_fill(op, p, cb, arg);
 	/* The device copies inline data at the post: the caller's bytes are
 	 * read there, not copied into the op first (the op is not kept for
@@ -936,7 +1076,7 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	rx_note_granted(&conn->rxt, give);
 	conn->send_credits--;
 	rx_note_sent(&conn->rxt);
-	err = ibv_post_send(p->qp, &op->wr, &bad);
+	err = conn_sq_post(p, &op->wr, &bad);
 	if (__builtin_expect(err != 0, 0)) {
 		err = post_refused(conn, &ch, bad, err, p->sq_tail);
 		conn_op_put(conn, op);
@@ -952,7 +1092,7 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 static __attribute__((noinline, cold)) int silent_refused(struct ez_conn *conn,
 							   struct conn_path *p, int err)
 {
-	struct op *op = op_pop(conn);
+	struct op *op = conn_op_take(conn);	/* one is free: ez_send() checked */
 	struct chain ch = { .first = op, .last = op, .n = 1, .kinds = OP_KIND_BIT(OP_SEND) };
 	int ret;
 
@@ -979,13 +1119,15 @@ static inline int send_silent_now(struct ez_conn *conn, struct conn_path *p, con
 	uint32_t give = credits_to_give(conn);
 	int err;
 
+	EZ_ASSERT(!conn->pend_head && conn->send_credits > 0 && conn->npaths == 1 &&
+		  !conn->dev->dispatching && silent_fits(conn, p));
 	p->silent_sge.addr = (uintptr_t)data;
 	p->silent_sge.length = len;
 	p->silent_wr.imm_data = htonl(give);
 	rx_note_granted(&conn->rxt, give);
 	conn->send_credits--;
 	rx_note_sent(&conn->rxt);
-	err = ibv_post_send(p->qp, &p->silent_wr, &bad);
+	err = conn_sq_post(p, &p->silent_wr, &bad);
 	if (__builtin_expect(err != 0, 0))
 		return silent_refused(conn, p, err);
 	silent_posted(conn, p, len);
@@ -1031,10 +1173,10 @@ int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, voi
 			     !conn->dev->dispatching, 1)) {
 		if (!cb && silent_fits(conn, &conn->paths[0]))
 			return send_silent_now(conn, &conn->paths[0], data, (uint32_t)len);
-		op = op_pop(conn);	/* free_ops checked above */
+		op = conn_op_take(conn);	/* free_ops checked above */
 		return send_inline_now(conn, op, data, (uint32_t)len, cb, op_arg);
 	}
-	op = op_pop(conn);
+	op = conn_op_take(conn);
 	return send_small_queued(conn, op, data, len, cb, op_arg);
 }
 
@@ -1146,9 +1288,12 @@ static inline int rdma_post_now(struct ez_conn *conn, struct op *op, enum op_kin
 				  .kinds = OP_KIND_BIT(kind), .bytes = len };
 	int err;
 
+	/* What op_submit() would test before posting at once (no credit:
+	 * a write or read lands in no receive buffer). */
+	EZ_ASSERT(!needs_credit(op) && !conn->pend_head && conn->npaths == 1 &&
+		  !conn->dev->dispatching);
 	op->path = p;
-	op->next = NULL;
-	err = ibv_post_send(p->qp, &op->wr, &bad);
+	err = conn_sq_post(p, &op->wr, &bad);
 	if (__builtin_expect(err != 0, 0)) {
 		err = post_refused(conn, &ch, bad, err, p->sq_tail);
 		conn_op_put(conn, op);
@@ -1200,11 +1345,8 @@ static inline __attribute__((always_inline)) int rdma_op(struct ez_conn *conn,
 	op = op_get(conn, fn);
 	if (!op)
 		return -ENOBUFS;
-	op->kind = kind;
-	op->cb = cb;
-	op->arg = op_arg;
+	conn_op_fill(op, kind, cb, op_arg);
 	op->pin = pin;
-	op->mr = NULL;
 	if (!bare_imm) {
 		ret = conn_pd_lkey(conn, mr, &op->sge.lkey);
 		if (ret) {
@@ -1216,7 +1358,6 @@ static inline __attribute__((always_inline)) int rdma_op(struct ez_conn *conn,
 		mr->inflight++;
 	}
 	op->sge.length = (uint32_t)len;
-	op->wr.next = NULL;
 	op->wr.num_sge = len ? 1 : 0;
 	op->wr.opcode = kind == OP_WRITE ? IBV_WR_RDMA_WRITE :
 			kind == OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -1279,13 +1420,9 @@ static int atomic_op(struct ez_conn *conn, enum op_kind kind, const struct ez_rk
 		conn_op_put(conn, op);
 		return ret;
 	}
-	op->kind = kind;
-	op->cb = NULL;
+	conn_op_fill(op, kind, NULL, op_arg);
 	op->acb = cb;
-	op->arg = op_arg;
 	op->pin = pin;
-	op->mr = NULL;
-	op->wr.next = NULL;
 	op->wr.num_sge = 1;
 	op->wr.opcode = kind == OP_ATOMIC_CAS ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
@@ -1335,69 +1472,6 @@ static int wc_status_errno(enum ibv_wc_status s)
 	}
 }
 
-/* One posted WR is done: its callback, or the library's own bookkeeping. */
-static void op_done(struct ez_conn *conn, struct op *op, int status)
-{
-	conn->posted--;
-	op->path->posted--;
-	if (!OP_KIND_IN(OP_CTRL_KINDS, op->kind) && op->wr.num_sge)
-		op->path->posted_bytes -= op->sge.length;
-	/* The application's sends, writes and reads first: the common case
-	 * takes one test. */
-	if (OP_KIND_IN(OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR) | OP_KIND_BIT(OP_WRITE) |
-		       OP_KIND_BIT(OP_WRITE_IMM) | OP_KIND_BIT(OP_READ), op->kind)) {
-		op_complete(conn, op, status);
-	} else if (op->kind == OP_BYE) {
-		if (--conn->byes_left <= 0)
-			conn_fire(conn, CE_BYE_DONE, 0);
-	} else if (op->kind == OP_CREDIT) {
-		conn->credit_inflight = 0;
-	} else if (op->kind == OP_KA_PROBE || op->kind == OP_KA_ANSWER) {
-		conn_live_sent(conn, op, status);
-	} else if (op->kind == OP_RNDV_READ || op->kind == OP_RNDV_ACK) {
-		conn_rndv_op_done(conn, op, status);
-	} else if (op->kind == OP_SEND_RNDV) {
-		if (conn_rndv_sent(conn, op, status))
-			op_complete(conn, op, status);
-	} else if (op->kind != OP_PATH_DOWN && op->kind != OP_SEAL) {
-		op_complete(conn, op, status);
-	}
-}
-
-/* What a failed op was and what it touched, for the connection's message:
- * "RDMA READ of rkey 0x223 [0x7f0000001000, +4096)", "SEND of 64 bytes". */
-static void op_describe(const struct op *op, char *out, size_t len)
-{
-	uint32_t bytes = op->wr.num_sge ? op->sge.length : 0;
-
-	switch (op->kind) {
-	case OP_READ:
-	case OP_WRITE:
-	case OP_WRITE_IMM:
-		snprintf(out, len, "%s of rkey 0x%x [0x%llx, +%u)", op_kind_name(op->kind),
-			 op->wr.wr.rdma.rkey, (unsigned long long)op->wr.wr.rdma.remote_addr, bytes);
-		break;
-	case OP_SEND:
-	case OP_SEND_MR:
-		snprintf(out, len, "SEND of %u bytes", bytes);
-		break;
-	case OP_ATOMIC_CAS:
-	case OP_ATOMIC_FADD:
-		snprintf(out, len, "%s of rkey 0x%x [0x%llx, +8)", op_kind_name(op->kind),
-			 op->wr.wr.atomic.rkey, (unsigned long long)op->wr.wr.atomic.remote_addr);
-		break;
-	case OP_SEND_RNDV:
-		snprintf(out, len, "rendezvous header of a %u-byte message", op->rndv_len);
-		break;
-	case OP_AUTH:
-		snprintf(out, len, "shared-secret message of %u bytes", bytes);
-		break;
-	default:
-		snprintf(out, len, "%s", op_kind_name(op->kind));
-		break;
-	}
-}
-
 /* A send-queue completion in error, before the op's callback runs: a
  * fatal one ends the connection now, naming the op, so that the callback
  * (and ez_conn_errmsg() in it) sees the cause, and the end keeps it even
@@ -1425,14 +1499,7 @@ static void op_failed(struct ez_conn *conn, const struct op *op, const struct ib
 {
 	char what[96];
 
-	if (!send_failure_to_report(conn, status, fatal))
-		return;
-	/* A keepalive op's own completion (conn_live_sent()) names its failure
-	 * with the retry budget that ran out. */
-	if (op->kind == OP_KA_PROBE || op->kind == OP_KA_ANSWER)
-		return;
-	/* A fetch names the peer's offer that failed it (rndv.c). */
-	if (op->kind == OP_RNDV_READ || op->kind == OP_RNDV_ACK)
+	if (!send_failure_to_report(conn, status, fatal) || kind_of(op)->own_report)
 		return;
 	op_describe(op, what, sizeof(what));
 	send_failure_report(conn, what, wc, status);
@@ -1446,29 +1513,11 @@ static void op_failed(struct ez_conn *conn, const struct op *op, const struct ib
 
 static inline void app_op_done_ok(struct ez_conn *conn, struct conn_path *p, struct op *e)
 {
-	ez_op_cb cb = e->cb;
-	void *arg = e->arg;
-
-	conn->posted--;
+	EZ_ASSERT(p->posted > 0);
 	p->posted--;
 	if (e->wr.num_sge)
 		p->posted_bytes -= e->sge.length;
-	/* Free before its callback, which may post the next; an inline send
-	 * holds no slot, a write or read no slot but its MR (conn_op_put's
-	 * work, inline for those). */
-	if (__builtin_expect(!e->slot, 1)) {
-		if (e->mr) {
-			e->mr->inflight--;	/* ez_mr_dereg's -EBUSY */
-			e->mr = NULL;
-		}
-		e->aged = 0;
-		conn_op_free(conn, e);
-	} else {
-		conn_op_put(conn, e);
-	}
-	if (cb)
-		cb(conn, 0, arg);
-	send_ready_check(conn);
+	op_finish(conn, e, 0, 1);
 }
 
 /* The unsignalled WR at the head of p's list (a later completion came):
@@ -1576,7 +1625,6 @@ void conn_on_silent_wc(struct conn_path *p, const struct ibv_wc *wc)
 		device_batch_close(dev);
 		return;
 	}
-	conn->posted--;
 	p->posted--;
 	if (status)
 		conn->stats.op_errors++;	/* as its op's completion would count it */
@@ -1783,6 +1831,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM || m.kind == RX_RNDV)
 		srqpool_credit_used(conn->pool, &conn->acct);
 	conn->send_credits += m.credits;
+	EZ_ASSERT(conn->send_credits <= RX_MAX_CREDITS);	/* rx_check() bounds the grant */
 	/* Nothing reaches the application before the shared secret is proved. */
 	if (conn->state == CS_AWAITING_PROOF || conn->state == CS_AUTHENTICATING) {
 		conn_auth_on_recv(conn, buf, wc);

@@ -224,33 +224,25 @@ static int post_bind(struct ez_conn *conn, struct op *op, struct conn_path *p, u
 		     uint32_t len)
 {
 	struct ibv_send_wr *bad;
-	struct op *bop = conn->free_ops;
+	struct op *bop = conn_op_take(conn);
 	int err;
 
 	if (!bop)
 		return ezi_fail(-ENOBUFS, "ez_send: a large message takes two operations (its window's bind and its header); %u already outstanding (send_depth)",
 				conn->o.send_depth);
-	conn->free_ops = bop->next;
+	conn_op_fill(bop, OP_BIND, NULL, NULL);
 	bop->conn = conn;
-	bop->kind = OP_BIND;
 	bop->path = p;
-	bop->cb = NULL;
-	bop->arg = NULL;
-	bop->pin = 0;
 	bop->aged = 0;
-	bop->mr = NULL;
-	bop->wr.next = NULL;
 	bop->wr.send_flags = IBV_SEND_SIGNALED;
 	bop->wr.imm_data = 0;
 	bop->sge.length = 0;
 	mw_bind_wr(&op->rndv_w, addr, len, IBV_ACCESS_REMOTE_READ, &bop->wr);
-	err = ibv_post_send(p->qp, &bop->wr, &bad);
+	err = conn_sq_post(p, &bop->wr, &bad);
 	if (err) {
-		if (err < 0)
-			err = errno ? errno : EIO;
 		conn_op_put(conn, bop);
-		return ezi_fail(-err, "ibv_post_send(IBV_WR_BIND_MW for a large message, QP %u): %s",
-				p->qpn, ez_strerror(err));
+		return ezi_fail(err, "ibv_post_send(IBV_WR_BIND_MW for a large message, QP %u): %s",
+				p->qpn, ez_strerror(-err));
 	}
 	conn_sq_append(conn, bop);
 	return 0;
@@ -568,15 +560,10 @@ static int post_read(struct ez_conn *conn, struct rndv_rx *e)
 	struct ibv_send_wr *bad;
 	int err;
 
+	conn_op_fill(op, OP_RNDV_READ, NULL, NULL);
 	op->conn = conn;
-	op->kind = OP_RNDV_READ;
 	op->path = p;
-	op->cb = NULL;
-	op->arg = NULL;
-	op->pin = 0;
 	op->aged = 0;
-	op->mr = NULL;
-	op->wr.next = NULL;
 	op->wr.sg_list = &op->sge;
 	op->wr.num_sge = 1;
 	op->wr.opcode = IBV_WR_RDMA_READ;
@@ -587,9 +574,9 @@ static int post_read(struct ez_conn *conn, struct rndv_rx *e)
 	op->sge.addr = (uintptr_t)e->bb->mem;
 	op->sge.length = e->h.len;
 	op->sge.lkey = e->bb->mr->mr->lkey;
-	err = ibv_post_send(p->qp, &op->wr, &bad);
+	err = conn_sq_post(p, &op->wr, &bad);
 	if (err)
-		return err < 0 ? -(errno ? errno : EIO) : -err;
+		return err;
 	conn_sq_append(conn, op);
 	return 0;
 }

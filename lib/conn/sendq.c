@@ -33,18 +33,6 @@ int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len)
 	return 0;
 }
 
-void conn_op_put(struct ez_conn *conn, struct op *op)
-{
-	conn_op_release_copy(conn, op);
-	/* The MR is no longer in use by this op (ez_mr_dereg's -EBUSY). */
-	if (op->mr) {
-		op->mr->inflight--;
-		op->mr = NULL;
-	}
-	op->aged = 0;	/* a new op's deadline starts afresh (keepalive.c) */
-	conn_op_free(conn, op);
-}
-
 /* Each path's send queue completes in order: one list per path (op->path).
  * The silent sends posted since the last op are done when op is. */
 void conn_sq_append(struct ez_conn *conn, struct op *op)
@@ -59,10 +47,28 @@ void conn_sq_append(struct ez_conn *conn, struct op *op)
 	else
 		p->sq_head = op;
 	p->sq_tail = op;
-	conn->posted++;
 	p->posted++;
 	if (!OP_KIND_IN(OP_CTRL_KINDS, op->kind) && op->wr.num_sge)
 		p->posted_bytes += op->sge.length;
+}
+
+/* What the connection has on its send queues: its paths' counts (kept
+ * once, per path; a path taken out keeps its count until it drains). */
+int conn_sq_posted(const struct ez_conn *conn)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; conn->paths && i < conn->npaths; i++) {
+		EZ_ASSERT(conn->paths[i].posted >= 0);
+		n += conn->paths[i].posted;
+	}
+	return n;
+}
+
+void conn_drain_check(struct ez_conn *conn)
+{
+	if (conn->state == CS_DRAINING && conn->srq_drained && conn_sq_posted(conn) == 0)
+		conn_fire(conn, CE_DRAINED, 0);
 }
 
 /* The one place the library's own messages are posted: credits, goodbyes,
@@ -75,21 +81,15 @@ int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
 	struct ibv_send_wr *bad;
 
 	if (from_free) {
-		op = conn->free_ops;
+		op = conn_op_take(conn);
 		if (!op)
 			return -ENOBUFS;
-		conn->free_ops = op->next;
-		op->cb = NULL;
-		op->arg = NULL;
 	}
-	op->pin = 0;
+	conn_op_fill(op, kind, NULL, NULL);
 	op->aged = 0;
-	op->mr = NULL;
 	op->conn = conn;
-	op->kind = kind;
 	op->path = path;
 	op->wr.sg_list = &op->sge;
-	op->wr.next = NULL;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
 	op->wr.imm_data = htonl(imm);
@@ -101,10 +101,8 @@ int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
 			goto refused;
 		memcpy(op->slot->addr, data, len);
 	}
-	/* ibv_post_send() returns the error; errno may be stale. */
-	err = ibv_post_send(path->qp, &op->wr, &bad);
+	err = conn_sq_post(path, &op->wr, &bad);
 	if (err) {
-		err = err > 0 ? -err : -EIO;
 		conn_op_release_copy(conn, op);
 		goto refused;
 	}
@@ -118,44 +116,32 @@ refused:
 
 /* What an op is, in the words of the connection's messages (a failed or
  * overdue op, a post that failed). */
+static const char *const op_kind_names[] = {
+	[OP_SEND] = "SEND",
+	[OP_SEND_MR] = "SEND",
+	[OP_WRITE] = "RDMA WRITE",
+	[OP_WRITE_IMM] = "RDMA WRITE with immediate",
+	[OP_READ] = "RDMA READ",
+	[OP_CREDIT] = "credit message",
+	[OP_BYE] = "goodbye message",
+	[OP_PATH_DOWN] = "path-down notice",
+	[OP_AUTH] = "shared-secret message",
+	[OP_BIND] = "memory window bind",
+	[OP_KA_PROBE] = "keepalive probe",
+	[OP_KA_ANSWER] = "keepalive answer",
+	[OP_ATOMIC_CAS] = "RDMA atomic compare-and-swap",
+	[OP_ATOMIC_FADD] = "RDMA atomic fetch-and-add",
+	[OP_SEND_RNDV] = "rendezvous header",
+	[OP_RNDV_READ] = "RDMA READ of a rendezvous transfer",
+	[OP_RNDV_ACK] = "rendezvous acknowledgement",
+	[OP_SEAL] = "send-queue seal",
+};
+_Static_assert(sizeof(op_kind_names) / sizeof(op_kind_names[0]) == OP_SEAL + 1,
+	       "every op kind has a name");
+
 const char *op_kind_name(enum op_kind kind)
 {
-	switch (kind) {
-	case OP_SEND:
-	case OP_SEND_MR:
-		return "SEND";
-	case OP_WRITE:
-		return "RDMA WRITE";
-	case OP_WRITE_IMM:
-		return "RDMA WRITE with immediate";
-	case OP_READ:
-		return "RDMA READ";
-	case OP_CREDIT:
-		return "credit message";
-	case OP_BYE:
-		return "goodbye message";
-	case OP_PATH_DOWN:
-		return "path-down notice";
-	case OP_AUTH:
-		return "shared-secret message";
-	case OP_BIND:
-		return "memory window bind";
-	case OP_KA_PROBE:
-		return "keepalive probe";
-	case OP_KA_ANSWER:
-		return "keepalive answer";
-	case OP_ATOMIC_CAS:
-		return "RDMA atomic compare-and-swap";
-	case OP_ATOMIC_FADD:
-		return "RDMA atomic fetch-and-add";
-	case OP_SEND_RNDV:
-		return "rendezvous header";
-	case OP_RNDV_READ:
-		return "RDMA READ of a rendezvous transfer";
-	case OP_RNDV_ACK:
-		return "rendezvous acknowledgement";
-	case OP_SEAL:
-		return "send-queue seal";
-	}
-	return "operation";
+	if (NEVER((unsigned)kind > OP_SEAL || !op_kind_names[kind]))
+		return "operation";
+	return op_kind_names[kind];
 }
