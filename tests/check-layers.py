@@ -17,7 +17,7 @@ by, in this order: the file OWNERS below names (with why); the .c it is
 defined in; the .c named after it (struct foo: foo.c, struct ez_foo: foo.c,
 the one in the struct's own folder when there are several); for a struct
 nested in another, the outer struct's owner. Structs with none are skipped
-(counted in the summary). A write is `x->f = ...`, a compound assignment,
+(counted in the summary); an OWNERS file that is gone fails. A write is `x->f = ...`, a compound assignment,
 `++`/`--`, or the destination of memset/memcpy/memmove/strcpy/strncpy/
 snprintf; `a->b.c = 1` writes c of b's struct and, b being a member of a's
 struct by value, b too. A field is written outside its owner when the file
@@ -373,8 +373,8 @@ def find_structs(texts):
 
 
 def owner_of(st, structs, cfiles):
-    if st.name in OWNERS:
-        return os.path.normpath(OWNERS[st.name])
+    if st.name in OWNERS and os.path.normpath(OWNERS[st.name]) in cfiles:
+        return os.path.normpath(OWNERS[st.name])  # else check_owners says so
     if st.path.endswith('.c'):
         return st.path
     names = [st.name] + ([st.name[3:]] if st.name.startswith('ez_') else [])
@@ -590,6 +590,10 @@ def check_owners(root, files, update=False):
         write_baseline(root, counts)
     base = read_baseline(root)
     problems, notes = [], []
+    for name in sorted(set(OWNERS) & set(structs)):
+        if structs[name].owner != os.path.normpath(OWNERS[name]):
+            problems.append('%s:%d: struct %s: OWNERS names %s, which is not in the tree (tests/check-layers.py)' % (
+                structs[name].path, structs[name].line, name, OWNERS[name]))
     for key in sorted(counts):
         n, allowed = counts[key], base.get(key, 0)
         if n <= allowed:
