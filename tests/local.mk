@@ -51,10 +51,12 @@ installcheck-local:
 		`PKG_CONFIG_PATH="$(DESTDIR)$(pkgconfigdir)" $(PKG_CONFIG) --cflags --libs easyrdma` $(EV_LIBS)
 	rm -f readme-example readme-example.c
 
-# The layer rules and no include cycle in lib/ (tests/check-layers.py, run on
-# the source tree), and that checker itself on small fake trees.
+# The layer rules, no include cycle in lib/ and the owner rule with its
+# baseline (tests/check-layers.py, run on the source tree), and that checker
+# itself on small fake trees.
 TESTS += tests/check-layers.py tests/unit/test_check_layers.sh
 dist_noinst_SCRIPTS += tests/check-layers.py tests/unit/test_check_layers.sh
+EXTRA_DIST += tests/owner-baseline.txt
 
 # The tiers ./dev.sh test runs, one script each (tests/tiers/lib.sh counts).
 dist_noinst_SCRIPTS += tests/tiers/install-packages.sh tests/tiers/build.sh \
