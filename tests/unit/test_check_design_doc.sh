@@ -17,6 +17,7 @@ copy() {
 	cp -R "$top/lib" "$top/include" "$t/"
 	cp "$top/doc/design.md" "$t/doc/"
 	cp "$top/tests/check-layers.py" "$t/tests/"
+	chmod -R u+w "$t"	# make distcheck's source tree is read-only, and so the copies
 	for d in tests/unit tests/integration tests/faults tools samples; do
 		[ -d "$top/$d" ] && ln -s "$top/$d" "$t/$d"
 	done
