@@ -135,7 +135,7 @@ struct ez_srqpool_opts {
 	/* Large messages (above buf_size, by rendezvous, ez_send(3)): bytes of
 	 * them the pool's connections hold at once, being fetched or held by
 	 * the application; a fetch beyond waits for a release [64 MiB; one
-	 * message always fits]. Field added after 0.2 (issue 24). */
+	 * message always fits]. Field added after 0.2. */
 	uint64_t large_max_bytes;
 };
 
@@ -171,7 +171,7 @@ struct ez_srqpool_stats {
 	uint64_t credits_withheld; /* returns refused: the connection was over its share */
 	uint64_t credit_waits;	   /* returns that waited for buffers to be reposted */
 	uint64_t rebalances;	   /* share changes (attach, detach, growth) */
-	/* Large messages (rendezvous), added after 0.2 (issue 24). */
+	/* Large messages (rendezvous), added after 0.2. */
 	uint64_t large_bytes;	   /* bytes of them fetching or held by the application now */
 	uint64_t large_max_bytes;  /* the bound (ez_srqpool_opts.large_max_bytes) */
 	uint64_t large_waits;	   /* fetches that waited for the bound */
@@ -636,14 +636,27 @@ struct ez_rkey {
 	uint64_t addr;
 	uint64_t len;
 	uint32_t rkey;
-	uint32_t reserved;
+	/* The QP the key is bound to: EZ_RKEY_PATH_BOUND with the path's number
+	 * in the low 8 bits (ez_conn_export() of a memory window), or 0: any
+	 * path (ez_mr_export(), an export on a connection's own PD). Set by the
+	 * library; the peer passes it on unchanged. `reserved`, its earlier
+	 * name, is the same 4 bytes, so code using it still compiles (the struct
+	 * stays 24 bytes with this word at offset 20: it travels in messages). */
+#ifdef __GNUC__
+	__extension__	/* an anonymous union is C11; also in C99 -pedantic */
+#endif
+	union {
+		uint32_t path_binding;
+		uint32_t reserved;
+	};
 };
 /* The MR's own key, for an MR registered with EZ_MR_SHARED (any peer of
  * the context that has it may use it); else -EPERM. */
 int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out);
 
-/* ez_rkey.reserved of a per-connection export: the window is bound to the
- * QP of path (reserved & 0xff) and one-sided ops with it go on that path. */
+/* ez_rkey.path_binding of a per-connection export: the window is bound to
+ * the QP of path (path_binding & 0xff) and one-sided ops with it go on that
+ * path. */
 #define EZ_RKEY_PATH_BOUND 0x80000000u
 
 /* mr[off, off+len) for this connection alone, with access (EZ_MR_REMOTE_*,
@@ -672,7 +685,9 @@ int ez_write_imm(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 		 const struct ez_rkey *remote, uint64_t roff, uint32_t imm,
 		 ez_op_cb cb, void *op_arg);
 
-/* ---- issue 24 (api): send readiness, accept data, atomics ---- */
+/* ------------------------------------------------------------------ */
+/* The listener's reply data, and RDMA atomics                       */
+/* ------------------------------------------------------------------ */
 
 /* Active side: the application bytes of the listener's reply (its
  * ez_conn_opts.private_data at ez_accept(); untrusted, *len <=

@@ -58,6 +58,12 @@ TESTS += tests/check-layers.py tests/unit/test_check_layers.sh
 dist_noinst_SCRIPTS += tests/check-layers.py tests/unit/test_check_layers.sh
 EXTRA_DIST += tests/owner-baseline.txt
 
+# doc/design.md against the code (tests/check-design-doc.py: the connection
+# machine's state and event counts and names, the layer table, the files it
+# names), and that checker itself on copies of the tree with a drift planted.
+TESTS += tests/check-design-doc.py tests/unit/test_check_design_doc.sh
+dist_noinst_SCRIPTS += tests/check-design-doc.py tests/unit/test_check_design_doc.sh
+
 # The tiers ./dev.sh test runs, one script each (tests/tiers/lib.sh counts).
 dist_noinst_SCRIPTS += tests/tiers/install-packages.sh tests/tiers/build.sh \
 	tests/tiers/unit.sh tests/tiers/integration-asan.sh tests/tiers/plain-integration.sh \

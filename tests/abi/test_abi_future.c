@@ -7,6 +7,14 @@
 #include "abibench.h"
 #include "../checkmain.h"
 
+/* struct ez_rkey travels in messages between programs built against
+ * different headers (doc/abi.md): naming its last word path_binding (an
+ * anonymous union with the old name, reserved) moved nothing. The v0 side
+ * is pinned in test_abi_v0.c. */
+_Static_assert(sizeof(struct ez_rkey) == 24 && offsetof(struct ez_rkey, rkey) == 16 &&
+	       offsetof(struct ez_rkey, path_binding) == 20 && offsetof(struct ez_rkey, reserved) == 20,
+	       "struct ez_rkey is a wire format: its layout is that of v0");
+
 /* The structs as a later header might have them. */
 struct opts_next { struct ez_conn_opts s; uint64_t next; };
 struct cbs_next { struct ez_conn_cbs s; void (*on_next)(void); };

@@ -14,6 +14,11 @@
 /* Where the v0 struct ez_conn_opts ends: after it, trailing padding. */
 #define V0_OPTS_END (offsetof(struct ez_conn_opts, auth_key_len) + sizeof(uint32_t))
 
+/* The layout of struct ez_rkey that test_abi_future.c pins for the
+ * current header: a key from either kind of program reads the same. */
+_Static_assert(sizeof(struct ez_rkey) == 24 && offsetof(struct ez_rkey, rkey) == 16 &&
+	       offsetof(struct ez_rkey, reserved) == 20, "struct ez_rkey of v0");
+
 static struct ez_srqpool *srv_pool;
 
 static int ab_accept(struct abench *b, struct ez_conn_req *req, const struct ez_conn_cbs *cbs)

@@ -38,7 +38,7 @@ say() { echo "inside-vm: $*" | tee -a "$log" >&2; }
 # its client on vCPU 0 (EZ_BENCH_PIN=0: unpinned). Unpinned, the scheduler
 # often wakes a sleeping server on its client's vCPU: 100 serial connections
 # took 30 % longer with either library from placement alone (5.0 against
-# 7.1 ms per connection, doc/performance.md).
+# 7.1 ms per connection, doc/performance-history.md).
 if [ "${EZ_BENCH_PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
 	pin_srv="taskset -c 1" pin_cli="taskset -c 0"
 else

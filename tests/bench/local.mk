@@ -21,7 +21,7 @@ dist_noinst_SCRIPTS += tests/bench/compare tests/bench/inside-vm.sh tests/bench/
 dist_noinst_SCRIPTS += tests/bench/workers-bench-pair.sh tests/bench/insn-workers.sh
 # The pictures of doc/performance.md (plot.py) are drawn from fixed data.
 TESTS += tests/bench/test-plot.sh
-EXTRA_DIST += tests/bench/README.md tests/bench/insn-budget.json tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance.json \
+EXTRA_DIST += tests/bench/README.md tests/bench/insn-budget.json tests/bench/steptime.c tests/bench/cmwait.c doc/performance.md doc/performance-history.md doc/performance.json \
 	doc/performance-s4.json doc/performance-s4-conn.json doc/performance-s4-lat.json doc/performance-s5.json \
 	doc/performance-s6.json doc/performance-insn.json \
 	tests/bench/experiments/lat-variants.sh tests/bench/experiments/perftest-shared-cq.patch \

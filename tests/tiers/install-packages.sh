@@ -5,7 +5,7 @@ set -uo pipefail
 # shellcheck source=tests/tiers/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# python3: make check runs tests/check-layers.py; debhelper, lintian, cmake: the
+# python3: make check runs tests/check-layers.py and tests/check-design-doc.py; debhelper, lintian, cmake: the
 # packages tier (Debian packages, the CMake package config); gnuplot-nox: the
 # benchmark's pictures (tests/bench/plot.py, checked by make check); valgrind:
 # the instruction budget (tests/tiers/insn-budget.sh, callgrind); perftest is
