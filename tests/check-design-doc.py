@@ -30,7 +30,7 @@ LAYERS_PY = os.path.join('tests', 'check-layers.py')
 # Words of the state drawing that are neither states nor events.
 DRAWING_WORDS = {'QP', 'INIT', 'RTR', 'RTS', 'ERR', 'CM', 'SRQ', 'WQE', 'THE', 'FINAL', 'CALLBACK'}
 # Backquoted file names the page uses as examples, not as files.
-EXAMPLE_FILES = {'x.c', 'x.h'}
+EXAMPLE_FILES = {'x.c', 'x.h', 'foo.c'}
 # Paths checked for existence: sources, scripts and the version script, not build products.
 PATH_EXT = ('.c', '.h', '.map', '.sh', '.py', '.mk')
 

@@ -285,7 +285,7 @@ int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t le
 		return ret;
 	}
 	e->key = (struct ez_rkey){ .addr = addr, .len = len, .rkey = e->w.rkey,
-				   .reserved = EZ_RKEY_PATH_BOUND | p->idx };
+				   .path_binding = EZ_RKEY_PATH_BOUND | p->idx };
 	export_link(conn, e, out);
 	return 0;
 }

@@ -1253,9 +1253,9 @@ static inline int rkey_path(struct ez_conn *conn, const struct ez_rkey *remote, 
 	uint32_t idx;
 
 	*pin = 0;
-	if (!remote || !(remote->reserved & EZ_RKEY_PATH_BOUND))
+	if (!remote || !(remote->path_binding & EZ_RKEY_PATH_BOUND))
 		return 0;
-	idx = remote->reserved & 0xff;
+	idx = remote->path_binding & 0xff;
 	if (__builtin_expect(idx >= conn->npaths || !conn->paths[idx].live, 0))
 		return rkey_path_refused(conn, remote, fn);
 	*pin = (uint8_t)(idx + 1);
@@ -1267,7 +1267,7 @@ static __attribute__((noinline, cold)) int rkey_path_refused(struct ez_conn *con
 							      const struct ez_rkey *remote,
 							      const char *fn)
 {
-	uint32_t idx = remote->reserved & 0xff;
+	uint32_t idx = remote->path_binding & 0xff;
 
 	if (idx >= conn->npaths)
 		return ezi_fail(-EINVAL, "%s: rkey 0x%x is bound to path %u; the connection has %u",

@@ -239,6 +239,6 @@ int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out)
 	out->addr = (uintptr_t)mr->mr->addr;
 	out->len = mr->mr->length;
 	out->rkey = mr->mr->rkey;
-	out->reserved = 0;
+	out->path_binding = 0;
 	return 0;
 }
