@@ -240,6 +240,14 @@ OWNERS = {
     'ez_conn_req': 'lib/conn/listener.c',
     # The handshake counted by its listener (listener_hs.h).
     'listener_hs': 'lib/conn/listener.c',
+    # A connection's rendezvous state, embedded in ez_conn as conn->rndv.
+    'conn_rndv': 'lib/conn/rndv.c',
+    # A connection's exports, embedded in ez_conn as conn->ex.
+    'conn_exports': 'lib/conn/conn_export.c',
+    # A connection's atomics' result words, embedded in ez_conn as conn->atomic.
+    'conn_atomic': 'lib/conn/atomic.c',
+    # A connection's keepalive state, embedded in ez_conn as conn->ka.
+    'conn_keepalive': 'lib/conn/keepalive.c',
 }
 BASELINE = os.path.join('tests', 'owner-baseline.txt')
 REPORT_DEFAULT = ['ez_conn']
@@ -465,6 +473,12 @@ def hit_fields(structs, head_type, steps):
     for i in range(last, -1, -1):
         hits.append((types[i], steps[i][1]))
         if steps[i][0] != '.':
+            break
+        # A member struct with an owner of its own (conn->ka is struct
+        # conn_keepalive, keepalive.c's): its fields are that file's, not
+        # the embedding struct's.
+        if i > 0 and getattr(structs[types[i]], 'owner', None) and \
+                structs[types[i]].owner != getattr(structs[types[i - 1]], 'owner', None):
             break
         if i > 0 and structs[types[i - 1]].fields[steps[i - 1][1]].ptr:
             break

@@ -48,17 +48,17 @@ static int atomic_words(struct ez_conn *conn, const char *fn)
 	size_t len = (size_t)conn->o.send_depth * sizeof(uint64_t);
 	void *mem;
 
-	if (conn->atomic_mr)
+	if (conn->atomic.mr)
 		return 0;
 	if (posix_memalign(&mem, 64, len))
 		return ezi_fail(-ENOMEM, "%s: out of memory for %zu bytes of atomic results", fn, len);
-	conn->atomic_res = mem;
-	conn->atomic_mr = ibv_reg_mr(conn_pd_of(conn), conn->atomic_res, len, IBV_ACCESS_LOCAL_WRITE);
-	if (!conn->atomic_mr) {
+	conn->atomic.res = mem;
+	conn->atomic.mr = ibv_reg_mr(conn_pd_of(conn), conn->atomic.res, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!conn->atomic.mr) {
 		int err = errno ? errno : ENOMEM;
 
-		free(conn->atomic_res);
-		conn->atomic_res = NULL;
+		free(conn->atomic.res);
+		conn->atomic.res = NULL;
 		return ezi_fail(-err, "%s: ibv_reg_mr(%s, %zu bytes of atomic results, local write): %s",
 				fn, conn->dev->name, len, ez_strerror(err));
 	}
@@ -72,25 +72,25 @@ int conn_atomic_prepare(struct ez_conn *conn, struct op *op, const char *fn)
 
 	if (ret)
 		return ret;
-	w = &conn->atomic_res[op - conn->ops];
+	w = &conn->atomic.res[op - conn->ops];
 	*w = 0;
 	op->sge.addr = (uintptr_t)w;
 	op->sge.length = sizeof(*w);
-	op->sge.lkey = conn->atomic_mr->lkey;
+	op->sge.lkey = conn->atomic.mr->lkey;
 	return 0;
 }
 
 uint64_t conn_atomic_old(const struct ez_conn *conn, const struct op *op)
 {
-	return conn->atomic_res[op - conn->ops];
+	return conn->atomic.res[op - conn->ops];
 }
 
 void conn_atomic_fini(struct ez_conn *conn)
 {
-	if (conn->atomic_mr && ibv_dereg_mr(conn->atomic_mr))
+	if (conn->atomic.mr && ibv_dereg_mr(conn->atomic.mr))
 		ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -EIO,
 			      "ibv_dereg_mr(atomic results): %s", ez_strerror(errno));
-	conn->atomic_mr = NULL;
-	free(conn->atomic_res);
-	conn->atomic_res = NULL;
+	conn->atomic.mr = NULL;
+	free(conn->atomic.res);
+	conn->atomic.res = NULL;
 }

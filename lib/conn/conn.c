@@ -1441,8 +1441,8 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 	memcpy(&info->peer, rdma_get_peer_addr(conn->id), sizeof(struct sockaddr_in6));
 	{
 		/* What ez_send takes: by rendezvous when both sides announced it. */
-		uint32_t peer = conn->rndv_ok && conn->peer_rndv_max > conn->peer_max_msg ?
-				conn->peer_rndv_max : conn->peer_max_msg;
+		uint32_t peer = conn->rndv.ok && conn->rndv.peer_max > conn->peer_max_msg ?
+				conn->rndv.peer_max : conn->peer_max_msg;
 
 		info->max_msg_size = peer < conn->o.max_msg_size ? peer : conn->o.max_msg_size;
 	}
@@ -1451,7 +1451,7 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 	info->max_inline = conn->max_inline;
 	info->export_mech = conn->own_pd ? EZ_EXPORT_PD :
 		conn->dev && device_has_mw2(conn->dev) ? EZ_EXPORT_MW2 : EZ_EXPORT_NONE;
-	info->exports = conn->nexports;
+	info->exports = conn->ex.n;
 	path_info(conn, info);
 	return 0;
 }

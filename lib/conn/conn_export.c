@@ -46,8 +46,8 @@ int conn_access_flags(const struct ez_conn *conn)
 	/* A connection with its own PD does not reach the context's shared
 	 * MRs (they are on the device's PD): only what it was given. */
 	if (conn->own_pd)
-		return ibv_remote(conn->export_access);
-	return ibv_remote(conn->export_access | conn->ctx->shared_access);
+		return ibv_remote(conn->ex.access);
+	return ibv_remote(conn->ex.access | conn->ctx->shared_access);
 }
 
 void conn_access_set_init(struct ez_conn *conn, int flags)
@@ -82,6 +82,14 @@ int conn_access_apply(struct ez_conn *conn)
 	return 0;
 }
 
+int conn_access_grant(struct ez_conn *conn, unsigned int access)
+{
+	if ((conn->ex.access | access) == conn->ex.access)
+		return 0;
+	conn->ex.access |= access;
+	return conn_access_apply(conn);
+}
+
 void ctx_shared_access_add(struct ez_ctx *ctx, unsigned int access)
 {
 	if ((ctx->shared_access | access) == ctx->shared_access)
@@ -98,10 +106,10 @@ static void export_unlink(struct conn_export *e)
 	struct ez_conn *conn = e->conn;
 	struct conn_export **pp;
 
-	for (pp = &conn->exports; *pp; pp = &(*pp)->next)
+	for (pp = &conn->ex.list; *pp; pp = &(*pp)->next)
 		if (*pp == e) {
 			*pp = e->next;
-			conn->nexports--;
+			conn->ex.n--;
 			break;
 		}
 }
@@ -128,8 +136,8 @@ static void export_copy_gone(struct mr_copy *c)
 
 void conn_exports_drop(struct ez_conn *conn)
 {
-	while (conn->exports)
-		export_free(conn->exports);
+	while (conn->ex.list)
+		export_free(conn->ex.list);
 }
 
 static int export_check(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
@@ -215,9 +223,9 @@ static int export_post(struct ez_conn *conn, struct conn_path *p, struct conn_ex
 
 static void export_link(struct ez_conn *conn, struct conn_export *e, struct ez_rkey *out)
 {
-	e->next = conn->exports;
-	conn->exports = e;
-	conn->nexports++;
+	e->next = conn->ex.list;
+	conn->ex.list = e;
+	conn->ex.n++;
 	*out = e->key;
 }
 
@@ -230,7 +238,7 @@ static int export_on_own_pd(struct ez_conn *conn, struct ez_mr *mr, size_t off, 
 	int ret;
 
 	e->conn = conn;
-	conn->export_access |= access;
+	conn->ex.access |= access;
 	ret = conn_access_apply(conn);
 	if (!ret)
 		ret = conn_pd_export_reg(conn, mr, off, len, ibv_remote(access), &e->copy);
@@ -275,7 +283,7 @@ int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t le
 	e->conn = conn;
 	/* The QP admits the access before the window exists: the peer cannot
 	 * use it before it has the key anyway. */
-	conn->export_access |= access;
+	conn->ex.access |= access;
 	ret = conn_access_apply(conn);
 	if (!ret)
 		ret = export_post(conn, p, e, addr, len, access);
@@ -301,7 +309,7 @@ int ez_conn_revoke(struct ez_conn *conn, const struct ez_rkey *rkey)
 	ret = conn_check_handle(conn, "ez_conn_revoke");
 	if (ret)
 		return ret;
-	for (e = conn->exports; e; e = e->next)
+	for (e = conn->ex.list; e; e = e->next)
 		if (e->key.rkey == rkey->rkey && e->key.addr == rkey->addr)
 			break;
 	if (!e)
@@ -340,9 +348,9 @@ void conn_access_report(struct ez_conn *conn, const struct conn_path *p)
 	char keys[64] = "";
 	uint32_t fails;
 
-	if (conn->nexports)
+	if (conn->ex.n)
 		snprintf(keys, sizeof(keys), "; %u region(s) exported to it, last rkey 0x%x",
-			 conn->nexports, conn->exports->key.rkey);
+			 conn->ex.n, conn->ex.list->key.rkey);
 	fails = peer_penalty_note(conn);
 	conn_fail(conn, -EACCES, "peer %s: an RDMA request was refused by our responder (QP %u, path %u, to ERR by the device: a key not exported to this connection, an access it was not given, or outside the region%s)",
 		  conn->host, p->qpn, p->idx, keys);

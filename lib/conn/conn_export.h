@@ -12,6 +12,10 @@ int conn_access_flags(const struct ez_conn *conn);
  * modify of IBV_QP_ACCESS_FLAGS through qpfsm, only when they differ.
  * 0, or -errno with conn->errmsg set. */
 int conn_access_apply(struct ez_conn *conn);
+/* Adds access (EZ_MR_REMOTE_*) to what the connection's QPs admit, through
+ * windows bound to them only (a large message's window: rndv.c), and
+ * applies it; 0 when they admitted it already. */
+int conn_access_grant(struct ez_conn *conn, unsigned int access);
 /* Records the flags a path's QP was given at INIT. */
 void conn_access_set_init(struct ez_conn *conn, int flags);
 /* A shared MR with access was registered: every connected QP admits it. */

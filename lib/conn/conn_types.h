@@ -132,6 +132,62 @@ struct device;
 struct conn_auth;
 struct conn_export;
 
+/* Large messages by rendezvous (rndv.c, the only writer but for the
+ * handshake's verdict, conn.c): both sides set HS_CAP_RNDV; the most the
+ * peer takes that way; our transfers awaiting its acknowledgement (posted,
+ * in id order); the receive side's queue of messages in arrival order
+ * (small ones held behind a fetch, so that delivery keeps the send order)
+ * and its fetches (slots: a READ or its acknowledgement on the send
+ * queue). */
+struct conn_rndv {
+	uint8_t ok;
+	uint8_t delivering;
+	uint8_t peer_shift;	/* its handshake's (0: no HS_CAP_RNDV) */
+	uint32_t peer_max;
+	struct op *tx;
+	struct rndv_queue {
+		uintptr_t *item;	/* an ez_buf handle, or a struct rndv_rx | 1 */
+		uint32_t head, n, cap;
+	} rq;
+	struct rndv_rx *all;	/* every fetch not yet freed */
+	uint32_t slots;		/* fetches with a WR on the send queue */
+	struct loop_timer timer;	/* the transfers' deadline ticks while any is unacknowledged */
+	/* Several paths: transfer ids count per path (path << 24 | its
+	 * count), sent and received. */
+	uint32_t tx_seq[EZ_MAX_PATHS], rx_seq[EZ_MAX_PATHS];
+};
+
+/* Remote access (conn_export.c, the only writer): the regions exported to
+ * this connection, and the EZ_MR_REMOTE_* its QPs admit for them. */
+struct conn_exports {
+	struct conn_export *list;
+	uint32_t n;
+	unsigned int access;
+};
+
+/* RDMA atomics (atomic.c, the only writer): one 8-byte result word per
+ * op, registered for local write at the first atomic. */
+struct conn_atomic {
+	struct ibv_mr *mr;
+	uint64_t *res;
+};
+
+/* Liveness (keepalive.c, the only writer): probes when nothing came for
+ * an interval, the deadline of outstanding ops. */
+struct conn_keepalive {
+	struct loop_timer timer;	/* every keepalive_interval_ms while connected */
+	struct loop_timer deadline_timer; /* every op_timeout_ms / 2 while connected */
+	uint64_t seen;		/* rxt.rx_msgs at the last tick */
+	uint64_t ok_seen;	/* conn->sq_ok at the last tick */
+	uint32_t missed;	/* ticks in a row that saw nothing */
+	uint32_t sent;		/* probes posted since something came */
+	uint8_t peer;		/* the peer answers probes (HS_CAP_KEEPALIVE) */
+	uint8_t probe_busy;	/* our probe is posted, not complete */
+	uint8_t answer_busy;	/* our answer is posted, not complete */
+	struct rate rate;	/* the peer's probes against their rate */
+	struct op probe_op, answer_op;
+};
+
 struct ez_conn {
 	struct cm_handler cm;	/* first: the cm_id's context points here */
 	struct ez_ctx *ctx;
@@ -207,27 +263,7 @@ struct ez_conn {
 	/* What the peer was granted and used, sent and returned: the receive
 	 * path's checks (lib/wire/rx_check.c). */
 	struct rx_track rxt;
-	/* Large messages by rendezvous (rndv.c): both sides set HS_CAP_RNDV;
-	 * the most the peer takes that way; our transfers awaiting its
-	 * acknowledgement (posted, in id order); the receive side's queue of
-	 * messages in arrival order (small ones held behind a fetch, so that
-	 * delivery keeps the send order) and its fetches (slots: a READ or
-	 * its acknowledgement on the send queue). */
-	uint8_t rndv_ok;
-	uint8_t rndv_delivering;
-	uint8_t peer_rndv_shift;	/* its handshake's (0: no HS_CAP_RNDV) */
-	uint32_t peer_rndv_max;
-	struct op *rndv_tx;
-	struct rndv_queue {
-		uintptr_t *item;	/* an ez_buf handle, or a struct rndv_rx | 1 */
-		uint32_t head, n, cap;
-	} rq;
-	struct rndv_rx *rndv_all;	/* every fetch not yet freed */
-	uint32_t rndv_slots;		/* fetches with a WR on the send queue */
-	struct loop_timer rndv_timer;	/* the transfers' deadline ticks while any is unacknowledged */
-	/* Several paths: transfer ids count per path (path << 24 | its count),
-	 * sent and received (rndv.c). */
-	uint32_t rndv_tx_seq[EZ_MAX_PATHS], rndv_rx_seq[EZ_MAX_PATHS];
+	struct conn_rndv rndv;	/* large messages (rndv.c's) */
 	void (*op_bind)(struct op *op);	/* msg.c's conn_op_bind, for rndv.c's ops */
 
 	struct loop_timer connect_timer;
@@ -269,32 +305,16 @@ struct ez_conn {
 	struct ez_conn_stats stats;
 	char errmsg[EZ_ERRMSG_MAX];
 
-	/* Remote access (conn_export.c): the regions exported to this
-	 * connection, the EZ_MR_REMOTE_* they were given, and the listener's
-	 * penalty options copied at accept (0: no refusals). */
-	struct conn_export *exports;
-	uint32_t nexports;
-	unsigned int export_access;
+	struct conn_exports ex;	/* remote access (conn_export.c's) */
+	/* The listener's penalty options copied at accept (0: no refusals). */
 	struct peer_penalty_opts pen;
 
-	/* Liveness (keepalive.c): probes when nothing came for an interval,
-	 * the deadline of outstanding ops. */
-	struct loop_timer ka_timer;	/* every keepalive_interval_ms while connected */
-	struct loop_timer deadline_timer; /* every op_timeout_ms / 2 while connected */
-	uint64_t ka_seen;	/* rxt.rx_msgs at the last tick */
 	/* Our ops the peer's device completed successfully (not keepalive's
 	 * own): a READ's data came back, a WRITE or send was acknowledged.
 	 * Keepalive counts them as life (keepalive.c), so that a connection
 	 * busy with one-sided traffic is not found dead for want of messages. */
 	uint64_t sq_ok;
-	uint64_t ka_ok_seen;	/* sq_ok at the last tick */
-	uint32_t ka_missed;	/* ticks in a row that saw nothing */
-	uint32_t ka_sent;	/* probes posted since something came */
-	uint8_t peer_ka;	/* the peer answers probes (HS_CAP_KEEPALIVE) */
-	uint8_t ka_probe_busy;	/* our probe is posted, not complete */
-	uint8_t ka_answer_busy;	/* our answer is posted, not complete */
-	struct rate ka_rate;	/* the peer's probes against their rate (keepalive.c) */
-	struct op ka_probe_op, ka_answer_op;
+	struct conn_keepalive ka;	/* keepalive.c's */
 
 	/* Send readiness (msg.c): an op was refused for lack of room since
 	 * the last on_send_ready. */
@@ -309,10 +329,7 @@ struct ez_conn {
 	uint8_t accept_data_set;
 	uint8_t accept_data_len;
 	uint8_t accept_data[EZ_ACCEPT_DATA_MAX];
-	/* RDMA atomics (atomic.c): one 8-byte result word per op, registered
-	 * for local write at the first atomic. */
-	struct ibv_mr *atomic_mr;
-	uint64_t *atomic_res;
+	struct conn_atomic atomic;	/* atomic.c's */
 };
 
 /* Ended: saying goodbye, draining, finishing or dead. */

@@ -43,7 +43,7 @@
 
 void conn_live_peer_caps(struct ez_conn *conn, uint16_t caps)
 {
-	conn->peer_ka = (uint8_t)hs_peer_keepalive(caps);
+	conn->ka.peer = (uint8_t)hs_peer_keepalive(caps);
 }
 
 static void ka_probe(struct ez_conn *conn)
@@ -54,46 +54,46 @@ static void ka_probe(struct ez_conn *conn)
 	/* A probe still unacknowledged: the transport is retrying it, and
 	 * its failure will end the connection; this interval counts all the
 	 * same. */
-	if (conn->ka_probe_busy)
+	if (conn->ka.probe_busy)
 		return;
 	path = path_pick(conn);
 	if (!path)
 		return;
-	ret = conn_post_ctrl(conn, &conn->ka_probe_op, OP_KA_PROBE, path, IMM_KA_PROBE, NULL, 0);
+	ret = conn_post_ctrl(conn, &conn->ka.probe_op, OP_KA_PROBE, path, IMM_KA_PROBE, NULL, 0);
 	if (ret) {
 		ezi_log_warn("connection %s: ibv_post_send(keepalive probe): %s", conn->host,
 			     ez_strerror(ret));
 		return;
 	}
 	rx_note_ka_probe(&conn->rxt);
-	conn->ka_probe_busy = 1;
-	conn->ka_sent++;
+	conn->ka.probe_busy = 1;
+	conn->ka.sent++;
 	conn->stats.keepalives_sent++;
 }
 
 static void ka_tick(struct loop_timer *t)
 {
-	struct ez_conn *conn = container_of(t, struct ez_conn, ka_timer);
+	struct ez_conn *conn = container_of(t, struct ez_conn, ka.timer);
 	uint32_t iv = conn->o.keepalive_interval_ms;
 
 	if (conn->state != CS_CONNECTED)
 		return;
-	if (conn->rxt.rx_msgs != conn->ka_seen || conn->sq_ok != conn->ka_ok_seen) {
-		conn->ka_seen = conn->rxt.rx_msgs;
-		conn->ka_ok_seen = conn->sq_ok;
-		conn->ka_missed = 0;
-		conn->ka_sent = 0;
-	} else if (conn->ka_missed >= conn->o.keepalive_probes) {
+	if (conn->rxt.rx_msgs != conn->ka.seen || conn->sq_ok != conn->ka.ok_seen) {
+		conn->ka.seen = conn->rxt.rx_msgs;
+		conn->ka.ok_seen = conn->sq_ok;
+		conn->ka.missed = 0;
+		conn->ka.sent = 0;
+	} else if (conn->ka.missed >= conn->o.keepalive_probes) {
 		/* Nothing came since the tick that last saw traffic, missed + 1
 		 * intervals ago. Fewer probes than intervals went out when one
 		 * stayed unacknowledged (the transport was retrying it). */
 		conn_fail(conn, -ETIMEDOUT,
 			  "peer %s: nothing received in %llu ms (%u keepalive probe%s sent, none answered; keepalive_interval_ms %u, keepalive_probes %u)",
-			  conn->host, (unsigned long long)iv * (conn->ka_missed + 1u), conn->ka_sent,
-			  conn->ka_sent == 1 ? "" : "s", iv, conn->o.keepalive_probes);
+			  conn->host, (unsigned long long)iv * (conn->ka.missed + 1u), conn->ka.sent,
+			  conn->ka.sent == 1 ? "" : "s", iv, conn->o.keepalive_probes);
 		return;
 	} else {
-		conn->ka_missed++;
+		conn->ka.missed++;
 		ka_probe(conn);
 	}
 	ctx_timer_start(conn->ctx, t, iv);
@@ -113,7 +113,7 @@ static int age(struct ez_conn *conn, struct op *op, const char *where)
 
 static void deadline_tick(struct loop_timer *t)
 {
-	struct ez_conn *conn = container_of(t, struct ez_conn, deadline_timer);
+	struct ez_conn *conn = container_of(t, struct ez_conn, ka.deadline_timer);
 	uint32_t i;
 
 	if (conn->state != CS_CONNECTED)
@@ -130,25 +130,25 @@ static void deadline_tick(struct loop_timer *t)
 
 void conn_live_start(struct ez_conn *conn)
 {
-	conn->ka_timer.fn = ka_tick;
-	conn->deadline_timer.fn = deadline_tick;
-	conn->ka_seen = conn->rxt.rx_msgs;
-	conn->ka_ok_seen = conn->sq_ok;
-	if (conn->o.keepalive_interval_ms && conn->peer_ka)
-		ctx_timer_start(conn->ctx, &conn->ka_timer, conn->o.keepalive_interval_ms);
+	conn->ka.timer.fn = ka_tick;
+	conn->ka.deadline_timer.fn = deadline_tick;
+	conn->ka.seen = conn->rxt.rx_msgs;
+	conn->ka.ok_seen = conn->sq_ok;
+	if (conn->o.keepalive_interval_ms && conn->ka.peer)
+		ctx_timer_start(conn->ctx, &conn->ka.timer, conn->o.keepalive_interval_ms);
 	else if (conn->o.keepalive_interval_ms)
 		ezi_log_info("connection %s: no keepalive: the peer does not answer probes (an easyrdma without HS_CAP_KEEPALIVE)",
 			     conn->host);
 	if (conn->o.op_timeout_ms)
-		ctx_timer_start(conn->ctx, &conn->deadline_timer, conn->o.op_timeout_ms / 2);
+		ctx_timer_start(conn->ctx, &conn->ka.deadline_timer, conn->o.op_timeout_ms / 2);
 }
 
 void conn_live_stop(struct ez_conn *conn)
 {
 	if (!conn->ctx)
 		return;
-	ctx_timer_stop(conn->ctx, &conn->ka_timer);
-	ctx_timer_stop(conn->ctx, &conn->deadline_timer);
+	ctx_timer_stop(conn->ctx, &conn->ka.timer);
+	ctx_timer_stop(conn->ctx, &conn->ka.deadline_timer);
 }
 
 /* Whether a probe comes within the rate an easyrdma peer keeps: it probes
@@ -164,9 +164,9 @@ static int probe_within_rate(struct ez_conn *conn)
 {
 	uint64_t now_ms = loop_now_ns() / 1000000;
 
-	if (!conn->ka_rate.at_ms)
-		rate_init(&conn->ka_rate, KA_PROBE_BURST, now_ms);
-	if (rate_take(&conn->ka_rate, KA_PROBE_BURST, KA_PROBE_PERIOD_MS, now_ms))
+	if (!conn->ka.rate.at_ms)
+		rate_init(&conn->ka.rate, KA_PROBE_BURST, now_ms);
+	if (rate_take(&conn->ka.rate, KA_PROBE_BURST, KA_PROBE_PERIOD_MS, now_ms))
 		return 1;
 	conn_fail(conn, -EPROTO, "peer sent keepalive probes faster than %u a second (%u at once, then one per %u ms; an easyrdma peer probes at most once per keepalive_interval_ms, >= %u ms)",
 		  1000u / KA_PROBE_PERIOD_MS, KA_PROBE_BURST, KA_PROBE_PERIOD_MS,
@@ -183,18 +183,18 @@ void conn_live_on_probe(struct ez_conn *conn, int answer)
 	conn->stats.keepalives_recv++;
 	if (!probe_within_rate(conn))
 		return;
-	if (!answer || conn->ka_answer_busy || conn->state != CS_CONNECTED)
+	if (!answer || conn->ka.answer_busy || conn->state != CS_CONNECTED)
 		return;
 	path = path_pick(conn);
 	if (!path)
 		return;
-	ret = conn_post_ctrl(conn, &conn->ka_answer_op, OP_KA_ANSWER, path, IMM_KA_ANSWER, NULL, 0);
+	ret = conn_post_ctrl(conn, &conn->ka.answer_op, OP_KA_ANSWER, path, IMM_KA_ANSWER, NULL, 0);
 	if (ret) {
 		ezi_log_warn("connection %s: ibv_post_send(keepalive answer): %s", conn->host,
 			     ez_strerror(ret));
 		return;
 	}
-	conn->ka_answer_busy = 1;
+	conn->ka.answer_busy = 1;
 }
 
 void conn_live_sent(struct ez_conn *conn, struct op *op, int status)
@@ -203,9 +203,9 @@ void conn_live_sent(struct ez_conn *conn, struct op *op, int status)
 	double ack_ms;
 
 	if (probe) {
-		conn->ka_probe_busy = 0;
+		conn->ka.probe_busy = 0;
 	} else {
-		conn->ka_answer_busy = 0;
+		conn->ka.answer_busy = 0;
 	}
 	/* A flush is whoever moved the QP to ERR; a path of several that
 	 * failed is path.c's. */

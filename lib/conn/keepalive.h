@@ -26,8 +26,8 @@ void conn_live_sent(struct ez_conn *conn, struct op *op, int status);
 /* The rx_view fields that are the keepalive's. */
 static inline void conn_live_view(const struct ez_conn *conn, struct rx_view *v)
 {
-	v->ka = conn->peer_ka;
-	v->ka_answer_busy = conn->ka_answer_busy;
+	v->ka = conn->ka.peer;
+	v->ka_answer_busy = conn->ka.answer_busy;
 }
 
 #endif

@@ -96,8 +96,8 @@ int conn_ops_init(struct ez_conn *conn)
 	 * the rest at each use. */
 	conn_op_bind(&conn->credit_op);
 	conn_op_bind(&conn->bye_op);
-	conn_op_bind(&conn->ka_probe_op);
-	conn_op_bind(&conn->ka_answer_op);
+	conn_op_bind(&conn->ka.probe_op);
+	conn_op_bind(&conn->ka.answer_op);
 	conn_op_bind(&conn->seal_op);
 	conn->op_bind = conn_op_bind;
 	for (i = 0; i < (conn->o.paths ? conn->o.paths : 1); i++) {
@@ -929,8 +929,8 @@ static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, ui
  * announced it, else what the peer's receive buffers take. */
 static uint32_t max_send(const struct ez_conn *conn)
 {
-	uint32_t peer = conn->rndv_ok && conn->peer_rndv_max > conn->peer_max_msg ?
-			conn->peer_rndv_max : conn->peer_max_msg;
+	uint32_t peer = conn->rndv.ok && conn->rndv.peer_max > conn->peer_max_msg ?
+			conn->rndv.peer_max : conn->peer_max_msg;
 
 	return peer < conn->o.max_msg_size ? peer : conn->o.max_msg_size;
 }
@@ -947,7 +947,7 @@ static int send_large(struct ez_conn *conn, const struct iovec *iov, int iovcnt,
 
 	if (len > max_send(conn))
 		return ezi_fail(-EMSGSIZE, "%s: %zu bytes exceed the maximum message size %u%s", fn,
-				len, max_send(conn), conn->rndv_ok || len > conn->o.max_msg_size ? "" :
+				len, max_send(conn), conn->rndv.ok || len > conn->o.max_msg_size ? "" :
 				" (the peer takes no larger messages by rendezvous)");
 	op = op_get(conn, fn);
 	if (!op)
@@ -1680,7 +1680,7 @@ static void rx_view_data_of(const struct ez_conn *conn, struct rx_view *v)
 	v->send_credits = conn->send_credits;
 	v->max_send_credits = RX_MAX_CREDITS;
 	v->auth = (uint8_t)auth_view(conn);
-	v->rndv = conn->rndv_ok;
+	v->rndv = conn->rndv.ok;
 }
 
 /* The whole view: every kind of message, and a fault's message. */
@@ -1738,7 +1738,7 @@ static int rndv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct r
 		struct op *op;
 
 		h->id = rndv_ack_decode(bytes);
-		for (op = conn->rndv_tx; op && op->rndv_id != h->id; op = op->rndv_next)
+		for (op = conn->rndv.tx; op && op->rndv_id != h->id; op = op->rndv_next)
 			;
 		f = conn_rndv_check_ack(conn, v, h->id, op && !(op->rndv_flags & RNDV_TX_ACKED));
 	}
@@ -1799,7 +1799,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	 * without its view (rx_plain_data()), delivered as below. */
 	if (__builtin_expect(rx_plain_data(&in, conn->my_max_msg, conn->acct.granted,
 					   conn->send_credits) &&
-			     conn->state == CS_CONNECTED && !conn->rq.n, 1)) {
+			     conn->state == CS_CONNECTED && !conn->rndv.rq.n, 1)) {
 		rx_commit_plain(&conn->rxt);
 		srqpool_credit_used(conn->pool, &conn->acct);
 		deliver(conn, buf, wc);
@@ -1847,7 +1847,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	}
 	switch (m.kind) {
 	case RX_DATA:
-		if (conn->rq.n)
+		if (conn->rndv.rq.n)
 			conn_rndv_on_small(conn, buf, wc->byte_len);
 		else
 			deliver(conn, buf, wc);

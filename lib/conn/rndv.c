@@ -52,13 +52,13 @@ uint8_t conn_rndv_shift(const struct ez_conn *conn)
 
 void conn_rndv_peer(struct ez_conn *conn, uint16_t caps, uint8_t shift)
 {
-	conn->peer_rndv_shift = (caps & HS_CAP_RNDV) ? shift : 0;
+	conn->rndv.peer_shift = (caps & HS_CAP_RNDV) ? shift : 0;
 }
 
 void conn_rndv_settle(struct ez_conn *conn)
 {
-	conn->rndv_ok = conn->peer_rndv_shift && conn_rndv_can(conn);
-	conn->peer_rndv_max = conn->rndv_ok ? (uint32_t)(1ull << conn->peer_rndv_shift) : 0;
+	conn->rndv.ok = conn->rndv.peer_shift && conn_rndv_can(conn);
+	conn->rndv.peer_max = conn->rndv.ok ? (uint32_t)(1ull << conn->rndv.peer_shift) : 0;
 }
 
 /* ---- transfer ids ---- */
@@ -93,10 +93,10 @@ enum rx_fault conn_rndv_check(struct ez_conn *conn, const struct rndv_hdr *h,
 	t = *v->t;
 	pv = *v;
 	pv.t = &t;
-	t.rndv_recv = path_id(path, conn->rndv_rx_seq[path]);
+	t.rndv_recv = path_id(path, conn->rndv.rx_seq[path]);
 	f = rx_check_rndv(h, &pv);
 	if (!f)
-		conn->rndv_rx_seq[path]++;
+		conn->rndv.rx_seq[path]++;
 	return f;
 }
 
@@ -113,7 +113,7 @@ enum rx_fault conn_rndv_check_ack(const struct ez_conn *conn, const struct rx_vi
 	/* The path bits come from the wire: bound them before they index. */
 	if (p >= conn->npaths)
 		return RX_F_RNDV_ACK_UNKNOWN;
-	n = conn->rndv_tx_seq[p];
+	n = conn->rndv.tx_seq[p];
 	if (n <= RNDV_ID_SEQ_MASK && (id & RNDV_ID_SEQ_MASK) >= n)
 		return RX_F_RNDV_ACK_UNKNOWN;
 	return RX_F_RNDV_ACK_AGAIN;
@@ -135,13 +135,13 @@ uint32_t conn_rndv_timeout_ms(const struct ez_conn *conn)
  * pass (keepalive.c) does not see it. */
 static void rndv_tick(struct loop_timer *t)
 {
-	struct ez_conn *conn = container_of(t, struct ez_conn, rndv_timer);
+	struct ez_conn *conn = container_of(t, struct ez_conn, rndv.timer);
 	uint32_t ms = conn_rndv_timeout_ms(conn);
 	struct op *op;
 
 	if (conn->state != CS_CONNECTED)
 		return;
-	for (op = conn->rndv_tx; op; op = op->rndv_next) {
+	for (op = conn->rndv.tx; op; op = op->rndv_next) {
 		if ((op->rndv_flags & RNDV_TX_ACKED) || ++op->rndv_age < RNDV_DEADLINE_TICKS)
 			continue;
 		/* Its callback (at the teardown's flush or cancel) says
@@ -154,22 +154,22 @@ static void rndv_tick(struct loop_timer *t)
 			  "the rendezvous default; op_timeout_ms is 0");
 		return;
 	}
-	if (conn->rndv_tx)
+	if (conn->rndv.tx)
 		ctx_timer_start(conn->ctx, t, ms / 2);
 }
 
 static void deadline_arm(struct ez_conn *conn)
 {
-	if (loop_timer_armed(&conn->rndv_timer) || !conn->ctx)
+	if (loop_timer_armed(&conn->rndv.timer) || !conn->ctx)
 		return;
-	conn->rndv_timer.fn = rndv_tick;
-	ctx_timer_start(conn->ctx, &conn->rndv_timer, conn_rndv_timeout_ms(conn) / 2);
+	conn->rndv.timer.fn = rndv_tick;
+	ctx_timer_start(conn->ctx, &conn->rndv.timer, conn_rndv_timeout_ms(conn) / 2);
 }
 
 static void deadline_stop(struct ez_conn *conn)
 {
 	if (conn->ctx)
-		ctx_timer_stop(conn->ctx, &conn->rndv_timer);
+		ctx_timer_stop(conn->ctx, &conn->rndv.timer);
 }
 
 /* ---- sender ---- */
@@ -198,7 +198,7 @@ static void tx_release(struct ez_conn *conn, struct op *op)
 {
 	struct op **pp;
 
-	for (pp = &conn->rndv_tx; *pp; pp = &(*pp)->rndv_next)
+	for (pp = &conn->rndv.tx; *pp; pp = &(*pp)->rndv_next)
 		if (*pp == op) {
 			*pp = op->rndv_next;
 			break;
@@ -297,12 +297,9 @@ int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *i
 	}
 	/* The QP admits remote reads: through windows bound to it only (the
 	 * MRs' own keys grant nothing; shared MRs already had it). */
-	if (!(conn->export_access & EZ_MR_REMOTE_READ)) {
-		conn->export_access |= EZ_MR_REMOTE_READ;
-		ret = conn_access_apply(conn);
-		if (ret)
-			goto fail;
-	}
+	ret = conn_access_grant(conn, EZ_MR_REMOTE_READ);
+	if (ret)
+		goto fail;
 	/* The window over a registration of exactly the message (mw_alloc):
 	 * neither the rest of the application's MR (ez_send_mr) nor what an
 	 * earlier message left in the staging buffer beyond len is reachable,
@@ -339,7 +336,7 @@ void conn_rndv_posted(struct ez_conn *conn, struct op *op)
 		.addr = op->rndv_addr,
 		.rkey = op->rndv_w.rkey,
 		.len = op->rndv_len,
-		.id = conn->npaths == 1 ? conn->rxt.rndv_sent : path_id(path, conn->rndv_tx_seq[path]++),
+		.id = conn->npaths == 1 ? conn->rxt.rndv_sent : path_id(path, conn->rndv.tx_seq[path]++),
 	};
 	struct op **pp;
 
@@ -350,7 +347,7 @@ void conn_rndv_posted(struct ez_conn *conn, struct op *op)
 	rndv_hdr_encode(&h, (uint8_t *)(uintptr_t)op->sge.addr);
 	op->rndv_id = h.id;
 	op->rndv_flags = RNDV_TX_POSTED;
-	for (pp = &conn->rndv_tx; *pp; pp = &(*pp)->rndv_next)
+	for (pp = &conn->rndv.tx; *pp; pp = &(*pp)->rndv_next)
 		;
 	*pp = op;
 	op->rndv_next = NULL;
@@ -364,9 +361,9 @@ void conn_rndv_unposted(struct ez_conn *conn, struct op *op)
 	 * goes back with it. */
 	if (conn->rxt.rndv_sent)
 		conn->rxt.rndv_sent--;
-	if (conn->npaths > 1 && conn->rndv_tx_seq[tx_path(op)])
-		conn->rndv_tx_seq[tx_path(op)]--;
-	for (pp = &conn->rndv_tx; *pp; pp = &(*pp)->rndv_next)
+	if (conn->npaths > 1 && conn->rndv.tx_seq[tx_path(op)])
+		conn->rndv.tx_seq[tx_path(op)]--;
+	for (pp = &conn->rndv.tx; *pp; pp = &(*pp)->rndv_next)
 		if (*pp == op) {
 			*pp = op->rndv_next;
 			break;
@@ -399,7 +396,7 @@ struct op *conn_rndv_on_ack(struct ez_conn *conn, uint32_t id, enum rx_fault *fa
 	struct op *op;
 
 	*fault = RX_OK;
-	for (op = conn->rndv_tx; op && op->rndv_id != id; op = op->rndv_next)
+	for (op = conn->rndv.tx; op && op->rndv_id != id; op = op->rndv_next)
 		;
 	if (!op || (op->rndv_flags & RNDV_TX_ACKED)) {
 		*fault = conn_rndv_check_ack(conn, &(struct rx_view){ .t = &conn->rxt }, id, 0);
@@ -419,9 +416,9 @@ struct op *conn_rndv_cancel_next(struct ez_conn *conn)
 
 	deadline_stop(conn);
 	/* Every window goes before the QP (a bound window holds it). */
-	for (op = conn->rndv_tx; op; op = op->rndv_next)
+	for (op = conn->rndv.tx; op; op = op->rndv_next)
 		mw_free(&op->rndv_w);
-	for (op = conn->rndv_tx; op; op = op->rndv_next)
+	for (op = conn->rndv.tx; op; op = op->rndv_next)
 		if (op->rndv_flags & RNDV_TX_SENT) {
 			tx_release(conn, op);
 			return op;
@@ -444,7 +441,7 @@ static void rx_free(struct ez_conn *conn, struct rndv_rx *e)
 {
 	struct rndv_rx **pp;
 
-	for (pp = &conn->rndv_all; *pp; pp = &(*pp)->all_next)
+	for (pp = &conn->rndv.all; *pp; pp = &(*pp)->all_next)
 		if (*pp == e) {
 			*pp = e->all_next;
 			break;
@@ -459,7 +456,7 @@ static void rx_free(struct ez_conn *conn, struct rndv_rx *e)
 
 static int q_push(struct ez_conn *conn, uintptr_t item)
 {
-	struct rndv_queue *q = &conn->rq;
+	struct rndv_queue *q = &conn->rndv.rq;
 
 	if (q->n == q->cap) {
 		uint32_t cap = q->cap ? 2 * q->cap : 16;
@@ -481,7 +478,7 @@ static int q_push(struct ez_conn *conn, uintptr_t item)
 
 static uintptr_t q_pop(struct ez_conn *conn)
 {
-	struct rndv_queue *q = &conn->rq;
+	struct rndv_queue *q = &conn->rndv.rq;
 	uintptr_t item = q->item[q->head];
 
 	q->head = (q->head + 1) % q->cap;
@@ -506,11 +503,11 @@ static void deliver_one(struct ez_conn *conn, struct ez_buf *buf, uint32_t len, 
  * connection stops the loop. */
 static void deliver_ready(struct ez_conn *conn)
 {
-	if (conn->rndv_delivering)
+	if (conn->rndv.delivering)
 		return;
-	conn->rndv_delivering = 1;
-	while (conn->rq.n && conn->state == CS_CONNECTED && !conn->app_closed) {
-		uintptr_t item = conn->rq.item[conn->rq.head];
+	conn->rndv.delivering = 1;
+	while (conn->rndv.rq.n && conn->state == CS_CONNECTED && !conn->app_closed) {
+		uintptr_t item = conn->rndv.rq.item[conn->rndv.rq.head];
 
 		if (item & 1) {
 			struct rndv_rx *e = (struct rndv_rx *)(item & ~(uintptr_t)1);
@@ -535,13 +532,13 @@ static void deliver_ready(struct ez_conn *conn)
 			deliver_one(conn, buf, (uint32_t)ez_buf_len(buf), 0);
 		}
 	}
-	conn->rndv_delivering = 0;
+	conn->rndv.delivering = 0;
 }
 
 /* The oldest fetch not started: fetches start in arrival order. */
 static struct rndv_rx *next_waiting(struct ez_conn *conn)
 {
-	struct rndv_queue *q = &conn->rq;
+	struct rndv_queue *q = &conn->rndv.rq;
 
 	for (uint32_t i = 0; i < q->n; i++) {
 		uintptr_t item = q->item[(q->head + i) % q->cap];
@@ -603,7 +600,7 @@ static void pump(struct ez_conn *conn)
 	struct rndv_rx *e;
 	int ret;
 
-	while (conn->state == CS_CONNECTED && conn->rndv_slots < RNDV_SLOTS &&
+	while (conn->state == CS_CONNECTED && conn->rndv.slots < RNDV_SLOTS &&
 	       (e = next_waiting(conn))) {
 		if (!conn->paths[e->path].live) {
 			path_lost(conn, e);
@@ -627,7 +624,7 @@ static void pump(struct ez_conn *conn)
 		}
 		e->state = RX_READING;
 		e->busy = 1;
-		conn->rndv_slots++;
+		conn->rndv.slots++;
 	}
 }
 
@@ -647,14 +644,14 @@ void conn_rndv_on_header(struct ez_conn *conn, const struct rndv_hdr *h, unsigne
 	e->queued = 1;
 	e->op.conn = conn;
 	conn->op_bind(&e->op);
-	e->all_next = conn->rndv_all;
-	conn->rndv_all = e;
+	e->all_next = conn->rndv.all;
+	conn->rndv.all = e;
 	pump(conn);
 }
 
 void conn_rndv_on_small(struct ez_conn *conn, struct ez_buf *buf, uint32_t len)
 {
-	if (!conn->rq.n) {
+	if (!conn->rndv.rq.n) {
 		deliver_one(conn, buf, len, 0);
 		return;
 	}
@@ -683,7 +680,7 @@ static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
 
 	if (status) {
 		e->busy = 0;
-		conn->rndv_slots--;
+		conn->rndv.slots--;
 		if (status == -ECANCELED || conn_is_ended(conn))
 			return;
 		/* The READ's own refusal (a key or range the peer's device
@@ -714,7 +711,7 @@ static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
 	ret = conn_post_ctrl(conn, op, OP_RNDV_ACK, path_pick(conn), IMM_RNDV_ACK, id, sizeof(id));
 	if (ret) {
 		e->busy = 0;
-		conn->rndv_slots--;
+		conn->rndv.slots--;
 		conn_fail(conn, ret, "ibv_post_send(rendezvous acknowledgement of transfer %u): %s",
 			  e->h.id, ez_strerror(-ret));
 		return;
@@ -732,7 +729,7 @@ void conn_rndv_op_done(struct ez_conn *conn, struct op *op, int status)
 	}
 	conn_op_release_copy(conn, op);
 	e->busy = 0;
-	conn->rndv_slots--;
+	conn->rndv.slots--;
 	if (status && status != -ECANCELED && !conn_is_ended(conn))
 		conn_fail(conn, status, "rendezvous acknowledgement of transfer %u: %s", e->h.id,
 			  ez_strerror(-status));
@@ -749,15 +746,15 @@ void conn_rndv_kick(struct srqpool_acct *a)
 void conn_rndv_fini(struct ez_conn *conn)
 {
 	deadline_stop(conn);
-	while (conn->rq.n) {
+	while (conn->rndv.rq.n) {
 		uintptr_t item = q_pop(conn);
 
 		if (!(item & 1))
 			ez_buf_release((struct ez_buf *)item);
 	}
-	free(conn->rq.item);
-	conn->rq.item = NULL;
-	conn->rq.cap = 0;
-	while (conn->rndv_all)
-		rx_free(conn, conn->rndv_all);
+	free(conn->rndv.rq.item);
+	conn->rndv.rq.item = NULL;
+	conn->rndv.rq.cap = 0;
+	while (conn->rndv.all)
+		rx_free(conn, conn->rndv.all);
 }
