@@ -361,7 +361,12 @@ enum {
 	EZ_CONN_OPTS_INITIATOR_DEPTH = 1u << 6,	    /* 0: we do no RDMA READ */
 };
 
+/* The most paths a connection may have (ez_conn_opts.paths). It may grow
+ * in a later library; the per-path arrays of ez_conn_info and
+ * ez_conn_stats do not: they show the first EZ_INFO_PATHS paths, and
+ * ez_conn_path_info() reports any path. */
 #define EZ_MAX_PATHS 8
+#define EZ_INFO_PATHS 8
 #define EZ_AUTH_KEY_MAX 64
 /* With a shared secret the handshake carries nonces and MACs in the private
  * data, leaving the application this much (see ez_conn_opts(3)). */
@@ -558,10 +563,10 @@ struct ez_conn_info {
 	 * carrying traffic, and per path its QPs, our direction's UDP source
 	 * port and 0 or the status that took it out. Path 0 is qp_num. */
 	uint32_t paths, paths_live;
-	uint32_t path_qp_num[EZ_MAX_PATHS];
-	uint32_t path_remote_qp_num[EZ_MAX_PATHS];
-	uint16_t path_udp_sport[EZ_MAX_PATHS];
-	int32_t path_status[EZ_MAX_PATHS];
+	uint32_t path_qp_num[EZ_INFO_PATHS];
+	uint32_t path_remote_qp_num[EZ_INFO_PATHS];
+	uint16_t path_udp_sport[EZ_INFO_PATHS];
+	int32_t path_status[EZ_INFO_PATHS];
 	/* How ez_conn_export() confines a region to this connection. */
 	uint32_t export_mech;	/* enum ez_export_mech */
 	uint32_t exports;	/* regions exported to it now */
@@ -570,6 +575,30 @@ int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_
 static inline int ez_conn_info(const struct ez_conn *conn, struct ez_conn_info *info)
 {
 	return ez_conn_info_sz(conn, info, sizeof(*info));
+}
+
+/* One path of a connection, any of its ez_conn_info.paths (ez_conn_path_info()). */
+struct ez_path_info {
+	uint32_t index;		/* the path: 0..paths-1; 0 is the QP rdma_cm connected */
+	uint32_t qp_num, remote_qp_num;
+	int32_t status;		/* 0: carrying traffic; else the -errno that took it out */
+	uint8_t live;		/* takes new work */
+	uint8_t port;		/* the local device's port */
+	uint16_t udp_sport;	/* RoCEv2 UDP source port of our direction (0: none) */
+	char device[64];	/* the local device */
+	uint8_t gid[16];	/* our GID on the path (network order) */
+	uint8_t remote_gid[16];	/* the peer's */
+	uint32_t gid_index;	/* of gid in the port's table */
+	uint32_t posted;	/* WRs on its send queue now */
+	uint64_t ops, bytes;	/* ops posted on it and their payload bytes */
+	uint64_t msgs_recv;	/* messages received on it */
+};
+int ez_conn_path_info_sz(const struct ez_conn *conn, uint32_t path, struct ez_path_info *info,
+			 size_t info_size);
+static inline int ez_conn_path_info(const struct ez_conn *conn, uint32_t path,
+				    struct ez_path_info *info)
+{
+	return ez_conn_path_info_sz(conn, path, info, sizeof(*info));
 }
 
 struct ez_conn_stats {
@@ -582,9 +611,9 @@ struct ez_conn_stats {
 	uint64_t write_imms, write_imms_recv; /* ez_write_imm() posted / landed here */
 	/* Per path: ops posted (sends, writes, reads), their payload bytes,
 	 * messages received; and paths taken out after a failure. */
-	uint64_t path_ops[EZ_MAX_PATHS];
-	uint64_t path_bytes[EZ_MAX_PATHS];
-	uint64_t path_msgs_recv[EZ_MAX_PATHS];
+	uint64_t path_ops[EZ_INFO_PATHS];
+	uint64_t path_bytes[EZ_INFO_PATHS];
+	uint64_t path_msgs_recv[EZ_INFO_PATHS];
 	uint64_t paths_down;
 	/* Keepalive probes this side sent, and probes the peer sent here. */
 	uint64_t keepalives_sent, keepalives_recv;

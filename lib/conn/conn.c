@@ -1472,8 +1472,51 @@ int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_
 	return ret;
 }
 
+int ez_conn_path_info_sz(const struct ez_conn *conn, uint32_t path, struct ez_path_info *info,
+			 size_t info_size)
+{
+	struct ez_conn_info ci;
+	struct ez_path_info full;
+	union ibv_gid gid;
+	int ret;
+
+	if (conn && (ret = conn_check_handle(conn, "ez_conn_path_info")))
+		return ret;
+	if (!conn || !info)
+		return ezi_fail(-EINVAL, "ez_conn_path_info: conn %p, info %p", (const void *)conn,
+				(void *)info);
+	ret = conn_info_fill(conn, &ci);
+	if (ret)
+		return ezi_fail(ret, "ez_conn_path_info: %s", ez_errmsg());
+	if (path >= ci.paths)
+		return ezi_fail(-EINVAL, "ez_conn_path_info: path %u; the connection has %u "
+				"(ez_conn_info.paths)", path, ci.paths);
+	path_info_one(conn, path, &full);
+	if (path == 0) {	/* rdma_cm's QP: what ez_conn_info reports */
+		full.remote_qp_num = ci.remote_qp_num;
+		full.udp_sport = ci.udp_sport;
+	}
+	snprintf(full.device, sizeof(full.device), "%s", ci.device);
+	if (conn->dev && ibv_query_gid(conn->dev->verbs, conn->port, (int)full.gid_index, &gid) == 0)
+		memcpy(full.gid, gid.raw, sizeof(full.gid));
+	ezi_struct_out(info, info_size, &full, sizeof(full));
+	return 0;
+}
+
+/* The per-path counters are the paths' own (any number of paths); the
+ * public arrays show the first EZ_INFO_PATHS. */
+static void stats_paths(const struct ez_conn *conn, struct ez_conn_stats *st)
+{
+	for (uint32_t i = 0; conn->paths && i < conn->npaths && i < EZ_INFO_PATHS; i++) {
+		st->path_ops[i] = conn->paths[i].ops;
+		st->path_bytes[i] = conn->paths[i].bytes;
+		st->path_msgs_recv[i] = conn->paths[i].msgs_recv;
+	}
+}
+
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, size_t stats_size)
 {
+	struct ez_conn_stats full;
 	int ret;
 
 	if (conn && (ret = conn_check_handle(conn, "ez_conn_stats")))
@@ -1481,7 +1524,9 @@ int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, si
 	if (!conn || !stats)
 		return ezi_fail(-EINVAL, "ez_conn_stats: conn %p, stats %p", (const void *)conn,
 				(void *)stats);
-	ezi_struct_out(stats, stats_size, &conn->stats, sizeof(conn->stats));
+	full = conn->stats;
+	stats_paths(conn, &full);
+	ezi_struct_out(stats, stats_size, &full, sizeof(full));
 	return 0;
 }
 

@@ -111,6 +111,16 @@ struct conn_path {
 	uint8_t last_wqe;	/* IBV_EVENT_QP_LAST_WQE_REACHED seen */
 	int posted;		/* WRs on this path's send queue */
 	uint64_t posted_bytes;	/* and their payload */
+	/* Its counters, kept here for any number of paths (ez_conn_stats'
+	 * arrays show the first EZ_INFO_PATHS; ez_conn_path_info() any):
+	 * ops posted, their payload bytes, messages received. Written by the
+	 * data path (msg.c, rndv.c), which posts and receives on the path. */
+	uint64_t ops, bytes, msgs_recv;
+	/* Its address vector as RTR set it (path_modify()): the local GID's
+	 * index in the port's table and the peer's GID (is_global: RoCE). */
+	union ibv_gid dgid;
+	uint8_t sgid_index;
+	uint8_t is_global;
 	int down_status;	/* why it was taken out (0: live) */
 	struct op bye_op;	/* the goodbye sent down this path at close */
 	struct op down_op;	/* tells the peer this path is out (sent on another) */

@@ -102,7 +102,7 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 	doc/man3/ez_write.3 doc/man3/ez_conn_opts.3 \
 	doc/man3/ez_connect_sz.3 doc/man3/ez_accept_sz.3 doc/man3/ez_listen_sz.3 \
 	doc/man3/ez_srqpool_new_sz.3 doc/man3/ez_srqpool_stats_sz.3 doc/man3/ez_conn_info_sz.3 \
-	doc/man3/ez_conn_stats_sz.3
+	doc/man3/ez_conn_stats_sz.3 doc/man3/ez_conn_path_info.3 doc/man3/ez_conn_path_info_sz.3
 # Issue 24 (api).
 dist_man3_MANS += doc/man3/ez_conn_accept_data.3 doc/man3/ez_atomic_cas.3 \
 	doc/man3/ez_atomic_fadd.3

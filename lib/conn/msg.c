@@ -430,8 +430,8 @@ static void op_count_kind(struct ez_conn *conn, const struct op *op)
 
 static void op_count(struct ez_conn *conn, const struct op *op)
 {
-	conn->stats.path_ops[op->path->idx]++;
-	conn->stats.path_bytes[op->path->idx] += op->wr.num_sge ? op->sge.length : 0;
+	op->path->ops++;	/* owner: the data path counts what it posts on a path */
+	op->path->bytes += op->wr.num_sge ? op->sge.length : 0;	/* owner: as above */
 	op_count_kind(conn, op);
 }
 
@@ -480,8 +480,8 @@ static inline __attribute__((always_inline)) void chain_account(struct ez_conn *
 	p->sq_tail = ch->last;
 	p->posted += (int)ch->n;
 	p->posted_bytes += ch->bytes;	/* a chain holds no control message */
-	conn->stats.path_ops[p->idx] += ch->n;
-	conn->stats.path_bytes[p->idx] += ch->bytes;
+	p->ops += ch->n;	/* owner: the data path counts what it posts on a path */
+	p->bytes += ch->bytes;	/* owner: as above */
 	if (!(ch->kinds & ~(OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR)))) {
 		conn->stats.msgs_sent += ch->n;
 		conn->stats.bytes_sent += ch->bytes;
@@ -690,8 +690,8 @@ static inline void silent_posted(struct ez_conn *conn, struct conn_path *p, uint
 	conn->stats.sends_unsignalled++;
 	conn->stats.msgs_sent++;
 	conn->stats.bytes_sent += len;
-	conn->stats.path_ops[p->idx]++;
-	conn->stats.path_bytes[p->idx] += len;
+	p->ops++;	/* owner: the data path counts what it posts on a path */
+	p->bytes += len;	/* owner: as above */
 }
 
 /* The silent sends retired with e (its completion came, or one behind it:
@@ -1767,7 +1767,8 @@ static void deliver(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_w
 {
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += wc->byte_len;
-	conn->stats.path_msgs_recv[conn->npaths == 1 ? 0 : path_index(conn, wc->qp_num)]++;
+	/* owner: the receive path counts what came in on a path */
+	conn->paths[conn->npaths == 1 ? 0 : path_index(conn, wc->qp_num)].msgs_recv++;
 	if (conn->cbs.on_recv)
 		conn->cbs.on_recv(conn, buf, conn->arg);
 	else

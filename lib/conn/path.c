@@ -137,6 +137,13 @@ int path_modify(struct ez_conn *conn, const struct ibv_qp_attr *a, int mask)
 	uint32_t i;
 	int ret;
 
+	/* Every path's address vector is QP 0's (one pair of ports today):
+	 * kept per path for ez_conn_path_info(). */
+	for (i = 0; a->qp_state == IBV_QPS_RTR && (mask & IBV_QP_AV) && i < conn->npaths; i++) {
+		conn->paths[i].is_global = a->ah_attr.is_global;
+		conn->paths[i].sgid_index = a->ah_attr.grh.sgid_index;
+		conn->paths[i].dgid = a->ah_attr.grh.dgid;
+	}
 	for (i = 1; i < conn->npaths; i++) {
 		struct conn_path *p = &conn->paths[i];
 		struct ibv_qp_attr b = *a;
@@ -403,6 +410,27 @@ void path_info(const struct ez_conn *conn, struct ez_conn_info *info)
 		info->path_udp_sport[i] = i ? p->sport : info->udp_sport;
 		info->path_status[i] = p->down_status;
 	}
+}
+
+void path_info_one(const struct ez_conn *conn, uint32_t i, struct ez_path_info *out)
+{
+	const struct conn_path *p = &conn->paths[i];
+
+	memset(out, 0, sizeof(*out));
+	out->index = i;
+	out->qp_num = p->qpn;
+	out->remote_qp_num = p->remote_qpn;
+	out->status = p->down_status;
+	out->live = p->live;
+	out->port = conn->port;
+	out->udp_sport = p->sport;
+	out->gid_index = p->sgid_index;
+	if (p->is_global)
+		memcpy(out->remote_gid, p->dgid.raw, sizeof(out->remote_gid));
+	out->posted = p->posted > 0 ? (uint32_t)p->posted : 0;
+	out->ops = p->ops;
+	out->bytes = p->bytes;
+	out->msgs_recv = p->msgs_recv;
 }
 
 int path_test_break(struct ez_conn *conn, unsigned int path)

@@ -54,6 +54,10 @@ void path_teardown(struct ez_conn *conn);
 void path_destroy(struct ez_conn *conn);
 
 void path_info(const struct ez_conn *conn, struct ez_conn_info *info);
+/* Path i (< npaths) as ez_conn_path_info() reports it, but what only the
+ * connection knows (path 0's peer QP and source port, the device, our
+ * GID): the caller's. */
+void path_info_one(const struct ez_conn *conn, uint32_t i, struct ez_path_info *out);
 
 /* Test hook: moves the path's QP to ERR and handles it as the device's
  * IBV_EVENT_QP_FATAL on it (path down, or the connection's end for the last). */

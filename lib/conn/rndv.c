@@ -490,7 +490,7 @@ static void deliver_one(struct ez_conn *conn, struct ez_buf *buf, uint32_t len, 
 {
 	conn->stats.msgs_recv++;
 	conn->stats.bytes_recv += len;
-	conn->stats.path_msgs_recv[path]++;
+	conn->paths[path].msgs_recv++;	/* owner: the receive path counts what came in on a path */
 	if (conn->cbs.on_recv)
 		conn->cbs.on_recv(conn, buf, conn->arg);
 	else

@@ -224,6 +224,56 @@ static void check_paths(struct bench *b, uint32_t k)
 		ck_assert_uint_eq(c->path_qp_num[i], 0);
 }
 
+/* ez_conn_path_info() of every path on both sides agrees with ez_conn_info's
+ * arrays and ez_conn_stats' counters, and with the peer's view of the same
+ * path: its QPs are our remote ones, its GID our remote GID. */
+static void check_path_info(struct bench *b, uint32_t k)
+{
+	struct ez_conn_stats cs, ss;
+	struct ez_path_info c, s;
+	static const uint8_t zero[16];
+	size_t old;
+
+	ck_assert_int_eq(ez_conn_stats(b->cli.conn, &cs), 0);
+	ck_assert_int_eq(ez_conn_stats(b->srv.conn, &ss), 0);
+	for (uint32_t i = 0; i < k; i++) {
+		ck_assert_int_eq(ez_conn_path_info(b->cli.conn, i, &c), 0);
+		ck_assert_int_eq(ez_conn_path_info(b->srv.conn, i, &s), 0);
+		ck_assert_uint_eq(c.index, i);
+		ck_assert_uint_eq(c.qp_num, b->cli.info.path_qp_num[i]);
+		ck_assert_uint_eq(c.remote_qp_num, s.qp_num);
+		ck_assert_uint_eq(s.remote_qp_num, c.qp_num);
+		ck_assert_uint_eq(c.udp_sport, b->cli.info.path_udp_sport[i]);
+		ck_assert_uint_eq(s.udp_sport, b->srv.info.path_udp_sport[i]);
+		ck_assert_int_eq(c.status, 0);
+		ck_assert_uint_eq(c.live, 1);
+		ck_assert_str_eq(c.device, b->cli.info.device);
+		ck_assert_uint_eq(c.port, b->cli.info.port);
+		/* RoCE: a GID each side, the peer's ours. */
+		ck_assert(memcmp(c.gid, zero, 16) != 0);
+		ck_assert(memcmp(c.gid, s.remote_gid, 16) == 0);
+		ck_assert(memcmp(s.gid, c.remote_gid, 16) == 0);
+		ck_assert_uint_eq(c.ops, cs.path_ops[i]);
+		ck_assert_uint_eq(c.bytes, cs.path_bytes[i]);
+		ck_assert_uint_eq(s.msgs_recv, ss.path_msgs_recv[i]);
+		ck_assert_uint_gt(c.ops, 0);
+	}
+	ck_assert_int_eq(ez_conn_path_info(b->cli.conn, k, &c), -EINVAL);
+	{
+		char want[96];
+
+		snprintf(want, sizeof(want),
+			 "ez_conn_path_info: path %u; the connection has %u (ez_conn_info.paths)", k, k);
+		ck_assert_str_eq(ez_errmsg(), want);
+	}
+	/* A caller built against a shorter struct gets no byte beyond it. */
+	old = offsetof(struct ez_path_info, posted);
+	memset(&c, 0xA5, sizeof(c));
+	ck_assert_int_eq(ez_conn_path_info_sz(b->cli.conn, 0, &c, old), 0);
+	ck_assert_uint_eq(c.index, 0);
+	ck_assert_uint_eq(c.posted, 0xA5A5A5A5u);
+}
+
 static void send_more(struct bench *b);
 
 static void on_sent(struct ez_conn *conn, int status, void *arg)
@@ -389,6 +439,7 @@ START_TEST(four_paths_move_sends_and_writes)
 		ck_assert_uint_eq(recvs, ss.msgs_recv);
 		ck_assert_uint_eq(cs.paths_down, 0);
 	}
+	check_path_info(&b, 4);
 
 	/* A close on one side ends both cleanly (a goodbye down every path). */
 	ez_conn_close(b.cli.conn);
@@ -452,6 +503,16 @@ START_TEST(failed_path_taken_out_traffic_goes_on)
 	ck_assert_uint_eq(ci.paths_live, 3);
 	ck_assert_int_eq(ci.path_status[2], -EIO);
 	ck_assert_int_eq(ci.path_status[1], 0);
+	{
+		struct ez_path_info pi;
+
+		ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 2, &pi), 0);
+		ck_assert_int_eq(pi.status, -EIO);
+		ck_assert_uint_eq(pi.live, 0);
+		ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 1, &pi), 0);
+		ck_assert_int_eq(pi.status, 0);
+		ck_assert_uint_eq(pi.live, 1);
+	}
 	printf("path failure: %d sends failed with the path and were sent again, %d duplicates\n",
 	       b.errors, b.srv.dups);
 
