@@ -1,4 +1,4 @@
-/* msg.c: the data path: sends (copied, inline, zero-copy), RDMA write/read, receive dispatch, credits. */
+/* msg.c: the data path's send side: sends (copied, inline, zero-copy), RDMA write/read, atomics, their posting and completions, credits (the receive side is recv.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -193,6 +193,11 @@ static inline __attribute__((always_inline)) void op_finish(struct ez_conn *conn
 static void op_complete(struct ez_conn *conn, struct op *op, int status)
 {
 	op_finish(conn, op, status, 0);
+}
+
+void conn_op_complete(struct ez_conn *conn, struct op *op, int status)
+{
+	op_complete(conn, op, status);
 }
 
 /* The library's own ops at their completion (op_kind_ops.done). */
@@ -808,16 +813,6 @@ void conn_kick(struct ez_conn *conn)
 		kick_later(conn);
 	else
 		kick_now(conn);
-}
-
-/* After a completion: a kick only when it has something to do (ops
- * waiting, or credits due that no credit message carries yet), so a
- * ping-pong's send completion costs no deferred call that finds nothing. */
-static inline void kick_if_needed(struct ez_conn *conn)
-{
-	if (__builtin_expect(conn->pend_head ||
-			     (!conn->credit_inflight && srqpool_credits_due(&conn->acct)), 0))
-		conn_kick(conn);
 }
 
 void conn_flush_kick(struct ez_conn *conn)
@@ -1446,7 +1441,7 @@ int ez_atomic_fadd(struct ez_conn *conn, const struct ez_rkey *remote, uint64_t 
 	return atomic_op(conn, OP_ATOMIC_FADD, remote, roff, add, 0, cb, op_arg);
 }
 
-static int wc_status_errno(enum ibv_wc_status s)
+int conn_wc_errno(enum ibv_wc_status s)
 {
 	switch (s) {
 	case IBV_WC_SUCCESS:
@@ -1581,7 +1576,7 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 		if (wc->status == IBV_WC_SUCCESS &&
 		    !OP_KIND_IN(OP_KIND_BIT(OP_KA_PROBE) | OP_KIND_BIT(OP_KA_ANSWER), op->kind))
 			conn->sq_ok++;
-		status = wc_status_errno(wc->status);
+		status = conn_wc_errno(wc->status);
 		/* A path of several that fails is taken out and the others carry on. */
 		if (status && conn->npaths > 1)
 			status = path_on_error(conn, op, status, &last_path);
@@ -1593,7 +1588,7 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 	if (conn_is_ended(conn))
 		conn_drain_check(conn);
 	else if (conn->state == CS_CONNECTED)
-		kick_if_needed(conn);
+		conn_kick_if_needed(conn);
 	/* dev, not conn->dev: the drain check may have freed conn. */
 	if (run)
 		device_batch_close(dev);
@@ -1608,7 +1603,7 @@ void conn_on_silent_wc(struct conn_path *p, const struct ibv_wc *wc)
 {
 	struct ez_conn *conn = p->conn;
 	struct device *dev = conn->dev;
-	int status = wc_status_errno(wc->status);
+	int status = conn_wc_errno(wc->status);
 	struct op *e;
 
 	device_batch_open(dev);
@@ -1633,254 +1628,6 @@ void conn_on_silent_wc(struct conn_path *p, const struct ibv_wc *wc)
 	if (conn_is_ended(conn))
 		conn_drain_check(conn);
 	else if (conn->state == CS_CONNECTED)
-		kick_if_needed(conn);
+		conn_kick_if_needed(conn);
 	device_batch_close(dev);
-}
-
-/* A receive that failed: the peer's message did not fit the buffer (or
- * another transport error). The connection ends with the completion's
- * status; the buffer goes back to the pool, which the other connections
- * keep drawing from. A flushed receive is a QP in ERR (a close, a path
- * taken out), which whoever moved it there reports. */
-static void recv_failed(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
-{
-	/* buf is the application's handle (a generation in its top bits),
-	 * not a descriptor to read. */
-	uint32_t size = srqpool_buf_size(conn->pool);
-
-	ez_buf_release(buf);
-	if (wc->status == IBV_WC_WR_FLUSH_ERR || conn_is_ended(conn))
-		return;
-	conn_fail(conn, wc_status_errno(wc->status),
-		  "receive work completion (QP %u): %s into a %u-byte receive buffer (vendor error 0x%x)",
-		  wc->qp_num, ibv_wc_status_str(wc->status), size, wc->vendor_err);
-}
-
-static enum rx_auth auth_view(const struct ez_conn *conn)
-{
-	if (!conn->auth)
-		return RX_AUTH_NOKEY;
-	if (conn->state == CS_AWAITING_PROOF)
-		return RX_AUTH_AWAIT_PROOF;
-	if (conn->state == CS_AUTHENTICATING)
-		return RX_AUTH_AWAIT_VERDICT;
-	return RX_AUTH_DONE;
-}
-
-/* What rx_check() reads of a data message (an immediate of credits alone:
- * check_data() and take_returns()), and rx_commit() of RX_DATA. Every
- * message takes the same checks; a data message, the common one, does not
- * pay for the paths, the keepalive and the rendezvous parts of the view. */
-static void rx_view_data_of(const struct ez_conn *conn, struct rx_view *v)
-{
-	v->t = &conn->rxt;
-	v->max_msg = conn->my_max_msg;
-	v->recv_granted = conn->acct.granted;
-	v->recv_max_granted = conn->acct.max_granted;
-	v->send_credits = conn->send_credits;
-	v->max_send_credits = RX_MAX_CREDITS;
-	v->auth = (uint8_t)auth_view(conn);
-	v->rndv = conn->rndv.ok;
-}
-
-/* The whole view: every kind of message, and a fault's message. */
-static void rx_view_of(const struct ez_conn *conn, struct rx_view *v)
-{
-	uint32_t i;
-
-	rx_view_data_of(conn, v);
-	v->npaths = (uint8_t)conn->npaths;
-	v->live = 0;
-	for (i = 0; i < conn->npaths; i++)
-		if (conn->paths[i].live)
-			v->live |= (uint8_t)(1u << i);
-	v->rndv_max = conn->o.max_msg_size;
-	conn_live_view(conn, v);
-}
-
-/* The peer broke a rule: this connection ends (-EPROTO), naming what it
- * did. A listener waiting for the proof refuses it as conn_auth.c refuses
- * any message that is not the proof (-EACCES), so the peer is told.
- * Otherwise the QP goes to ERR and the CM disconnects: the peer sees its
- * work flushed and the disconnect. */
-static void recv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc,
-			 const struct rx_in *in, const struct rx_view *v, enum rx_fault f)
-{
-	char why[160];
-
-	if (conn->state == CS_AWAITING_PROOF) {
-		conn_auth_on_recv(conn, buf, wc);
-		return;
-	}
-	ez_buf_release(buf);
-	rx_fault_format(f, in, v, why, sizeof(why));
-	conn_fail(conn, -EPROTO, "%s", why);
-	/* Counted against its address like a refused RDMA request: a peer
-	 * cut for breaking the rules and back at once is refused a while. */
-	peer_penalty_note(conn);
-}
-
-/* A rendezvous header's contents, or an acknowledgement's id, against the
- * rules (rx_check.c) and, for an ack, our transfers: a lie ends the
- * connection (-EPROTO) naming it. Fills *h (an ack's id in h->id). */
-static int rndv_refused(struct ez_conn *conn, struct ez_buf *buf, const struct rx_view *v,
-			const struct rx_msg *m, struct rndv_hdr *h, unsigned int path)
-{
-	const uint8_t *bytes = ez_buf_data(buf);
-	enum rx_fault f;
-	char why[200];
-
-	memset(h, 0, sizeof(*h));
-	if (m->kind == RX_RNDV) {
-		rndv_hdr_decode(bytes, h);
-		f = conn_rndv_check(conn, h, v, path);
-	} else {
-		struct op *op;
-
-		h->id = rndv_ack_decode(bytes);
-		for (op = conn->rndv.tx; op && op->rndv_id != h->id; op = op->rndv_next)
-			;
-		f = conn_rndv_check_ack(conn, v, h->id, op && !(op->rndv_flags & RNDV_TX_ACKED));
-	}
-	if (!f)
-		return 0;
-	ez_buf_release(buf);
-	rx_rndv_fault_format(f, h, v, why, sizeof(why));
-	conn_fail(conn, -EPROTO, "%s", why);
-	peer_penalty_note(conn);
-	return 1;
-}
-
-static void deliver_write_imm(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
-{
-	/* The peer's ez_write_imm(): its data is already in our memory and
-	 * the immediate value is the application's, not credits. The receive
-	 * buffer it used holds nothing: straight back, and owed like any
-	 * message's. */
-	ez_buf_release(buf);
-	conn->stats.write_imms_recv++;
-	if (conn->cbs.on_write_imm)
-		conn->cbs.on_write_imm(conn, ntohl(wc->imm_data), wc->byte_len, conn->arg);
-}
-
-static void deliver(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
-{
-	conn->stats.msgs_recv++;
-	conn->stats.bytes_recv += wc->byte_len;
-	/* owner: the receive path counts what came in on a path */
-	conn->paths[conn->npaths == 1 ? 0 : path_index(conn, wc->qp_num)].msgs_recv++;
-	if (conn->cbs.on_recv)
-		conn->cbs.on_recv(conn, buf, conn->arg);
-	else
-		ez_buf_release(buf);
-}
-
-void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
-{
-	struct ez_buf *buf = srqpool_take(((struct ez_buf *)(uintptr_t)wc->wr_id)->pool, wc->wr_id,
-					  wc->byte_len);
-	struct rx_in in;
-	struct rx_view v;
-	struct rx_msg m;
-	struct rndv_hdr rh;
-	enum rx_fault f;
-
-	if (!buf)
-		return;
-	if (wc->status != IBV_WC_SUCCESS) {
-		recv_failed(conn, buf, wc);
-		return;
-	}
-	in.write_imm = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
-	in.has_imm = !!(wc->wc_flags & IBV_WC_WITH_IMM);
-	in.imm = in.has_imm ? ntohl(wc->imm_data) : 0;
-	in.byte_len = wc->byte_len;
-	/* A stream's message (data handing back no credit) on an established
-	 * connection with no large message coming in: rx_check()'s verdict
-	 * without its view (rx_plain_data()), delivered as below. */
-	if (__builtin_expect(rx_plain_data(&in, conn->my_max_msg, conn->acct.granted,
-					   conn->send_credits) &&
-			     conn->state == CS_CONNECTED && !conn->rndv.rq.n, 1)) {
-		rx_commit_plain(&conn->rxt);
-		srqpool_credit_used(conn->pool, &conn->acct);
-		deliver(conn, buf, wc);
-		if (conn->state == CS_CONNECTED)
-			kick_if_needed(conn);
-		return;
-	}
-	if (conn_is_ended(conn)) {
-		/* Its credit dies with the QP; counted all the same. */
-		if (in.write_imm || !(in.imm & IMM_CREDIT_ONLY))
-			srqpool_credit_used(conn->pool, &conn->acct);
-		ez_buf_release(buf);
-		return;
-	}
-	if (in.has_imm && !in.write_imm && !(in.imm & ~IMM_CREDITS_MASK))
-		rx_view_data_of(conn, &v);
-	else
-		rx_view_of(conn, &v);
-	f = rx_check(&in, &v, &m);
-	if (f) {
-		rx_view_of(conn, &v);	/* the fault's message may name any of it */
-		recv_refused(conn, buf, wc, &in, &v, f);
-		return;
-	}
-	if ((m.kind == RX_RNDV || m.kind == RX_RNDV_ACK) &&
-	    rndv_refused(conn, buf, &v, &m, &rh, path_index(conn, wc->qp_num)))
-		return;
-	rx_commit(&conn->rxt, &v, &m);
-	if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM || m.kind == RX_RNDV)
-		srqpool_credit_used(conn->pool, &conn->acct);
-	conn->send_credits += m.credits;
-	EZ_ASSERT(conn->send_credits <= RX_MAX_CREDITS);	/* rx_check() bounds the grant */
-	/* Nothing reaches the application before the shared secret is proved. */
-	if (conn->state == CS_AWAITING_PROOF || conn->state == CS_AUTHENTICATING) {
-		conn_auth_on_recv(conn, buf, wc);
-		return;
-	}
-	/* A message can overtake the RTU: the QP is in RTS, so the peer has
-	 * already seen our reply and counts the connection as established. */
-	if (conn->state == CS_ACCEPTING)
-		conn_fire(conn, CE_RTU, 0);
-	if (conn->state != CS_CONNECTED) {
-		ez_buf_release(buf);
-		return;
-	}
-	switch (m.kind) {
-	case RX_DATA:
-		if (conn->rndv.rq.n)
-			conn_rndv_on_small(conn, buf, wc->byte_len);
-		else
-			deliver(conn, buf, wc);
-		break;
-	case RX_RNDV:
-		ez_buf_release(buf);
-		conn_rndv_on_header(conn, &rh, path_index(conn, wc->qp_num));
-		break;
-	case RX_RNDV_ACK: {
-		struct op *op;
-
-		ez_buf_release(buf);
-		conn->stats.credit_msgs_recv++;
-		op = conn_rndv_on_ack(conn, rh.id, &f);
-		if (op)
-			op_complete(conn, op, 0);
-		break;
-	}
-	case RX_WRITE_IMM:
-		deliver_write_imm(conn, buf, wc);
-		break;
-	default:
-		conn->stats.credit_msgs_recv++;
-		ez_buf_release(buf);
-		if (m.kind == RX_BYE)
-			conn->peer_bye = 1;
-		else if (m.kind == RX_KA_PROBE)
-			conn_live_on_probe(conn, m.answer);
-		else if (m.kind == RX_PATH_DOWN)
-			path_on_peer_down(conn, m.path);
-		break;
-	}
-	if (conn->state == CS_CONNECTED)
-		kick_if_needed(conn);
 }

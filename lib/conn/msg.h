@@ -1,8 +1,9 @@
-/* msg.h: the data path (msg.c): sends, RDMA ops, their completions, receive dispatch, credits. */
+/* msg.h: the data path: its send side (msg.c: sends, RDMA ops, their completions, credits) and its receive side (recv.c). */
 #ifndef EZ_CONN_MSG_H
 #define EZ_CONN_MSG_H
 
 #include "conn_types.h"
+#include "srqpool/srqpool.h"
 
 void conn_on_send_wc(struct op *op, const struct ibv_wc *wc);
 /* The completion of a silent send (an error or a flush) on p. */
@@ -11,6 +12,20 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
 int conn_ops_init(struct ez_conn *conn);
 void conn_ops_fini(struct ez_conn *conn);
 void conn_kick(struct ez_conn *conn);
+/* After a completion: a kick only when it has something to do (ops
+ * waiting, or credits due that no credit message carries yet), so a
+ * ping-pong's completion costs no deferred call that finds nothing. */
+static inline void conn_kick_if_needed(struct ez_conn *conn)
+{
+	if (__builtin_expect(conn->pend_head ||
+			     (!conn->credit_inflight && srqpool_credits_due(&conn->acct)), 0))
+		conn_kick(conn);
+}
+/* A work completion's status as the errno an op ends with. */
+int conn_wc_errno(enum ibv_wc_status s);
+/* An op ends, any kind, any outcome: its callback, exactly once (msg.c's
+ * op_finish()). */
+void conn_op_complete(struct ez_conn *conn, struct op *op, int status);
 /* The pool has credits for this connection again (srqpool_acct.kick). */
 void conn_credit_kick(struct srqpool_acct *a);
 void conn_unqueue_kick(struct ez_conn *conn);
