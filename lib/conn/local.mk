@@ -72,6 +72,12 @@ tests_unit_test_handshake_LDADD = $(TEST_LDADD)
 tests_unit_test_conn_opts_SOURCES = tests/unit/test_conn_opts.c
 tests_unit_test_conn_opts_CFLAGS = $(TEST_CFLAGS)
 tests_unit_test_conn_opts_LDADD = $(TEST_LDADD)
+# The data path (msg.c, sendq.c) without a device: a fake ibv_context
+# whose post_send, post_srq_recv and poll_cq are the test's (fakeverbs.c).
+UNIT_TESTS += tests/unit/test_datapath
+tests_unit_test_datapath_SOURCES = tests/unit/test_datapath.c tests/unit/fakeverbs.c tests/unit/fakeverbs.h
+tests_unit_test_datapath_CFLAGS = $(TEST_CFLAGS)
+tests_unit_test_datapath_LDADD = $(TEST_LDADD)
 
 INTEGRATION_TESTS += tests/integration/test_conn
 INTEGRATION_TESTS += tests/integration/test_flow_policy
