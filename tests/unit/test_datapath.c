@@ -136,8 +136,8 @@ START_TEST(fast_send_signalled)
 	ck_assert_int_eq(fv_free_ops(), 31);
 	ck_assert_uint_eq(conn->stats.msgs_sent, 1);
 	ck_assert_uint_eq(conn->stats.bytes_sent, 5);
-	ck_assert_uint_eq(conn->stats.path_ops[0], 1);
-	ck_assert_uint_eq(conn->stats.path_bytes[0], 5);
+	ck_assert_uint_eq(conn->paths[0].ops, 1);
+	ck_assert_uint_eq(conn->paths[0].bytes, 5);
 	ck_assert_uint_eq(conn->stats.sends_unsignalled, 0);
 	ck_assert_int_eq(ncb, 0);
 
@@ -296,7 +296,7 @@ START_TEST(chain_half_accepted)
 	ck_assert_ptr_eq(conn->paths[0].sq_tail, op_of_wr(2));
 	ck_assert_uint_eq(conn->stats.msgs_sent, 3);
 	ck_assert_uint_eq(conn->stats.bytes_sent, 2 + 3 + 4);
-	ck_assert_uint_eq(conn->stats.path_ops[0], 3);
+	ck_assert_uint_eq(conn->paths[0].ops, 3);
 	/* The two it refused: ended once each with the error, in order,
 	 * their credits and ops back. */
 	ck_assert_int_eq(ncb, 2);
@@ -829,7 +829,7 @@ START_TEST(recv_delivered)
 	ck_assert_mem_eq(recv_bytes, "hello", 5);
 	ck_assert_uint_eq(conn->stats.msgs_recv, 1);
 	ck_assert_uint_eq(conn->stats.bytes_recv, 5);
-	ck_assert_uint_eq(conn->stats.path_msgs_recv[0], 1);
+	ck_assert_uint_eq(conn->paths[0].msgs_recv, 1);
 	ck_assert_uint_eq(conn->rxt.used, 1);
 	ck_assert_uint_eq(conn->acct.owed, 1);
 
