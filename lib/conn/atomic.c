@@ -72,7 +72,7 @@ int conn_atomic_prepare(struct ez_conn *conn, struct op *op, const char *fn)
 
 	if (ret)
 		return ret;
-	w = &conn->atomic.res[op - conn->ops];
+	w = &conn->atomic.res[op - conn->sq.ops];
 	*w = 0;
 	op->sge.addr = (uintptr_t)w;
 	op->sge.length = sizeof(*w);
@@ -82,7 +82,7 @@ int conn_atomic_prepare(struct ez_conn *conn, struct op *op, const char *fn)
 
 uint64_t conn_atomic_old(const struct ez_conn *conn, const struct op *op)
 {
-	return conn->atomic.res[op - conn->ops];
+	return conn->atomic.res[op - conn->sq.ops];
 }
 
 void conn_atomic_fini(struct ez_conn *conn)

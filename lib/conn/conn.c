@@ -350,27 +350,16 @@ static int take_full(struct ez_conn *conn)
 	return 0;
 }
 
-static uint32_t min_u32(uint32_t a, uint32_t b)
-{
-	return a < b ? a : b;
-}
-
 /* The application's WRs on a send queue (and their completions): its
  * window of send_depth ops, and the silent sends that hold none (msg.c). */
 static uint32_t send_wrs(const struct ez_conn *conn)
 {
-	return conn->nops + (conn->sends_silent ? CONN_UNSIG_SPARES : 0);
+	return conn->sq.nops + (conn->sq.sends_silent ? CONN_UNSIG_SPARES : 0);
 }
 
 /* What ez_send() posts straight from the caller's bytes: inline on this
  * QP, within the op's inline copy, and a message both sides take. Both
  * sides' limits are known by the time the connection comes up. */
-static uint32_t small_send_max(const struct ez_conn *conn)
-{
-	return min_u32(min_u32(conn->max_inline, OP_INLINE_BYTES),
-		       min_u32(conn->peer_max_msg, conn->o.max_msg_size));
-}
-
 /* conn_fire()'s row, carried out: the one place a connection's state is
  * written, and (through report_up and release_and_report) the one way to
  * the application's on_connect and on_disconnect. */
@@ -391,7 +380,7 @@ static void take_transition(struct ez_conn *conn, const struct conn_fsm_row *row
 		}
 	}
 	if (actions & CA_REPORT_UP)
-		conn->small_send_max = small_send_max(conn);
+		conn_sq_up(conn);
 	conn->state = row->next;
 	if (actions & CA_END)
 		mark_end(conn, from, status);
@@ -654,8 +643,8 @@ static int conn_setup_qp(struct ez_conn *conn)
 	/* Every step below is validated against the device's cached limits
 	 * and this view, so the ladder costs one ibv_modify_qp() a step. */
 	conn->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
-	conn->max_inline = ia.cap.max_inline_data < conn->o.inline_threshold ?
-		ia.cap.max_inline_data : conn->o.inline_threshold;
+	conn_sq_set_inline(conn, ia.cap.max_inline_data < conn->o.inline_threshold ?
+			   ia.cap.max_inline_data : conn->o.inline_threshold);
 	device_qp_add(dev, &conn->dqp, conn->qp, &conn_qp_ops);
 	ret = path_create(conn, &ia, &path_qp_ops);
 	if (ret)
@@ -863,7 +852,7 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 		return;
 	}
 	conn->peer_credits = m.credits;
-	conn->send_credits = m.credits;
+	conn_sq_credits_add(conn, m.credits);
 	conn->peer_max_msg = m.max_msg;
 	conn_live_peer_caps(conn, m.caps);
 	conn_rndv_peer(conn, m.caps, m.rndv_shift);
@@ -1334,7 +1323,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	conn->id->context = conn;
 	fmt_addr((struct sockaddr *)&req->peer, "peer", conn->host, sizeof(conn->host));
 	conn->peer_credits = req->hs.credits;
-	conn->send_credits = req->hs.credits;
+	conn_sq_credits_add(conn, req->hs.credits);
 	conn->peer_max_msg = req->hs.max_msg;
 	conn->step = "ez_accept";
 	req_resp = req->responder_resources;
@@ -1447,8 +1436,8 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 		info->max_msg_size = peer < conn->o.max_msg_size ? peer : conn->o.max_msg_size;
 	}
 	info->peer_credits = conn->peer_credits;
-	info->send_credits = conn->send_credits;
-	info->max_inline = conn->max_inline;
+	info->send_credits = conn->sq.send_credits;
+	info->max_inline = conn->sq.max_inline;
 	info->export_mech = conn->own_pd ? EZ_EXPORT_PD :
 		conn->dev && device_has_mw2(conn->dev) ? EZ_EXPORT_MW2 : EZ_EXPORT_NONE;
 	info->exports = conn->ex.n;

@@ -195,8 +195,7 @@ static int export_post(struct ez_conn *conn, struct conn_path *p, struct conn_ex
 	int err;
 
 	if (!op) {
-		conn->send_refused = 1;	/* on_send_ready when room is back (msg.c) */
-		conn->stats.send_refusals++;
+		conn_sq_refused(conn);	/* on_send_ready when room is back */
 		return ezi_fail(-ENOBUFS, "ez_conn_export: %u operations already outstanding (send_depth)",
 				conn->o.send_depth);
 	}

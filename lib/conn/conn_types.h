@@ -142,6 +142,34 @@ struct device;
 struct conn_auth;
 struct conn_export;
 
+/* The send queue (sendq.c; msg.c writes it too as it posts and completes,
+ * the owner baseline's lines): send_depth ops and their free list,
+ * the queue of ops waiting for a credit or a batch's end, the peer's
+ * credits we hold, and what the posts need to know. */
+struct conn_sendq {
+	struct op *ops;
+	struct op *free_ops;
+	/* send_depth. A callback-less small send may go out unsignalled with
+	 * no op (msg.c's silent sends), so it does not count against it;
+	 * sends_silent 0 when every send keeps its op and completion. */
+	uint32_t nops;
+	uint8_t sends_silent;
+	/* An op was refused for lack of room since the last on_send_ready. */
+	uint8_t send_refused;
+	struct op *pend_head, *pend_tail;
+	uint32_t send_credits;	/* messages we may send now */
+	struct op credit_op;
+	int credit_inflight;
+	struct op seal_op;	/* conn_seal()'s, posted into the QP in ERR */
+	struct loop_defer kick_after;	/* a kick waiting for the device's batch to end */
+	uint32_t max_inline;
+	/* ez_send()'s bound for a send posted from the caller's bytes:
+	 * min(max_inline, OP_INLINE_BYTES, peer_max_msg, max_msg_size), set
+	 * as the connection comes up (0 before), so the per-message check is
+	 * one compare, not four. */
+	uint32_t small_send_max;
+};
+
 /* Large messages by rendezvous (rndv.c, the only writer but for the
  * handshake's verdict, conn.c): both sides set HS_CAP_RNDV; the most the
  * peer takes that way; our transfers awaiting its acknowledgement (posted,
@@ -241,29 +269,11 @@ struct ez_conn {
 	struct device_cq_room cqr;	/* its sends' room, on its QPs' send CQ */
 	struct device_cq *rcq;		/* its QPs' recv CQ: the pool's */
 
-	struct op *ops;
-	struct op *free_ops;
-	struct op *pend_head, *pend_tail;
-	struct op credit_op;
-	int credit_inflight;
+	struct conn_sendq sq;	/* the send side's queue (msg.c's) */
 	struct op bye_op;
-	struct op seal_op;	/* conn_seal()'s, posted into the QP in ERR */
 	int peer_bye;
-	/* A callback-less small send may go out unsignalled with no op
-	 * (msg.c's silent sends), so it does not count against send_depth;
-	 * 0 when every send keeps its op and completion. nops: send_depth. */
-	uint8_t sends_silent;
-	uint32_t nops;
-	struct loop_defer kick_after;	/* a kick waiting for the device's batch to end */
-	uint32_t max_inline;
-	/* ez_send()'s bound for a send posted from the caller's bytes:
-	 * min(max_inline, OP_INLINE_BYTES, peer_max_msg, max_msg_size), set
-	 * as the connection comes up (0 before), so the per-message check is
-	 * one compare, not four. */
-	uint32_t small_send_max;
 
 	uint32_t my_credits;	/* advertised to the peer */
-	uint32_t send_credits;	/* messages we may send now */
 	/* Our receive credits: what the peer holds and what it has earned
 	 * back, as a share of the pool (lib/srqpool/share.c). */
 	struct srqpool_acct acct;
@@ -326,9 +336,6 @@ struct ez_conn {
 	uint64_t sq_ok;
 	struct conn_keepalive ka;	/* keepalive.c's */
 
-	/* Send readiness (msg.c): an op was refused for lack of room since
-	 * the last on_send_ready. */
-	uint8_t send_refused;
 	/* Refused for the context's staging budget (staging.c): woken when
 	 * staged bytes come back, whichever connection gave them. */
 	uint8_t staged_wait;

@@ -123,7 +123,7 @@ static void deadline_tick(struct loop_timer *t)
 	for (i = 0; i < conn->npaths; i++)
 		if (age(conn, conn->paths[i].sq_head, "posted"))
 			return;
-	if (age(conn, conn->pend_head, "waiting for the peer's credits"))
+	if (age(conn, conn->sq.pend_head, "waiting for the peer's credits"))
 		return;
 	ctx_timer_start(conn->ctx, t, conn->o.op_timeout_ms / 2);
 }

@@ -77,28 +77,28 @@ int conn_ops_init(struct ez_conn *conn)
 {
 	uint32_t i, n = conn->o.send_depth;
 
-	conn->ops = calloc(n, sizeof(*conn->ops));
-	if (!conn->ops)
+	conn->sq.ops = calloc(n, sizeof(*conn->sq.ops));
+	if (!conn->sq.ops)
 		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -ENOMEM,
 				     "send ops: out of memory");
 	for (i = 0; i < n; i++) {
-		struct op *op = &conn->ops[i];
+		struct op *op = &conn->sq.ops[i];
 
 		op->conn = conn;
 		conn_op_bind(op);
 		op->wr.sg_list = &op->sge;
-		op->next = conn->free_ops;
-		conn->free_ops = op;
+		op->next = conn->sq.free_ops;
+		conn->sq.free_ops = op;
 	}
-	conn->nops = n;
-	conn->sends_silent = (uint8_t)unsig_ok(conn);
+	conn->sq.nops = n;
+	conn->sq.sends_silent = (uint8_t)unsig_ok(conn);
 	/* The control messages' own ops, bound once: conn_post_ctrl() fills
 	 * the rest at each use. */
-	conn_op_bind(&conn->credit_op);
+	conn_op_bind(&conn->sq.credit_op);
 	conn_op_bind(&conn->bye_op);
 	conn_op_bind(&conn->ka.probe_op);
 	conn_op_bind(&conn->ka.answer_op);
-	conn_op_bind(&conn->seal_op);
+	conn_op_bind(&conn->sq.seal_op);
 	conn->op_bind = conn_op_bind;
 	for (i = 0; i < (conn->o.paths ? conn->o.paths : 1); i++) {
 		conn_op_bind(&conn->paths[i].bye_op);
@@ -112,11 +112,11 @@ void conn_ops_fini(struct ez_conn *conn)
 {
 	/* Every op has completed by now; a slot still held goes back all the
 	 * same, or the device would log it as lost at close. */
-	for (uint32_t i = 0; conn->ops && i < conn->nops; i++)
-		conn_op_release_copy(conn, &conn->ops[i]);
+	for (uint32_t i = 0; conn->sq.ops && i < conn->sq.nops; i++)
+		conn_op_release_copy(conn, &conn->sq.ops[i]);
 	conn_rndv_fini(conn);
-	free(conn->ops);
-	conn->ops = NULL;
+	free(conn->sq.ops);
+	conn->sq.ops = NULL;
 	conn_atomic_fini(conn);
 }
 
@@ -124,10 +124,10 @@ void conn_ops_fini(struct ez_conn *conn)
  * may have taken the room again (then the next completion tells). */
 static inline void send_ready_check(struct ez_conn *conn)
 {
-	if (!conn->send_refused || !conn->free_ops || conn->state != CS_CONNECTED ||
+	if (!conn->sq.send_refused || !conn->sq.free_ops || conn->state != CS_CONNECTED ||
 	    conn->app_closed)
 		return;
-	conn->send_refused = 0;
+	conn->sq.send_refused = 0;
 	conn->stats.send_ready_calls++;
 	if (conn->cbs.on_send_ready)
 		conn->cbs.on_send_ready(conn, conn->arg);
@@ -209,7 +209,7 @@ static void bye_done(struct ez_conn *conn, struct op *op, int status)
 
 static void credit_done(struct ez_conn *conn, struct op *op, int status)
 {
-	conn->credit_inflight = 0;
+	conn->sq.credit_inflight = 0;
 }
 
 /* A large send's header: the op ends at the peer's acknowledgement, or
@@ -377,8 +377,8 @@ static inline void op_charge(struct ez_conn *conn, struct op *op)
 		rx_note_granted(&conn->rxt, give);
 	}
 	if (needs_credit(op)) {
-		EZ_ASSERT(conn->send_credits > 0);	/* the poster waited for one */
-		conn->send_credits--;
+		EZ_ASSERT(conn->sq.send_credits > 0);	/* the poster waited for one */
+		conn->sq.send_credits--;
 		rx_note_sent(&conn->rxt);
 	}
 }
@@ -396,8 +396,8 @@ static void op_uncharge(struct ez_conn *conn, struct op *op)
 	if (k->uncharge)
 		k->uncharge(conn, op);
 	if (needs_credit(op)) {
-		conn->send_credits++;
-		EZ_ASSERT(conn->send_credits <= RX_MAX_CREDITS);
+		conn->sq.send_credits++;
+		EZ_ASSERT(conn->sq.send_credits <= RX_MAX_CREDITS);
 		rx_note_unsent(&conn->rxt);
 	}
 }
@@ -588,7 +588,7 @@ void conn_seal(struct ez_conn *conn)
 	if (!conn->paths || conn->npaths != 1 ||
 	    (!p->silent_tail && (!p->sq_tail || (p->sq_tail->wr.send_flags & IBV_SEND_SIGNALED))))
 		return;
-	ret = conn_post_ctrl(conn, &conn->seal_op, OP_SEAL, p, 0, NULL, 0);
+	ret = conn_post_ctrl(conn, &conn->sq.seal_op, OP_SEAL, p, 0, NULL, 0);
 	if (ret)
 		ezi_log_err("QP %u in ERR: ibv_post_send(send-queue seal): %s; %d sends stay "
 			    "unaccounted", conn->qpn, ez_strerror(ret), conn_sq_posted(conn));
@@ -616,12 +616,12 @@ static void maybe_send_credits(struct ez_conn *conn)
 	uint32_t give;
 	int ret;
 
-	if (conn->credit_inflight || conn->state != CS_CONNECTED || !srqpool_credits_due(&conn->acct))
+	if (conn->sq.credit_inflight || conn->state != CS_CONNECTED || !srqpool_credits_due(&conn->acct))
 		return;
 	give = srqpool_credits_return(conn->pool, &conn->acct, IMM_CREDITS_MASK);
 	if (!give)
 		return;
-	ret = conn_post_ctrl(conn, &conn->credit_op, OP_CREDIT, path_pick(conn),
+	ret = conn_post_ctrl(conn, &conn->sq.credit_op, OP_CREDIT, path_pick(conn),
 			     IMM_CREDIT_ONLY | give, NULL, 0);
 	if (ret) {
 		ezi_log_warn("ibv_post_send(credit message): %s", ez_strerror(ret));
@@ -629,7 +629,7 @@ static void maybe_send_credits(struct ez_conn *conn)
 		return;
 	}
 	rx_note_granted(&conn->rxt, give);
-	conn->credit_inflight = 1;
+	conn->sq.credit_inflight = 1;
 	conn->stats.credit_msgs_sent++;
 }
 
@@ -660,18 +660,18 @@ int conn_post_bye(struct ez_conn *conn)
  * submit goes out after the batch, as one chain per connection. */
 static void run_kick(struct loop_defer *d)
 {
-	conn_kick(container_of(d, struct ez_conn, kick_after));
+	conn_kick(container_of(d, struct ez_conn, sq.kick_after));
 }
 
 static void kick_later(struct ez_conn *conn)
 {
-	conn->kick_after.fn = run_kick;
-	device_after_batch(conn->dev, &conn->kick_after);
+	conn->sq.kick_after.fn = run_kick;
+	device_after_batch(conn->dev, &conn->sq.kick_after);
 }
 
 void conn_unqueue_kick(struct ez_conn *conn)
 {
-	device_after_batch_cancel(conn->dev, &conn->kick_after);
+	device_after_batch_cancel(conn->dev, &conn->sq.kick_after);
 }
 
 /* A chain closes at this many bytes. Batching doorbells pays for small
@@ -683,11 +683,11 @@ void conn_unqueue_kick(struct ez_conn *conn)
 #define CHAIN_BYTES (64u << 10)
 
 /* Whether a send may go out silent on p (no op, no completion of its
- * own): on a connection that allows it (conn->sends_silent), with fewer
+ * own): on a connection that allows it (conn->sq.sends_silent), with fewer
  * than SIG_EVERY - 1 WRs waiting on p for a completion. */
 static inline int silent_fits(const struct ez_conn *conn, const struct conn_path *p)
 {
-	return conn->sends_silent && p->posted < SIG_EVERY - 1;
+	return conn->sq.sends_silent && p->posted < SIG_EVERY - 1;
 }
 
 /* A silent send the device took on p: counted on the connection and the
@@ -777,10 +777,10 @@ static void kick_now(struct ez_conn *conn)
 	struct conn_path *path = NULL;
 	struct op *op;
 
-	while ((op = conn->pend_head) && conn->state == CS_CONNECTED) {
+	while ((op = conn->sq.pend_head) && conn->state == CS_CONNECTED) {
 		struct conn_path *want;
 
-		if (needs_credit(op) && !conn->send_credits)
+		if (needs_credit(op) && !conn->sq.send_credits)
 			break;
 		/* An op with a window's key goes on the path it is bound to:
 		 * a chain on another path closes first. */
@@ -790,9 +790,9 @@ static void kick_now(struct ez_conn *conn)
 			ch = (struct chain){ 0 };
 			path = NULL;
 		}
-		conn->pend_head = op->next;
-		if (!conn->pend_head)
-			conn->pend_tail = NULL;
+		conn->sq.pend_head = op->next;
+		if (!conn->sq.pend_head)
+			conn->sq.pend_tail = NULL;
 		op_charge(conn, op);
 		/* One chain, one path: the least loaded when the chain starts. */
 		if (!path)
@@ -832,10 +832,10 @@ void conn_cancel_pending(struct ez_conn *conn)
 {
 	struct op *op;
 
-	while ((op = conn->pend_head)) {
-		conn->pend_head = op->next;
-		if (!conn->pend_head)
-			conn->pend_tail = NULL;
+	while ((op = conn->sq.pend_head)) {
+		conn->sq.pend_head = op->next;
+		if (!conn->sq.pend_head)
+			conn->sq.pend_tail = NULL;
 		/* A large send not posted yet has its window bound already. */
 		op_release(conn, op);
 		op_complete(conn, op, -ECANCELED);
@@ -851,7 +851,7 @@ static int op_submit(struct ez_conn *conn, struct op *op)
 {
 	int ret;
 
-	if (!conn->pend_head && (!needs_credit(op) || conn->send_credits) &&
+	if (!conn->sq.pend_head && (!needs_credit(op) || conn->sq.send_credits) &&
 	    !conn->dev->dispatching) {
 		ret = op_post(conn, op);
 		if (ret) {
@@ -861,14 +861,14 @@ static int op_submit(struct ez_conn *conn, struct op *op)
 		}
 		return 0;
 	}
-	if (needs_credit(op) && !conn->send_credits)
+	if (needs_credit(op) && !conn->sq.send_credits)
 		conn->stats.waits_for_credits++;
 	op->next = NULL;
-	if (conn->pend_tail)
-		conn->pend_tail->next = op;
+	if (conn->sq.pend_tail)
+		conn->sq.pend_tail->next = op;
 	else
-		conn->pend_head = op;
-	conn->pend_tail = op;
+		conn->sq.pend_head = op;
+	conn->sq.pend_tail = op;
 	if (conn->dev->dispatching)
 		kick_later(conn);
 	return 0;
@@ -906,7 +906,7 @@ static __attribute__((noinline)) int check_conn_slow(struct ez_conn *conn, const
 /* The window is full: -ENOBUFS, and on_send_ready once there is room. */
 static __attribute__((noinline)) int op_refused(struct ez_conn *conn, const char *fn)
 {
-	conn->send_refused = 1;
+	conn->sq.send_refused = 1;
 	conn->stats.send_refusals++;
 	/* A sender that keeps its window full gets here once per completion:
 	 * the message is formatted only if it is read. */
@@ -980,7 +980,7 @@ static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, ui
 	op->wr.num_sge = len ? 1 : 0;
 	op->wr.opcode = IBV_WR_SEND_WITH_IMM;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
-	if (kind == OP_SEND && len <= conn->max_inline)
+	if (kind == OP_SEND && len <= conn->sq.max_inline)
 		op->wr.send_flags |= IBV_SEND_INLINE;
 }
 
@@ -1003,7 +1003,7 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 	op = op_get(conn, "ez_send");
 	if (!op)
 		return -ENOBUFS;
-	if (len <= sizeof(op->inl) && len <= conn->max_inline) {
+	if (len <= sizeof(op->inl) && len <= conn->sq.max_inline) {
 		/* Posted inline (prep_send): the device copies the bytes at
 		 * the post, so the op's own buffer holds them until then. */
 		op->sge.addr = (uintptr_t)op->inl;
@@ -1032,7 +1032,7 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
  * anything else (and every error's message) is ez_sendv's. */
 static inline int send_small_ok(const struct ez_conn *conn, const void *data, size_t len)
 {
-	return conn && data && len - 1 < conn->small_send_max &&
+	return conn && data && len - 1 < conn->sq.small_send_max &&
 	       conn->state == CS_CONNECTED && !conn->app_closed &&
 	       conn->ctx->owner.token == ezi_thread_token();
 }
@@ -1064,8 +1064,8 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	int err;
 
 	/* What op_submit() would test before posting at once. */
-	EZ_ASSERT(!conn->pend_head && conn->send_credits > 0 && conn->npaths == 1 &&
-		  !conn->dev->dispatching && len <= conn->max_inline);
+	EZ_ASSERT(!conn->sq.pend_head && conn->sq.send_credits > 0 && conn->npaths == 1 &&
+		  !conn->dev->dispatching && len <= conn->sq.max_inline);
 	small_send_fill(op, p, cb, arg);
 	/* The device copies inline data at the post: the caller's bytes are
 	 * read there, not copied into the op first (the op is not kept for
@@ -1076,7 +1076,7 @@ static inline int send_inline_now(struct ez_conn *conn, struct op *op, const voi
 	op->wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 	op->wr.imm_data = htonl(give);
 	rx_note_granted(&conn->rxt, give);
-	conn->send_credits--;
+	conn->sq.send_credits--;
 	rx_note_sent(&conn->rxt);
 	err = conn_sq_post(p, &op->wr, &bad);
 	if (__builtin_expect(err != 0, 0)) {
@@ -1121,13 +1121,13 @@ static inline int send_silent_now(struct ez_conn *conn, struct conn_path *p, con
 	uint32_t give = credits_to_give(conn);
 	int err;
 
-	EZ_ASSERT(!conn->pend_head && conn->send_credits > 0 && conn->npaths == 1 &&
+	EZ_ASSERT(!conn->sq.pend_head && conn->sq.send_credits > 0 && conn->npaths == 1 &&
 		  !conn->dev->dispatching && silent_fits(conn, p));
 	p->silent_sge.addr = (uintptr_t)data;
 	p->silent_sge.length = len;
 	p->silent_wr.imm_data = htonl(give);
 	rx_note_granted(&conn->rxt, give);
-	conn->send_credits--;
+	conn->sq.send_credits--;
 	rx_note_sent(&conn->rxt);
 	err = conn_sq_post(p, &p->silent_wr, &bad);
 	if (__builtin_expect(err != 0, 0))
@@ -1169,9 +1169,9 @@ int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, voi
 
 	if (__builtin_expect(!send_small_ok(conn, data, len), 0))
 		return send_other(conn, data, len, cb, op_arg);
-	if (__builtin_expect(!conn->free_ops, 0))
+	if (__builtin_expect(!conn->sq.free_ops, 0))
 		return op_refused(conn, "ez_send");
-	if (__builtin_expect(!conn->pend_head && conn->send_credits && conn->npaths == 1 &&
+	if (__builtin_expect(!conn->sq.pend_head && conn->sq.send_credits && conn->npaths == 1 &&
 			     !conn->dev->dispatching, 1)) {
 		if (!cb && silent_fits(conn, &conn->paths[0]))
 			return send_silent_now(conn, &conn->paths[0], data, (uint32_t)len);
@@ -1292,7 +1292,7 @@ static inline int rdma_post_now(struct ez_conn *conn, struct op *op, enum op_kin
 
 	/* What op_submit() would test before posting at once (no credit:
 	 * a write or read lands in no receive buffer). */
-	EZ_ASSERT(!needs_credit(op) && !conn->pend_head && conn->npaths == 1 &&
+	EZ_ASSERT(!needs_credit(op) && !conn->sq.pend_head && conn->npaths == 1 &&
 		  !conn->dev->dispatching);
 	op->path = p;
 	err = conn_sq_post(p, &op->wr, &bad);
@@ -1372,7 +1372,7 @@ static inline __attribute__((always_inline)) int rdma_op(struct ez_conn *conn,
 	 * outside a batch: posted at once, as op_submit() -> op_post() ->
 	 * post_chain() would post a chain of one (a chain of reads, each
 	 * issued by the last one's callback). */
-	if (__builtin_expect(kind != OP_WRITE_IMM && !conn->pend_head && conn->npaths == 1 &&
+	if (__builtin_expect(kind != OP_WRITE_IMM && !conn->sq.pend_head && conn->npaths == 1 &&
 			     !conn->dev->dispatching, 1))
 		return rdma_post_now(conn, op, kind, (uint32_t)len);
 	return op_submit(conn, op);

@@ -17,8 +17,8 @@ void conn_kick(struct ez_conn *conn);
  * ping-pong's completion costs no deferred call that finds nothing. */
 static inline void conn_kick_if_needed(struct ez_conn *conn)
 {
-	if (__builtin_expect(conn->pend_head ||
-			     (!conn->credit_inflight && srqpool_credits_due(&conn->acct)), 0))
+	if (__builtin_expect(conn->sq.pend_head ||
+			     (!conn->sq.credit_inflight && srqpool_credits_due(&conn->acct)), 0))
 		conn_kick(conn);
 }
 /* A work completion's status as the errno an op ends with. */

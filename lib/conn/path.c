@@ -301,7 +301,7 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 		}
 	}
 	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM)
-		conn->send_credits++;
+		conn_sq_credits_add(conn, 1);
 	if (!p->live)
 		return status == -ECANCELED && p->down_status ? p->down_status : status;
 	/* A flush with no error of its own: the QP entered ERR from outside

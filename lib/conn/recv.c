@@ -59,7 +59,7 @@ static void rx_view_data_of(const struct ez_conn *conn, struct rx_view *v)
 	v->max_msg = conn->my_max_msg;
 	v->recv_granted = conn->acct.granted;
 	v->recv_max_granted = conn->acct.max_granted;
-	v->send_credits = conn->send_credits;
+	v->send_credits = conn->sq.send_credits;
 	v->max_send_credits = RX_MAX_CREDITS;
 	v->auth = (uint8_t)auth_view(conn);
 	v->rndv = conn->rndv.ok;
@@ -181,7 +181,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	 * connection with no large message coming in: rx_check()'s verdict
 	 * without its view (rx_plain_data()), delivered as below. */
 	if (__builtin_expect(rx_plain_data(&in, conn->my_max_msg, conn->acct.granted,
-					   conn->send_credits) &&
+					   conn->sq.send_credits) &&
 			     conn->state == CS_CONNECTED && !conn->rndv.rq.n, 1)) {
 		rx_commit_plain(&conn->rxt);
 		srqpool_credit_used(conn->pool, &conn->acct);
@@ -213,8 +213,7 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	rx_commit(&conn->rxt, &v, &m);
 	if (m.kind == RX_DATA || m.kind == RX_WRITE_IMM || m.kind == RX_RNDV)
 		srqpool_credit_used(conn->pool, &conn->acct);
-	conn->send_credits += m.credits;
-	EZ_ASSERT(conn->send_credits <= RX_MAX_CREDITS);	/* rx_check() bounds the grant */
+	conn_sq_credits_add(conn, m.credits);
 	/* Nothing reaches the application before the shared secret is proved. */
 	if (conn->state == CS_AWAITING_PROOF || conn->state == CS_AUTHENTICATING) {
 		conn_auth_on_recv(conn, buf, wc);

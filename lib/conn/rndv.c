@@ -314,7 +314,7 @@ int conn_rndv_prepare(struct ez_conn *conn, struct op *op, const struct iovec *i
 	op->pin = (uint8_t)(p->idx + 1);
 	op->rndv_addr = addr;
 	op->rndv_len = (uint32_t)len;
-	if (conn->max_inline >= RNDV_HDR_LEN) {
+	if (conn->sq.max_inline >= RNDV_HDR_LEN) {
 		op->sge.addr = (uintptr_t)op->inl;
 		op->sge.lkey = 0;
 	} else if ((ret = conn_op_copy_slot(conn, op, RNDV_HDR_LEN))) {

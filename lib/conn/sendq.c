@@ -8,6 +8,7 @@
 #include "sendq.h"
 #include "conn_pd.h"
 #include "device/mr.h"
+#include "wire/rx_check.h"
 
 void conn_op_release_copy(struct ez_conn *conn, struct op *op)
 {
@@ -31,6 +32,39 @@ int conn_op_copy_slot(struct ez_conn *conn, struct op *op, size_t len)
 	op->sge.addr = (uintptr_t)op->slot->addr;
 	op->sge.lkey = op->slot->lkey;
 	return 0;
+}
+
+void conn_sq_set_inline(struct ez_conn *conn, uint32_t max_inline)
+{
+	conn->sq.max_inline = max_inline;
+}
+
+static uint32_t min_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+void conn_sq_up(struct ez_conn *conn)
+{
+	conn->sq.small_send_max = min_u32(min_u32(conn->sq.max_inline, OP_INLINE_BYTES),
+					  min_u32(conn->peer_max_msg, conn->o.max_msg_size));
+}
+
+void conn_sq_credits_add(struct ez_conn *conn, uint32_t n)
+{
+	conn->sq.send_credits += n;
+	EZ_ASSERT(conn->sq.send_credits <= RX_MAX_CREDITS);	/* rx_check() bounds a grant */
+}
+
+void conn_sq_wait_ready(struct ez_conn *conn)
+{
+	conn->sq.send_refused = 1;
+}
+
+void conn_sq_refused(struct ez_conn *conn)
+{
+	conn->sq.send_refused = 1;
+	conn->stats.send_refusals++;
 }
 
 /* Each path's send queue completes in order: one list per path (op->path).

@@ -16,8 +16,8 @@ void conn_op_release_copy(struct ez_conn *conn, struct op *op);
 static inline void conn_op_free(struct ez_conn *conn, struct op *op)
 {
 	EZ_ASSERT(!op->slot && !op->mr);
-	op->next = conn->free_ops;
-	conn->free_ops = op;
+	op->next = conn->sq.free_ops;
+	conn->sq.free_ops = op;
 }
 
 /* What an op holds goes back with it: its copy slot, its MR's count
@@ -40,10 +40,10 @@ static inline void conn_op_put(struct ez_conn *conn, struct op *op)
  * will be is the fill's (conn_op_fill(), or a fast path's own). */
 static inline struct op *conn_op_take(struct ez_conn *conn)
 {
-	struct op *op = conn->free_ops;
+	struct op *op = conn->sq.free_ops;
 
 	if (__builtin_expect(op != NULL, 1))
-		conn->free_ops = op->next;
+		conn->sq.free_ops = op->next;
 	return op;
 }
 
@@ -72,6 +72,18 @@ static inline int conn_sq_post(struct conn_path *p, struct ibv_send_wr *wr,
 		return 0;
 	return err > 0 ? -err : errno ? -errno : -EIO;
 }
+/* The send queue's settings and counts, for the files that learn them:
+ * the QP's inline size (its creation), the bound of a send posted from
+ * the caller's bytes (the connection is up), credits the peer granted
+ * (the handshake, a message, a path's give-back). */
+void conn_sq_set_inline(struct ez_conn *conn, uint32_t max_inline);
+void conn_sq_up(struct ez_conn *conn);
+void conn_sq_credits_add(struct ez_conn *conn, uint32_t n);
+/* An op was refused for lack of room (counted): on_send_ready once
+ * there is room again; conn_sq_wait_ready() the same, not counted (a
+ * refusal for the context's staging budget). */
+void conn_sq_refused(struct ez_conn *conn);
+void conn_sq_wait_ready(struct ez_conn *conn);
 /* The WRs on the connection's send queues (every path's). */
 int conn_sq_posted(const struct ez_conn *conn);
 /* Called whenever posted work drops: fires CE_DRAINED once a draining

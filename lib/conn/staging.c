@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "staging.h"
+#include "sendq.h"
 #include "conn_types.h"
 #include "base/error.h"
 #include "wire/addr.h"
@@ -40,7 +41,7 @@ static uint64_t peer_held(const struct ez_conn *conn)
 
 static void wait_for_room(struct ez_conn *conn)
 {
-	conn->send_refused = 1;	/* on_send_ready when it is back */
+	conn_sq_wait_ready(conn);	/* on_send_ready when it is back */
 	if (!conn->staged_wait) {
 		conn->staged_wait = 1;
 		conn->ctx->staged_waiters++;

@@ -206,10 +206,10 @@ struct ez_conn *fv_conn_new(const struct fv_opts *o)
 	rx_note_granted(&conn->rxt, initial);
 	conn->my_max_msg = FV_BUF_SIZE;
 	conn->peer_max_msg = FV_BUF_SIZE;
-	conn->send_credits = o ? o->credits : 0;
-	conn->peer_credits = conn->send_credits;
-	conn->max_inline = o && o->max_inline ? o->max_inline : 64;
-	conn->small_send_max = conn->max_inline < OP_INLINE_BYTES ? conn->max_inline : OP_INLINE_BYTES;
+	conn->sq.send_credits = o ? o->credits : 0;
+	conn->peer_credits = conn->sq.send_credits;
+	conn->sq.max_inline = o && o->max_inline ? o->max_inline : 64;
+	conn->sq.small_send_max = conn->sq.max_inline < OP_INLINE_BYTES ? conn->sq.max_inline : OP_INLINE_BYTES;
 	conn->state = CS_CONNECTED;
 	return conn;
 }
@@ -288,7 +288,7 @@ int fv_free_ops(void)
 {
 	int n = 0;
 
-	for (struct op *op = fv.conn->free_ops; op; op = op->next)
+	for (struct op *op = fv.conn->sq.free_ops; op; op = op->next)
 		n++;
 	return n;
 }

@@ -127,9 +127,9 @@ START_TEST(fast_send_signalled)
 	ck_assert_int_eq(fv.nwrs, 1);
 	ck_wr(0, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "hello");
 	op = op_of_wr(0);
-	ck_assert(op >= conn->ops && op < conn->ops + conn->nops);
+	ck_assert(op >= conn->sq.ops && op < conn->sq.ops + conn->sq.nops);
 	ck_assert_int_eq(op->kind, OP_SEND);
-	ck_assert_uint_eq(conn->send_credits, 3);
+	ck_assert_uint_eq(conn->sq.send_credits, 3);
 	ck_assert_uint_eq(conn->rxt.sent, 1);
 	ck_assert_int_eq(conn_sq_posted(conn), 1);
 	ck_assert_ptr_eq(conn->paths[0].sq_head, op);
@@ -144,13 +144,13 @@ START_TEST(fast_send_signalled)
 	fv_send_done(0, IBV_WC_SUCCESS);
 	ck_assert_int_eq(ncb, 1);
 	ck_cb(0, 1, 0);
-	ck_assert_ptr_eq(conn->free_ops, op);	/* back first, then the callback */
+	ck_assert_ptr_eq(conn->sq.free_ops, op);	/* back first, then the callback */
 	ck_assert_int_eq(fv_free_ops(), 32);
 	ck_assert_int_eq(conn_sq_posted(conn), 0);
 	ck_assert_ptr_null(conn->paths[0].sq_head);
 	ck_assert_uint_eq(conn->sq_ok, 1);
 	ck_assert_uint_eq(conn->stats.op_errors, 0);
-	ck_assert_uint_eq(conn->send_credits, 3);
+	ck_assert_uint_eq(conn->sq.send_credits, 3);
 	ck_assert_int_eq(fv.fsm_calls, 0);
 }
 END_TEST
@@ -186,7 +186,7 @@ START_TEST(fast_send_silent)
 	struct conn_path *p = &conn->paths[0];
 	struct op *op;
 
-	ck_assert_uint_eq(conn->sends_silent, 1);
+	ck_assert_uint_eq(conn->sq.sends_silent, 1);
 	ck_assert_int_eq(ez_send(conn, "a", 1, NULL, NULL), 0);
 	ck_assert_int_eq(ez_send(conn, "bb", 2, NULL, NULL), 0);
 	ck_assert_int_eq(fv.nwrs, 2);
@@ -200,7 +200,7 @@ START_TEST(fast_send_silent)
 	ck_assert_uint_eq(conn->stats.sends_unsignalled, 2);
 	ck_assert_uint_eq(conn->stats.msgs_sent, 2);
 	ck_assert_uint_eq(conn->stats.bytes_sent, 3);
-	ck_assert_uint_eq(conn->send_credits, 2);
+	ck_assert_uint_eq(conn->sq.send_credits, 2);
 
 	/* The next op carries them and retires them at its completion. */
 	ck_assert_int_eq(ez_send(conn, "ccc", 3, op_cb, TAG(7)), 0);
@@ -215,7 +215,7 @@ START_TEST(fast_send_silent)
 	ck_assert_uint_eq(op->silent_before, 0);
 	ck_assert_int_eq(conn_sq_posted(conn), 0);
 	ck_assert_int_eq(fv_free_ops(), 32);
-	ck_assert_uint_eq(conn->send_credits, 1);
+	ck_assert_uint_eq(conn->sq.send_credits, 1);
 }
 END_TEST
 
@@ -225,7 +225,7 @@ START_TEST(no_silent_with_op_timeout)
 	struct ez_conn *conn = fv_conn_new(&(struct fv_opts){ .credits = 4, .op_timeout_ms = 1000 });
 	struct op *op;
 
-	ck_assert_uint_eq(conn->sends_silent, 0);
+	ck_assert_uint_eq(conn->sq.sends_silent, 0);
 	ck_assert_int_eq(ez_send(conn, "a", 1, NULL, NULL), 0);
 	ck_wr(0, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "a");
 	op = op_of_wr(0);
@@ -233,7 +233,7 @@ START_TEST(no_silent_with_op_timeout)
 	ck_assert_uint_eq(conn->stats.sends_unsignalled, 0);
 	fv_send_done(0, IBV_WC_SUCCESS);
 	ck_assert_int_eq(ncb, 0);
-	ck_assert_ptr_eq(conn->free_ops, op);
+	ck_assert_ptr_eq(conn->sq.free_ops, op);
 	ck_assert_int_eq(conn_sq_posted(conn), 0);
 }
 END_TEST
@@ -244,7 +244,7 @@ START_TEST(window_full_then_ready)
 	struct ez_conn *conn = fv_conn_new(&(struct fv_opts){ .credits = 4, .send_depth = 2 });
 
 	conn->cbs.on_send_ready = on_send_ready;
-	ck_assert_uint_eq(conn->sends_silent, 0);
+	ck_assert_uint_eq(conn->sq.sends_silent, 0);
 	ck_assert_int_eq(ez_send(conn, "a", 1, op_cb, TAG(0)), 0);
 	ck_assert_int_eq(ez_send(conn, "b", 1, op_cb, TAG(1)), 0);
 	ck_assert_int_eq(ez_send(conn, "c", 1, op_cb, TAG(2)), -ENOBUFS);
@@ -252,7 +252,7 @@ START_TEST(window_full_then_ready)
 	ck_assert_str_eq(ez_errmsg(), "ez_send: 2 operations already outstanding (send_depth)");
 	ck_assert_uint_eq(conn->stats.send_refusals, 2);
 	ck_assert_int_eq(fv.nwrs, 2);
-	ck_assert_uint_eq(conn->send_credits, 2);
+	ck_assert_uint_eq(conn->sq.send_credits, 2);
 	fv_send_done(0, IBV_WC_SUCCESS);
 	ck_assert_int_eq(ncb, 1);
 	ck_assert_int_eq(nready, 1);
@@ -273,7 +273,7 @@ static struct ez_conn *half_accepted(void)
 	device_batch_open(&fv.dev);
 	queue_sends(0, 5, five);
 	ck_assert_int_eq(fv.calls, 0);
-	ck_assert_ptr_nonnull(conn->pend_head);
+	ck_assert_ptr_nonnull(conn->sq.pend_head);
 	ck_assert_int_eq(fv_free_ops(), 27);
 	fv_refuse_after(3, ENOMEM, 0);
 	device_batch_close(&fv.dev);
@@ -289,7 +289,7 @@ START_TEST(chain_half_accepted)
 	ck_assert_int_eq(fv.nwrs, 3);
 	for (int i = 0; i < 3; i++)
 		ck_wr(i, IBV_SEND_INLINE, 0, five[i]);	/* unsignalled: the chain's last was refused */
-	ck_assert_ptr_null(conn->pend_head);
+	ck_assert_ptr_null(conn->sq.pend_head);
 	/* The three it took: accounted as posted. */
 	ck_assert_int_eq(conn_sq_posted(conn), 3);
 	ck_assert_ptr_eq(conn->paths[0].sq_head, op_of_wr(0));
@@ -302,7 +302,7 @@ START_TEST(chain_half_accepted)
 	ck_assert_int_eq(ncb, 2);
 	ck_cb(0, 3, -ENOMEM);
 	ck_cb(1, 4, -ENOMEM);
-	ck_assert_uint_eq(conn->send_credits, 8 - 3);
+	ck_assert_uint_eq(conn->sq.send_credits, 8 - 3);
 	ck_assert_uint_eq(conn->rxt.sent, 3);
 	ck_assert_int_eq(fv_free_ops(), 32 - 3);
 	ck_assert_uint_eq(conn->stats.op_errors, 2);
@@ -335,7 +335,7 @@ START_TEST(chain_refused_whole)
 	ck_cb(2, 3, -ENOMEM);
 	ck_cb(3, 4, -ENOMEM);
 	ck_cb(4, 0, -ENOMEM);
-	ck_assert_uint_eq(conn->send_credits, 8);
+	ck_assert_uint_eq(conn->sq.send_credits, 8);
 	ck_assert_uint_eq(conn->rxt.sent, 0);
 	ck_assert_int_eq(conn_sq_posted(conn), 0);
 	ck_assert_int_eq(fv_free_ops(), 32);
@@ -367,7 +367,7 @@ START_TEST(chain_half_accepted_signalled_tail)
 	ck_cb(0, 16, -EAGAIN);
 	ck_assert_int_eq(fv.fsm_calls, 0);
 	ck_assert_int_eq(conn->state, CS_CONNECTED);
-	ck_assert_uint_eq(conn->send_credits, 20 - 16);
+	ck_assert_uint_eq(conn->sq.send_credits, 20 - 16);
 	ck_assert_int_eq(conn_sq_posted(conn), 16);
 	fv_send_done(15, IBV_WC_SUCCESS);
 	ck_assert_int_eq(ncb, 17);
@@ -515,8 +515,8 @@ START_TEST(seal_after_unsignalled_tail)
 	ck_assert_int_eq(fv.calls, 2);
 	ck_assert_int_eq(fv.nwrs, 4);
 	ck_wr(3, IBV_SEND_SIGNALED, 0, NULL);
-	ck_assert_uint_eq(fv.wrs[3].wr_id, device_wr_id(&conn->seal_op.dwr));
-	ck_assert_int_eq(conn->seal_op.kind, OP_SEAL);
+	ck_assert_uint_eq(fv.wrs[3].wr_id, device_wr_id(&conn->sq.seal_op.dwr));
+	ck_assert_int_eq(conn->sq.seal_op.kind, OP_SEAL);
 	ck_assert_uint_eq(conn->stats.seals, 1);
 	ck_assert_int_eq(conn_sq_posted(conn), 4);
 
@@ -545,7 +545,7 @@ START_TEST(seal_after_silent)
 	conn_seal(conn);
 	ck_assert_int_eq(fv.nwrs, 2);
 	ck_wr(1, IBV_SEND_SIGNALED, 0, NULL);
-	ck_assert_uint_eq(conn->seal_op.silent_before, 1);
+	ck_assert_uint_eq(conn->sq.seal_op.silent_before, 1);
 	ck_assert_int_eq(conn->paths[0].silent_tail, 0);
 	ck_assert_uint_eq(conn->stats.seals, 1);
 	ck_assert_int_eq(conn_sq_posted(conn), 2);
@@ -596,7 +596,7 @@ START_TEST(credit_wait_then_grant)
 	struct ez_conn *conn = fv_conn_new(&(struct fv_opts){ .credits = 1 });
 
 	ck_assert_int_eq(ez_send(conn, "first", 5, op_cb, TAG(0)), 0);
-	ck_assert_uint_eq(conn->send_credits, 0);
+	ck_assert_uint_eq(conn->sq.send_credits, 0);
 	/* No credit: queued, in order, not posted; silent or not. */
 	ck_assert_int_eq(ez_send(conn, "q1", 2, op_cb, TAG(1)), 0);
 	ck_assert_int_eq(ez_send(conn, "q2", 2, NULL, NULL), 0);
@@ -616,17 +616,17 @@ START_TEST(credit_wait_then_grant)
 	ck_wr(1, IBV_SEND_INLINE, 0, "q1");
 	ck_wr(2, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "q2");
 	ck_assert_int_eq(fv.wrs[1].call, fv.wrs[2].call);
-	ck_assert_uint_eq(conn->send_credits, 0);
-	ck_assert_ptr_nonnull(conn->pend_head);
-	ck_assert_ptr_eq(conn->pend_head, conn->pend_tail);
+	ck_assert_uint_eq(conn->sq.send_credits, 0);
+	ck_assert_ptr_nonnull(conn->sq.pend_head);
+	ck_assert_ptr_eq(conn->sq.pend_head, conn->sq.pend_tail);
 	ck_assert_uint_eq(conn->rxt.sent, 3);
 	ck_assert_uint_eq(conn->stats.waits_for_credits, 3);
 
 	fv_recv(IBV_WC_SUCCESS, 1, IMM_CREDIT_ONLY | 1, NULL, 0);
 	ck_assert_int_eq(fv.nwrs, 4);
 	ck_wr(3, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "q3");
-	ck_assert_ptr_null(conn->pend_head);
-	ck_assert_uint_eq(conn->send_credits, 0);
+	ck_assert_ptr_null(conn->sq.pend_head);
+	ck_assert_uint_eq(conn->sq.send_credits, 0);
 	ck_assert_int_eq(ncb, 0);
 }
 END_TEST
@@ -645,7 +645,7 @@ START_TEST(credit_on_data_message)
 	ck_assert_mem_eq(recv_bytes, "data", 4);
 	ck_assert_int_eq(fv.nwrs, 2);
 	ck_wr(1, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "q1");
-	ck_assert_uint_eq(conn->send_credits, 0);
+	ck_assert_uint_eq(conn->sq.send_credits, 0);
 }
 END_TEST
 
@@ -663,7 +663,7 @@ START_TEST(credit_wait_cancelled)
 	ck_cb(0, 1, -ECANCELED);
 	ck_cb(1, 2, -ECANCELED);
 	ck_assert_int_eq(fv_free_ops(), 32);
-	ck_assert_ptr_null(conn->pend_head);
+	ck_assert_ptr_null(conn->sq.pend_head);
 	ck_assert_uint_eq(conn->stats.op_errors, 2);
 }
 END_TEST
@@ -684,15 +684,15 @@ START_TEST(credit_message_when_due)
 	ck_assert_int_eq(n, 8);	/* owed >= granted: 8 used of 15 */
 	ck_assert_int_eq(fv.nwrs, 1);
 	ck_wr(0, IBV_SEND_SIGNALED, IMM_CREDIT_ONLY | 8, NULL);
-	ck_assert_uint_eq(fv.wrs[0].wr_id, device_wr_id(&conn->credit_op.dwr));
-	ck_assert_int_eq(conn->credit_inflight, 1);
+	ck_assert_uint_eq(fv.wrs[0].wr_id, device_wr_id(&conn->sq.credit_op.dwr));
+	ck_assert_int_eq(conn->sq.credit_inflight, 1);
 	ck_assert_uint_eq(conn->stats.credit_msgs_sent, 1);
 	ck_assert_uint_eq(conn->acct.owed, 0);
 	ck_assert_uint_eq(conn->acct.granted, granted);
-	ck_assert_uint_eq(conn->send_credits, 1);	/* a credit message takes none */
+	ck_assert_uint_eq(conn->sq.send_credits, 1);	/* a credit message takes none */
 	ck_assert_int_eq(fv_free_ops(), 32);
 	fv_send_done(0, IBV_WC_SUCCESS);
-	ck_assert_int_eq(conn->credit_inflight, 0);
+	ck_assert_int_eq(conn->sq.credit_inflight, 0);
 	ck_assert_int_eq(conn_sq_posted(conn), 0);
 }
 END_TEST
@@ -744,7 +744,7 @@ START_TEST(recv_without_credit)
 		n++;
 		ck_assert_int_le(n, 64);
 	}
-	ck_assert_int_eq(conn->credit_inflight, 1);	/* one went; not completed */
+	ck_assert_int_eq(conn->sq.credit_inflight, 1);	/* one went; not completed */
 	ck_assert_int_eq(nrecv, n);
 	fv_recv(IBV_WC_SUCCESS, 1, 0, "x", 1);
 	ck_assert_int_eq(nrecv, n);
@@ -779,7 +779,7 @@ START_TEST(recv_over_return)
 	ck_assert_int_eq(ez_send(conn, "A", 1, op_cb, TAG(0)), 0);
 	fv_recv(IBV_WC_SUCCESS, 1, IMM_CREDIT_ONLY | 3, NULL, 0);
 	ck_assert_int_eq(fv.fsm_status, -EPROTO);
-	ck_assert_uint_eq(conn->send_credits, 0);
+	ck_assert_uint_eq(conn->sq.send_credits, 0);
 	ck_assert_str_eq(conn->errmsg, "peer returned 3 credits; this side sent 1 messages, so at "
 			 "most 2 more could come back");
 }
@@ -810,7 +810,7 @@ START_TEST(recv_after_end)
 	ck_assert_int_eq(nrecv, 0);
 	ck_assert_uint_eq(fv_bufs_in_use(), 0);
 	ck_assert_uint_eq(conn->acct.owed, owed + 1);
-	ck_assert_uint_eq(conn->send_credits, 1);	/* its credits are not taken */
+	ck_assert_uint_eq(conn->sq.send_credits, 1);	/* its credits are not taken */
 	ck_assert_int_eq(fv.fsm_calls, 1);
 }
 END_TEST
@@ -889,7 +889,7 @@ START_TEST(post_error_idiom_senders)
 		ck_assert_int_eq(conn_post_bye(conn), -ENOSPC);
 		ck_assert_int_eq(fv.calls, 3);
 		ck_assert_int_eq(ncb, 0);	/* a refused call returns its error: no callback */
-		ck_assert_uint_eq(conn->send_credits, 4);
+		ck_assert_uint_eq(conn->sq.send_credits, 4);
 		ck_assert_uint_eq(conn->rxt.sent, 0);
 		ck_assert_int_eq(fv_free_ops(), 32);
 		ck_assert_int_eq(conn_sq_posted(conn), 0);
