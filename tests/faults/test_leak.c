@@ -42,12 +42,16 @@ static void lane_to(struct lane *l, enum phase ph)
 static const struct ez_conn_opts opts = { .send_depth = 8, .recv_depth = 8, .max_msg_size = 512,
 					  .connect_timeout_ms = 60000 };
 
-/* Runs cycles on LANES connections at a time until total cycles are done
- * (or the deadline); returns the cycles done. */
-static int run_cycles(struct fb *b, struct srv *s, struct lane *ln, int total, double deadline,
-		      int *started)
+/* A hang, not a slow host: no cycle ended for this long (a cycle took
+ * 0.74 s of lane time at load 8, 8 lanes at once). */
+#define HANG_S 120.0
+
+/* Runs cycles on LANES connections at a time until total cycles are done;
+ * returns the cycles done. Fails when none ends for HANG_S (a hang). */
+static int run_cycles(struct fb *b, struct srv *s, struct lane *ln, int total, int *started)
 {
 	int done = 0, i, m;
+	double hang = now_s() + HANG_S;
 
 	while (done < total) {
 		int busy = 0;
@@ -57,7 +61,7 @@ static int run_cycles(struct fb *b, struct srv *s, struct lane *ln, int total, d
 
 			switch (l->ph) {
 			case IDLE:
-				if (*started >= total || now_s() > deadline)
+				if (*started >= total)
 					break;
 				memset(&l->e, 0, sizeof(l->e));
 				ck_assert_msg(ep_connect(b, &l->e, s->port, &opts) == 0, "%s",
@@ -86,13 +90,16 @@ static int run_cycles(struct fb *b, struct srv *s, struct lane *ln, int total, d
 					break;
 				ck_assert_int_eq(l->e.disconnect_status, 0);
 				done++;
+				hang = now_s() + HANG_S;
 				lane_to(l, IDLE);
 				break;
 			}
 			busy += l->ph != IDLE;
 		}
-		if (!busy && (*started >= total || now_s() > deadline))
+		if (!busy && *started >= total)
 			break;
+		ck_assert_msg(now_s() < hang, "no cycle ended in %.0f s (%d done, %d started): a hang",
+			      HANG_S, done, *started);
 		ev_run(b->loop, EVRUN_ONCE);
 	}
 	return done;
@@ -176,10 +183,17 @@ START_TEST(cycles_without_growth)
 	struct lane ln[MAX_LANES];
 	struct snap a, m, z;
 	const char *env = getenv("EZ_LEAK_CYCLES");
+	/* A fixed number of cycles, however long they take: 1,000 took ~14 s
+	 * in a quiet TCG guest and would take ~310 s at load 8 (365 in 113 s
+	 * there: a count-in-80-s verdict failed a loaded README run). Under
+	 * ASan, several times slower, 250: LeakSanitizer at exit is the
+	 * point of that run. */
+#ifdef __SANITIZE_ADDRESS__
+	int want = env && atoi(env) > 0 ? atoi(env) : 250, started = 0, warm, done;
+#else
 	int want = env && atoi(env) > 0 ? atoi(env) : 1000, started = 0, warm, done;
-	/* 1,000 cycles take ~14 s in a TCG guest (8 lanes; ~5 ms of close each
-	 * since close stopped waiting the LAST_WQE fallback): room for a slow CI. */
-	double t0, budget = getenv("EZ_LEAK_SECONDS") ? atof(getenv("EZ_LEAK_SECONDS")) : 80;
+#endif
+	double t0;
 
 	if (getenv("EZ_LEAK_LANES") && atoi(getenv("EZ_LEAK_LANES")) > 0)
 		LANES = atoi(getenv("EZ_LEAK_LANES")) < MAX_LANES ? atoi(getenv("EZ_LEAK_LANES")) : MAX_LANES;
@@ -193,16 +207,16 @@ START_TEST(cycles_without_growth)
 	s.lopts.handshake_timeout_ms = 60000;
 	srv_start(&b, &s, want + 64);
 	/* Warm-up: the device is opened, caches and pools settle. */
-	warm = run_cycles(&b, &s, ln, 2 * LANES, now_s() + 30, &started);
+	warm = run_cycles(&b, &s, ln, 2 * LANES, &started);
 	ck_assert_int_eq(warm, 2 * LANES);
 	snap_take(&b, &a, 1);
 	memset(phase_s, 0, sizeof(phase_s));
 	t0 = now_s();
 	started = 0;
-	done = run_cycles(&b, &s, ln, want / 2, t0 + budget / 2, &started);
+	done = run_cycles(&b, &s, ln, want / 2, &started);
 	snap_take(&b, &m, 2);
 	started = 0;
-	done += run_cycles(&b, &s, ln, want - done, t0 + budget, &started);
+	done += run_cycles(&b, &s, ln, want - done, &started);
 	snap_take(&b, &z, 3);
 	printf("%d connect/transfer/close cycles (%d lanes, %d messages each way) in %.1f s\n"
 	       "  fds %d -> %d, threads %d -> %d; heap %zu -> %zu -> %zu B (start, half-way, end); RSS %ld -> %ld KiB\n"
@@ -216,15 +230,9 @@ START_TEST(cycles_without_growth)
 	       1e3 * phase_s[CONNECTING] / done, 1e3 * phase_s[XFER] / done,
 	       1e3 * phase_s[CLOSING] / done, done / (now_s() - t0));
 	fflush(stdout);
-#ifdef __SANITIZE_ADDRESS__
-	/* (Several times slower: the count is best effort, LeakSanitizer at
-	 * exit is the point of that run.) */
-	ck_assert_int_ge(done, want / 4);
-#else
 	/* Every cycle is counted once, when its client's on_disconnect(0)
 	 * has run: connected, MSGS echoed in order, closed. */
-	ck_assert_msg(done == want, "%d of %d cycles in %.0f s", done, want, budget);
-#endif
+	ck_assert_int_eq(done, want);
 	ck_assert_int_eq(s.connected, warm + done);
 	ck_assert_int_eq(s.disconnected, warm + done);
 	ck_assert_int_eq(z.fds, a.fds);
@@ -268,7 +276,9 @@ int main(void)
 	Suite *su = suite_create("faults_leak");
 	TCase *tc = tcase_create("leak");
 
-	tcase_set_timeout(tc, 120);
+	/* Check's own limit only catches what run_cycles() cannot (a hang
+	 * outside it): the cycles take what the host gives them. */
+	tcase_set_timeout(tc, 3600);
 	tcase_add_test(tc, cycles_without_growth);
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);
