@@ -2,6 +2,14 @@
 # that says whether a device is there; `make check-integration` runs the
 # integration tier and fails when there is no RDMA device.
 
+# The helpers several tests share, compiled once: each folder adds its own
+# (tests/faults/local.mk, tests/integration/local.mk). Every Check test links
+# the archive (LDADD, Makefile.am) and so takes the objects it calls, no more.
+if HAVE_CHECK
+check_LIBRARIES += tests/libeztest.a
+endif
+tests_libeztest_a_SOURCES = tests/integration/testdev.c tests/integration/testdev.h
+
 if HAVE_CHECK
 UNIT_TESTS += tests/unit/test_error
 tests_unit_test_error_SOURCES = tests/unit/test_error.c

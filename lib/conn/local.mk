@@ -117,6 +117,8 @@ dist_man3_MANS += doc/man3/ez_conn_accept_data.3 doc/man3/ez_atomic_cas.3 \
 # in the two-VM test bed (testbed pair).
 noinst_PROGRAMS += tests/integration/flowpeer tests/integration/flowcheck
 tests_integration_flowcheck_SOURCES = tests/integration/flowcheck.c
+# Links nothing (without a _LDADD it would link the tests' LDADD).
+tests_integration_flowcheck_LDADD =
 tests_integration_flowpeer_SOURCES = tests/integration/flowpeer.c
 tests_integration_flowpeer_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
 tests_integration_flowpeer_LDFLAGS = -no-install

@@ -1,5 +1,8 @@
 # tests/faults/local.mk: the fault suite (integration tier): misuse, bad handshakes, killed peers, storms, exhaustion, leaks.
 
+tests_libeztest_a_SOURCES += tests/faults/fault.c tests/faults/fault.h \
+	tests/faults/rawcm.c tests/faults/rawcm.h
+
 if HAVE_CHECK
 FAULT_SRC = tests/faults/fault.c tests/faults/fault.h
 RAWCM_SRC = tests/faults/rawcm.c tests/faults/rawcm.h
