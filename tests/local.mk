@@ -3,7 +3,7 @@
 # integration tier and fails when there is no RDMA device.
 
 # The helpers several tests share, compiled once: each folder adds its own
-# (tests/faults/local.mk, tests/integration/local.mk). Every Check test links
+# (tests/unit, tests/integration, tests/faults local.mk). Every Check test links
 # the archive (LDADD, Makefile.am) and so takes the objects it calls, no more.
 if HAVE_CHECK
 check_LIBRARIES += tests/libeztest.a
@@ -11,11 +11,6 @@ endif
 tests_libeztest_a_SOURCES = tests/integration/testdev.c tests/integration/testdev.h
 
 if HAVE_CHECK
-UNIT_TESTS += tests/unit/test_error
-tests_unit_test_error_SOURCES = tests/unit/test_error.c
-tests_unit_test_error_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_error_LDADD = $(TEST_LDADD)
-
 INTEGRATION_TESTS += tests/integration/test_verbs_pingpong
 tests_integration_test_verbs_pingpong_SOURCES = tests/integration/test_verbs_pingpong.c \
 	tests/integration/testdev.c tests/integration/testdev.h
@@ -80,4 +75,3 @@ dist_noinst_SCRIPTS += tests/tiers/install-packages.sh tests/tiers/build.sh \
 	tests/tiers/cluster.sh tests/tiers/scale.sh tests/tiers/quick.sh tests/flakehunt.sh \
 	tests/tiers/kernel612.sh
 EXTRA_DIST += tests/tiers/lib.sh
-

@@ -3,17 +3,3 @@ lib_libezcore_la_SOURCES += lib/base/error.c lib/base/error.h lib/base/owner.c l
 	lib/base/abi.c lib/base/abi.h lib/base/heap.c lib/base/heap.h \
 	lib/base/quarantine.c lib/base/quarantine.h \
 	lib/base/assert.c lib/base/assert.h
-
-if HAVE_CHECK
-UNIT_TESTS += tests/unit/test_heap
-tests_unit_test_heap_SOURCES = tests/unit/test_heap.c
-tests_unit_test_heap_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_heap_LDADD = $(TEST_LDADD)
-endif
-
-if HAVE_CHECK
-UNIT_TESTS += tests/unit/test_assert
-tests_unit_test_assert_SOURCES = tests/unit/test_assert.c
-tests_unit_test_assert_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_assert_LDADD = $(TEST_LDADD)
-endif

@@ -22,63 +22,6 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/atomic.c lib/conn/atomic.h
 
 if HAVE_CHECK
-UNIT_TESTS += tests/unit/test_handshake tests/unit/test_conn_opts
-UNIT_TESTS += tests/unit/test_flow
-UNIT_TESTS += tests/unit/test_auth tests/unit/test_replay tests/unit/test_penalty tests/unit/test_budget
-tests_unit_test_budget_SOURCES = tests/unit/test_budget.c
-UNIT_TESTS += tests/unit/test_rate
-tests_unit_test_rate_SOURCES = tests/unit/test_rate.c
-tests_unit_test_rate_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_rate_LDADD = $(TEST_LDADD)
-tests_unit_test_budget_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_budget_LDADD = $(TEST_LDADD)
-tests_unit_test_penalty_SOURCES = tests/unit/test_penalty.c
-tests_unit_test_penalty_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_penalty_LDADD = $(TEST_LDADD)
-UNIT_TESTS += tests/unit/test_addr tests/unit/test_imm tests/unit/test_conn_fsm
-tests_unit_test_conn_fsm_SOURCES = tests/unit/test_conn_fsm.c
-tests_unit_test_conn_fsm_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_conn_fsm_LDADD = $(TEST_LDADD)
-UNIT_TESTS += tests/unit/test_conn_handle
-tests_unit_test_conn_handle_SOURCES = tests/unit/test_conn_handle.c
-tests_unit_test_conn_handle_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_conn_handle_LDADD = $(TEST_LDADD)
-UNIT_TESTS += tests/unit/test_rx_check
-tests_unit_test_rx_check_SOURCES = tests/unit/test_rx_check.c
-tests_unit_test_rx_check_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_rx_check_LDADD = $(TEST_LDADD)
-tests_unit_test_imm_SOURCES = tests/unit/test_imm.c
-tests_unit_test_imm_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_imm_LDADD = $(TEST_LDADD)
-tests_unit_test_addr_SOURCES = tests/unit/test_addr.c
-tests_unit_test_addr_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_addr_LDADD = $(TEST_LDADD)
-tests_unit_test_replay_SOURCES = tests/unit/test_replay.c
-tests_unit_test_replay_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_replay_LDADD = $(TEST_LDADD)
-UNIT_TESTS += tests/unit/test_sendslab
-tests_unit_test_sendslab_SOURCES = tests/unit/test_sendslab.c
-tests_unit_test_sendslab_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_sendslab_LDADD = $(TEST_LDADD)
-tests_unit_test_auth_SOURCES = tests/unit/test_auth.c
-tests_unit_test_auth_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_auth_LDADD = $(TEST_LDADD)
-tests_unit_test_flow_SOURCES = tests/unit/test_flow.c
-tests_unit_test_flow_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_flow_LDADD = $(TEST_LDADD)
-tests_unit_test_handshake_SOURCES = tests/unit/test_handshake.c
-tests_unit_test_handshake_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_handshake_LDADD = $(TEST_LDADD)
-tests_unit_test_conn_opts_SOURCES = tests/unit/test_conn_opts.c
-tests_unit_test_conn_opts_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_conn_opts_LDADD = $(TEST_LDADD)
-# The data path (msg.c, sendq.c) without a device: a fake ibv_context
-# whose post_send, post_srq_recv and poll_cq are the test's (fakeverbs.c).
-UNIT_TESTS += tests/unit/test_datapath
-tests_unit_test_datapath_SOURCES = tests/unit/test_datapath.c tests/unit/fakeverbs.c tests/unit/fakeverbs.h
-tests_unit_test_datapath_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_datapath_LDADD = $(TEST_LDADD)
-
 INTEGRATION_TESTS += tests/integration/test_conn
 INTEGRATION_TESTS += tests/integration/test_flow_policy
 tests_integration_test_flow_policy_SOURCES = tests/integration/test_flow_policy.c tests/integration/testenv.h

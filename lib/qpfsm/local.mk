@@ -4,13 +4,6 @@ lib_libezcore_la_SOURCES += lib/qpfsm/qpfsm.h lib/qpfsm/table.c lib/qpfsm/valida
 	lib/qpfsm/names.c lib/qpfsm/sport.c lib/qpfsm/sqd.c lib/qpfsm/create.c
 
 if HAVE_CHECK
-UNIT_TESTS += tests/unit/test_qpfsm
-tests_unit_test_qpfsm_SOURCES = tests/unit/test_qpfsm.c
-tests_unit_test_qpfsm_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_qpfsm_LDADD = $(TEST_LDADD)
-endif
-
-if HAVE_CHECK
 INTEGRATION_TESTS += tests/integration/test_qpfsm_ladder
 tests_integration_test_qpfsm_ladder_SOURCES = tests/integration/test_qpfsm_ladder.c \
 	tests/integration/testdev.c tests/integration/testdev.h

@@ -4,14 +4,6 @@ lib_libezcore_la_SOURCES += lib/srqpool/srqpool.h lib/srqpool/pool.h \
 	lib/srqpool/buf.c lib/srqpool/desc.c lib/srqpool/hwcounters.c lib/srqpool/share.c
 
 if HAVE_CHECK
-UNIT_TESTS += tests/unit/test_srqpool tests/unit/test_credit_share
-tests_unit_test_credit_share_SOURCES = tests/unit/test_credit_share.c
-tests_unit_test_credit_share_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_credit_share_LDADD = $(TEST_LDADD)
-tests_unit_test_srqpool_SOURCES = tests/unit/test_srqpool.c
-tests_unit_test_srqpool_CFLAGS = $(TEST_CFLAGS)
-tests_unit_test_srqpool_LDADD = $(TEST_LDADD)
-
 INTEGRATION_TESTS += tests/integration/test_srqpool
 tests_integration_test_srqpool_SOURCES = tests/integration/test_srqpool.c \
 	tests/integration/testdev.c tests/integration/testdev.h
