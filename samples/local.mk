@@ -36,38 +36,12 @@ dist_examples_DATA = samples/rpc_proto.h samples/rpc_server.c samples/rpc_client
 dist_examples_DATA += samples/kvstore_proto.h samples/kvstore_server.c samples/kvstore_client.c
 dist_noinst_SCRIPTS += samples/rpc-demo.sh
 
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_samples_rpc
-tests_integration_test_samples_rpc_SOURCES = tests/integration/test_samples_rpc.c \
-	tests/integration/spawn.c tests/integration/spawn.h
-tests_integration_test_samples_rpc_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_samples_rpc_LDADD = $(TEST_LDADD)
-INTEGRATION_TESTS += tests/integration/test_samples_storage
-tests_integration_test_samples_storage_SOURCES = tests/integration/test_samples_storage.c \
-	tests/integration/spawn.c tests/integration/spawn.h
-tests_integration_test_samples_storage_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_samples_storage_LDADD = $(TEST_LDADD)
-INTEGRATION_TESTS += tests/integration/test_samples_kvstore
-tests_integration_test_samples_kvstore_SOURCES = tests/integration/test_samples_kvstore.c \
-	tests/integration/spawn.c tests/integration/spawn.h
-tests_integration_test_samples_kvstore_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_samples_kvstore_LDADD = $(TEST_LDADD)
-endif
-
 # The ezrdma tool is installed; its integration test runs it from the build tree.
 bin_PROGRAMS += tools/ezrdma
 tools_ezrdma_SOURCES = tools/ezrdma.c
 tools_ezrdma_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS) $(MLX5_LIBS) -lm -lpthread
 tools_ezrdma_CFLAGS = $(AM_CFLAGS) -pthread
 dist_man1_MANS += doc/man1/ezrdma.1
-
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_ezrdma
-tests_integration_test_ezrdma_SOURCES = tests/integration/test_ezrdma.c \
-	tests/integration/spawn.c tests/integration/spawn.h
-tests_integration_test_ezrdma_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_ezrdma_LDADD = $(TEST_LDADD)
-endif
 
 # The quick start and the design are installed beside the examples.
 dist_doc_DATA = doc/quickstart.md doc/design.md

@@ -8,15 +8,7 @@
 if HAVE_CHECK
 check_LIBRARIES += tests/libeztest.a
 endif
-tests_libeztest_a_SOURCES = tests/integration/testdev.c tests/integration/testdev.h
-
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_verbs_pingpong
-tests_integration_test_verbs_pingpong_SOURCES = tests/integration/test_verbs_pingpong.c \
-	tests/integration/testdev.c tests/integration/testdev.h
-tests_integration_test_verbs_pingpong_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_verbs_pingpong_LDADD = $(TEST_LDADD)
-endif
+tests_libeztest_a_SOURCES =
 
 check_PROGRAMS += $(UNIT_TESTS) $(INTEGRATION_TESTS)
 TESTS += $(UNIT_TESTS) tests/integration/device-probe.sh
@@ -75,3 +67,4 @@ dist_noinst_SCRIPTS += tests/tiers/install-packages.sh tests/tiers/build.sh \
 	tests/tiers/cluster.sh tests/tiers/scale.sh tests/tiers/quick.sh tests/flakehunt.sh \
 	tests/tiers/kernel612.sh
 EXTRA_DIST += tests/tiers/lib.sh
+

@@ -1,4 +1,4 @@
-# lib/conn/local.mk: the conn layer's sources, tests and man pages.
+# lib/conn/local.mk: the conn layer's sources and man pages.
 lib_libezcore_la_SOURCES += \
 	lib/conn/ctx.c lib/conn/ctx.h lib/conn/ctx_objects.c \
 	lib/conn/conn_qp.c lib/conn/conn_qp.h \
@@ -21,22 +21,6 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/compat_v0.c \
 	lib/conn/atomic.c lib/conn/atomic.h
 
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_conn
-INTEGRATION_TESTS += tests/integration/test_flow_policy
-tests_integration_test_flow_policy_SOURCES = tests/integration/test_flow_policy.c tests/integration/testenv.h
-tests_integration_test_flow_policy_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_flow_policy_LDADD = $(TEST_LDADD)
-tests_integration_test_conn_SOURCES = tests/integration/test_conn.c tests/integration/testenv.h
-tests_integration_test_conn_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_conn_LDADD = $(TEST_LDADD)
-# Issue 24 (api): send readiness, accept data, atomics.
-INTEGRATION_TESTS += tests/integration/test_api24
-tests_integration_test_api24_SOURCES = tests/integration/test_api24.c tests/integration/testenv.h
-tests_integration_test_api24_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_api24_LDADD = $(TEST_LDADD)
-endif
-
 dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_close.3 \
 	doc/man3/ez_conn_errmsg.3 doc/man3/ez_conn_info.3 doc/man3/ez_conn_req_data.3 \
 	doc/man3/ez_conn_req_peer.3 doc/man3/ez_conn_stats.3 doc/man3/ez_connect.3 \
@@ -55,38 +39,3 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 # Issue 24 (api).
 dist_man3_MANS += doc/man3/ez_conn_accept_data.3 doc/man3/ez_atomic_cas.3 \
 	doc/man3/ez_atomic_fadd.3
-
-# The flow tests' peer program, driven by tests/integration/two_host_flows.sh
-# in the two-VM test bed (testbed pair).
-noinst_PROGRAMS += tests/integration/flowpeer tests/integration/flowcheck
-tests_integration_flowcheck_SOURCES = tests/integration/flowcheck.c
-# Links nothing (without a _LDADD it would link the tests' LDADD).
-tests_integration_flowcheck_LDADD =
-tests_integration_flowpeer_SOURCES = tests/integration/flowpeer.c
-tests_integration_flowpeer_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS)
-tests_integration_flowpeer_LDFLAGS = -no-install
-dist_noinst_SCRIPTS += tests/integration/two_host_flows.sh
-# Two VMs on a virtual wire; not part of `make check` (it boots two guests).
-check-flows-pair: tests/integration/flowpeer tests/integration/flowcheck
-	$(top_srcdir)/tests/testbed/testbed pair --timeout 900 --cwd $(abs_builddir) -- \
-		$(abs_top_srcdir)/tests/integration/two_host_flows.sh
-# The multi-path case alone (a 4-path connection moving 64 MiB).
-check-mpath-pair: tests/integration/flowpeer tests/integration/flowcheck
-	$(top_srcdir)/tests/testbed/testbed pair --timeout 600 --cwd $(abs_builddir) -- \
-		env EZ_FLOW_CASES=mpath $(abs_top_srcdir)/tests/integration/two_host_flows.sh
-.PHONY: check-flows-pair check-mpath-pair
-
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_multipath
-tests_integration_test_multipath_SOURCES = tests/integration/test_multipath.c tests/integration/testenv.h
-tests_integration_test_multipath_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_multipath_LDADD = $(TEST_LDADD)
-endif
-
-# Connection requests handed to worker threads' contexts (issue 21).
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_workers
-tests_integration_test_workers_SOURCES = tests/integration/test_workers.c tests/integration/testenv.h
-tests_integration_test_workers_CFLAGS = $(TEST_CFLAGS) -pthread
-tests_integration_test_workers_LDADD = $(TEST_LDADD) -lpthread
-endif

@@ -1,23 +1,7 @@
-# lib/qpfsm/local.mk: the qpfsm layer's sources, tests and man pages.
+# lib/qpfsm/local.mk: the qpfsm layer's sources and man pages.
 lib_libezcore_la_SOURCES += lib/qpfsm/qpfsm.h lib/qpfsm/table.c lib/qpfsm/validate.c \
 	lib/qpfsm/limits.c lib/qpfsm/modify.c lib/qpfsm/ladder.c lib/qpfsm/query.c \
 	lib/qpfsm/names.c lib/qpfsm/sport.c lib/qpfsm/sqd.c lib/qpfsm/create.c
-
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_qpfsm_ladder
-tests_integration_test_qpfsm_ladder_SOURCES = tests/integration/test_qpfsm_ladder.c \
-	tests/integration/testdev.c tests/integration/testdev.h
-tests_integration_test_qpfsm_ladder_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_qpfsm_ladder_LDADD = $(TEST_LDADD)
-endif
-
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_qpfsm_diff
-tests_integration_test_qpfsm_diff_SOURCES = tests/integration/test_qpfsm_diff.c \
-	tests/integration/testdev.c tests/integration/testdev.h
-tests_integration_test_qpfsm_diff_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_qpfsm_diff_LDADD = $(TEST_LDADD)
-endif
 
 dist_man3_MANS += doc/man3/ez_qp_create.3 doc/man3/ez_qp_modify.3 doc/man3/ez_qp_validate.3 \
 	doc/man3/ez_qp_ladder.3 doc/man3/ez_qp_query.3 doc/man3/ez_qp_drain_sq.3 \

@@ -1,20 +1,17 @@
 # tests/abi/local.mk: the ABI tests (integration tier): a program of the first header on this library, a program of a later one.
 
 if HAVE_CHECK
-# Built against the frozen v0 header, never include/, and linked to the
-# shared library, as an application built before would be.
+# Linked to the shared library, as an application is, not to the library's
+# internals: each names its own _LDADD.
+ABI_LDADD = lib/libeasyrdma.la $(CHECK_LIBS) $(EV_LIBS)
+# Built against the frozen v0 header, never include/.
 INTEGRATION_TESTS += tests/abi/test_abi_v0
-tests_abi_test_abi_v0_SOURCES = tests/abi/test_abi_v0.c tests/abi/abibench.h
 tests_abi_test_abi_v0_CPPFLAGS = -I$(top_srcdir)/tests/abi/v0
-tests_abi_test_abi_v0_CFLAGS = $(TEST_CFLAGS)
-tests_abi_test_abi_v0_LDADD = lib/libeasyrdma.la $(CHECK_LIBS) $(EV_LIBS)
-
+tests_abi_test_abi_v0_LDADD = $(ABI_LDADD)
 INTEGRATION_TESTS += tests/abi/test_abi_future
-tests_abi_test_abi_future_SOURCES = tests/abi/test_abi_future.c tests/abi/abibench.h
-tests_abi_test_abi_future_CFLAGS = $(TEST_CFLAGS)
-tests_abi_test_abi_future_LDADD = lib/libeasyrdma.la $(CHECK_LIBS) $(EV_LIBS)
+tests_abi_test_abi_future_LDADD = $(ABI_LDADD)
 endif
-EXTRA_DIST += tests/abi/v0/easyrdma.h
+EXTRA_DIST += tests/abi/v0/easyrdma.h tests/abi/abibench.h
 
 # Unit tier: every function of easyrdma.h is exported (the map lists names, no wildcards).
 TESTS += tests/abi/check-exports.sh

@@ -26,11 +26,3 @@ EXTRA_DIST += tests/bench/README.md tests/bench/insn-budget.json tests/bench/ste
 	doc/performance-s6.json doc/performance-insn.json \
 	tests/bench/experiments/lat-variants.sh tests/bench/experiments/perftest-shared-cq.patch \
 	tests/bench/experiments/kernel-calls.sh
-
-if HAVE_CHECK
-INTEGRATION_TESTS += tests/integration/test_ezbench
-tests_integration_test_ezbench_SOURCES = tests/integration/test_ezbench.c \
-	tests/integration/spawn.c tests/integration/spawn.h
-tests_integration_test_ezbench_CFLAGS = $(TEST_CFLAGS)
-tests_integration_test_ezbench_LDADD = $(TEST_LDADD)
-endif
