@@ -1445,17 +1445,28 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 	return 0;
 }
 
+/* The arguments of the query functions (ez_conn_info, ez_conn_path_info,
+ * ez_conn_stats): a live handle on its thread, somewhere to write. */
+static int query_args(const struct ez_conn *conn, const void *out, const char *fn)
+{
+	int ret;
+
+	if (conn && (ret = conn_check_handle(conn, fn)))
+		return ret;
+	if (!conn || !out)
+		return ezi_fail(-EINVAL, "%s: conn %p, %s %p", fn, (const void *)conn,
+				strcmp(fn, "ez_conn_stats") ? "info" : "stats", out);
+	return 0;
+}
+
 /* Filled at the library's layout, handed over at the caller's (doc/abi.md). */
 int ez_conn_info_sz(const struct ez_conn *conn, struct ez_conn_info *info, size_t info_size)
 {
 	struct ez_conn_info full;
-	int ret;
+	int ret = query_args(conn, info, "ez_conn_info");
 
-	if (conn && (ret = conn_check_handle(conn, "ez_conn_info")))
+	if (ret)
 		return ret;
-	if (!conn || !info)
-		return ezi_fail(-EINVAL, "ez_conn_info: conn %p, info %p", (const void *)conn,
-				(void *)info);
 	ret = conn_info_fill(conn, &full);
 	ezi_struct_out(info, info_size, &full, sizeof(full));
 	return ret;
@@ -1467,13 +1478,10 @@ int ez_conn_path_info_sz(const struct ez_conn *conn, uint32_t path, struct ez_pa
 	struct ez_conn_info ci;
 	struct ez_path_info full;
 	union ibv_gid gid;
-	int ret;
+	int ret = query_args(conn, info, "ez_conn_path_info");
 
-	if (conn && (ret = conn_check_handle(conn, "ez_conn_path_info")))
+	if (ret)
 		return ret;
-	if (!conn || !info)
-		return ezi_fail(-EINVAL, "ez_conn_path_info: conn %p, info %p", (const void *)conn,
-				(void *)info);
 	ret = conn_info_fill(conn, &ci);
 	if (ret)
 		return ezi_fail(ret, "ez_conn_path_info: %s", ez_errmsg());
@@ -1506,13 +1514,10 @@ static void stats_paths(const struct ez_conn *conn, struct ez_conn_stats *st)
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, size_t stats_size)
 {
 	struct ez_conn_stats full;
-	int ret;
+	int ret = query_args(conn, stats, "ez_conn_stats");
 
-	if (conn && (ret = conn_check_handle(conn, "ez_conn_stats")))
+	if (ret)
 		return ret;
-	if (!conn || !stats)
-		return ezi_fail(-EINVAL, "ez_conn_stats: conn %p, stats %p", (const void *)conn,
-				(void *)stats);
 	full = conn->stats;
 	stats_paths(conn, &full);
 	ezi_struct_out(stats, stats_size, &full, sizeof(full));
