@@ -13,15 +13,19 @@ cap=$(mktemp "${TMPDIR:-/tmp}/ez-cluster.XXXXXX.pcap")
 trap 'rm -f "$cap"' EXIT
 tb_timeout=${EZ_TESTBED_TIMEOUT:-1500}
 # A run the test bed voids (75: a VM's emulated NIC stalled, see testbed's
-# EZ_VM_NIC_STALL_S) says nothing of the library: once more, from the start.
+# EZ_VM_NIC_STALL_S, or a VM's clock ran fast, EZ_VM_CLOCK_VOID) says
+# nothing of the library: once more, from the start. No timeout(1) inside
+# the guests: it counts in the guest's clock, which a loaded host was seen
+# to run at 5.7x; the test bed's --timeout counts in the host's, and
+# cluster_hosts' ceilings read the host's clock (pair_host_now()).
 for try in 1 2; do
 	EZ_CLUSTER_CAPTURE=$cap "$here/../testbed/testbed" cluster 4 --timeout "$tb_timeout" \
-		--cwd "$bdir" -- timeout --kill-after=10 $((tb_timeout - 100)) ./tests/faults/cluster_hosts
+		--cwd "$bdir" -- ./tests/faults/cluster_hosts
 	st=$?
 	if [ "$st" != 75 ] || [ $try = 2 ]; then break; fi
 	echo "cluster: the test bed voided the run (a VM's NIC stalled); running it again"
 done
-[ "$st" = 75 ] && echo "cluster: FAIL: the test bed voided both runs (a VM's NIC stalled)"
+[ "$st" = 75 ] && echo "cluster: FAIL: the test bed voided both runs (a VM's NIC stalled or its clock ran fast)"
 # The capture: per client host, the UDP source ports of its RoCEv2 frames to a.
 # Each of its QPs (one per path) has a port of its own; ports collide rarely.
 ok=1

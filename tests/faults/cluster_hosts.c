@@ -226,23 +226,23 @@ static int server(void)
 	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
 	pair_put("port", port);
 	/* Every client up and verified. */
-	t = pair_now();
+	t = pair_host_now();
 	for (i = 1; i <= nc; i++) {
 		snprintf(name, sizeof(name), "up-%c", 'a' + i);
 		CHECK(pair_wait(name, SCALED_S(900, 0.3)), "host %c did not report its connections up", 'a' + i);
 	}
 	say("%d connections from %d hosts up in %.1f s (%d up here, %d refused)", ncns, nc,
-	    pair_now() - t, up, failed_connects);
+	    pair_host_now() - t, up, failed_connects);
 	CHECK(up == nc * nconns, "%d connections up, wanted %d", up, nc * nconns);
 	pair_put("all-up", "1");
 	/* The vanishing host's connections end, and only those. */
 	CHECK(pair_wait("vanishing", 60), "host %s did not say it vanishes", vanisher);
-	t = pair_now();
-	while (ended_by_host[vh] < accepted_by_host[vh] && pair_now() - t < SCALED_S(60, 0.04))
+	t = pair_host_now();
+	while (ended_by_host[vh] < accepted_by_host[vh] && pair_host_now() - t < SCALED_S(60, 0.04))
 		pair_spin(0.05);
 	others = ended - ended_by_host[vh];
 	say("host %s vanished: %d of its %d connections ended in %.1f s; %d others ended", vanisher,
-	    ended_by_host[vh], accepted_by_host[vh], pair_now() - t, others);
+	    ended_by_host[vh], accepted_by_host[vh], pair_host_now() - t, others);
 	CHECK(ended_by_host[vh] == accepted_by_host[vh] && others == 0,
 	      "ended: %d of host %s's %d, %d others", ended_by_host[vh], vanisher,
 	      accepted_by_host[vh], others);
@@ -258,8 +258,8 @@ static int server(void)
 		snprintf(name, sizeof(name), "done-%c", 'a' + i);
 		CHECK(pair_wait(name, SCALED_S(600, 0.2)), "host %c did not finish", 'a' + i);
 	}
-	t = pair_now();
-	while (ended < ncns && pair_now() - t < SCALED_S(60, 0.04))
+	t = pair_host_now();
+	while (ended < ncns && pair_host_now() - t < SCALED_S(60, 0.04))
 		pair_spin(0.05);
 	CHECK(ended == ncns, "%d of %d connections ended after the closes", ended, ncns);
 	CHECK(verify_errors == 0, "%d echoes refused", verify_errors);
@@ -282,11 +282,11 @@ static int server(void)
  * from this host's last connect ran out while every echo was coming. */
 static int echoed_all(uint64_t cnt, double secs)
 {
-	double end = pair_now() + secs;
+	double end = pair_host_now() + secs;
 	uint64_t seen = 0, total;
 	int i, done = 0;
 
-	while (pair_now() < end) {
+	while (pair_host_now() < end) {
 		total = 0;
 		for (i = done = 0; i < ncns; i++) {
 			total += cns[i].echoed;
@@ -300,7 +300,7 @@ static int echoed_all(uint64_t cnt, double secs)
 			return 1;
 		if (total != seen) {
 			seen = total;
-			end = pair_now() + secs;
+			end = pair_host_now() + secs;
 		}
 		pair_spin(0.02);
 	}
@@ -372,14 +372,14 @@ static int client(void)
 			return 1;
 		}
 	}
-	t = pair_now();
-	while (up + failed_connects < nconns && pair_now() - t < SCALED_S(600, 0.2)) {
+	t = pair_host_now();
+	while (up + failed_connects < nconns && pair_host_now() - t < SCALED_S(600, 0.2)) {
 		if (connect_more(hi, port, &npaths))
 			return 1;
 		pair_spin(0.05);
 	}
 	say("%d connections (%d QPs) up in %.1f s (%.1f/s, %d in flight at most; 0: all), %d failed",
-	    up, npaths, pair_now() - t, up / (pair_now() - t), connect_window(), failed_connects);
+	    up, npaths, pair_host_now() - t, up / (pair_host_now() - t), connect_window(), failed_connects);
 	CHECK(up == nconns, "%d of %d connections up", up, nconns);
 	CHECK(echoed_all(3, SCALED_S(120, 0.05)), "not every connection had 3 echoes");
 	CHECK(verify_errors == 0, "%d echoes differ", verify_errors);

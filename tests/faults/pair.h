@@ -10,6 +10,10 @@ extern int pair_failures;
 /* pair_dir = $EZ_PAIR_DIR, the clock's zero; 0, or -1 without the directory. */
 int pair_init(void);
 double pair_now(void);
+/* The host's clock (seconds), for ceilings that only catch a hang: a TCG
+ * guest's clock may run several times fast on a loaded host. pair_now()
+ * where there is no $EZ_PAIR_DIR. */
+double pair_host_now(void);
 /* printf to stdout, prefixed with the time since pair_init() and $EZ_HOST. */
 void pair_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -28,7 +32,7 @@ int pair_get(const char *name, char *buf, size_t len);
 int pair_has(const char *name);
 /* Turns pair_loop for secs. */
 void pair_spin(double secs);
-/* Turns pair_loop until the file exists or secs pass; whether it does. */
+/* Turns pair_loop until the file exists or secs pass on the host's clock; whether it does. */
 int pair_wait(const char *name, double secs);
 
 #endif
