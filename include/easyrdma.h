@@ -2,6 +2,7 @@
 #ifndef EASYRDMA_H
 #define EASYRDMA_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -405,6 +406,11 @@ struct ez_conn_cbs {
 
 /* A send or RDMA operation finished: 0, -ECANCELED (flushed by a close or an
  * error), or another negative errno from the work completion's status. */
+/* An operation whose outcome cannot be known: an atomic (ez_atomic_cas(),
+ * ez_atomic_fadd()) that a failed path held may have been applied at the
+ * peer or not, and is not done again (it could apply twice). Its callback
+ * gets -EZ_OUTCOME_UNKNOWN; see ez_connect(3), Multi-path connections. */
+#define EZ_OUTCOME_UNKNOWN ENOTRECOVERABLE
 typedef void (*ez_op_cb)(struct ez_conn *conn, int status, void *op_arg);
 
 /* Connect to host:service (names or numeric; IPv4 or IPv6). On 0 the conn
@@ -592,6 +598,13 @@ struct ez_path_info {
 	uint32_t posted;	/* WRs on its send queue now */
 	uint64_t ops, bytes;	/* ops posted on it and their payload bytes */
 	uint64_t msgs_recv;	/* messages received on it */
+	/* Exact failover (a failed path of a connection of several paths;
+	 * ez_connect(3)): of the ops it held at its failure, those the
+	 * peer's count showed had arrived, those posted again on a live
+	 * path, and atomics that ended with -EZ_OUTCOME_UNKNOWN; receives
+	 * that completed on it after this side's count went to the peer,
+	 * dropped (the peer sent them again). */
+	uint32_t settled_done, reposted, outcome_unknown, recvs_dropped;
 };
 int ez_conn_path_info_sz(const struct ez_conn *conn, uint32_t path, struct ez_path_info *info,
 			 size_t info_size);

@@ -43,6 +43,12 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 /* The library's own messages whose bytes are not a path's payload. */
 #define OP_CTRL_KINDS (OP_KIND_BIT(OP_CREDIT) | OP_KIND_BIT(OP_BYE) | OP_KIND_BIT(OP_PATH_DOWN))
 #define OP_KIND_IN(kinds, k) (((kinds) >> (k)) & 1u)
+/* Land in the peer's receive queue: counted per path for exact failover
+ * (path.c; a SEND of any kind, a WRITE with immediate). */
+#define OP_RECV_KINDS (OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR) | OP_KIND_BIT(OP_WRITE_IMM) | \
+		       OP_KIND_BIT(OP_CREDIT) | OP_KIND_BIT(OP_BYE) | OP_KIND_BIT(OP_PATH_DOWN) | \
+		       OP_KIND_BIT(OP_AUTH) | OP_KIND_BIT(OP_KA_PROBE) | OP_KIND_BIT(OP_KA_ANSWER) | \
+		       OP_KIND_BIT(OP_SEND_RNDV) | OP_KIND_BIT(OP_RNDV_ACK) | OP_KIND_BIT(OP_SEAL))
 _Static_assert(OP_SEAL < 32, "op kinds fit a 32-bit mask");
 
 /* One send-queue operation; preallocated per connection (send_depth of them
@@ -95,6 +101,27 @@ struct op {
 	uint8_t rndv_flags;	/* RNDV_TX_* */
 	uint8_t rndv_age;	/* deadline ticks seen unacknowledged (rndv.c) */
 	struct op *rndv_next;
+	/* Held on a failed path until the peer's count settles it (path.c,
+	 * exact failover): the status its completion had. */
+	int park_status;
+};
+
+/* Exact failover (path.c, wire/settle.h): what a path sent and received
+ * that lands in a receive queue, and a failed path's ops until the peer's
+ * count settles them. */
+struct path_failover {
+	uint32_t tx;		/* receive-taking WRs posted on the path */
+	uint32_t rx;		/* receives completed on it */
+	uint32_t peer_count;	/* the peer's rx for the path, once told */
+	uint8_t told;		/* our count went to the peer: later receives here are dropped */
+	uint8_t peer_told;	/* peer_count is known */
+	uint32_t dropped;	/* receives dropped after told (the peer sends them again) */
+	struct op *park_head, *park_tail;	/* in the order they were posted */
+	uint32_t parked;	/* ops held */
+	uint32_t settle_seq;	/* the receive-taking position of the next one settled */
+	/* How its ops settled: arrived by the count, posted again, outcome
+	 * unknown (atomics). */
+	uint32_t settled_done, reposted, unknown;
 };
 
 /* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are
@@ -136,6 +163,7 @@ struct conn_path {
 	int silent_tail;
 	struct device_qp dqp;	/* the QP in the device's registry (paths 1..) */
 	int qp_access;		/* IBV_ACCESS_REMOTE_* the QP has now (conn_export.c) */
+	struct path_failover fo;
 };
 
 struct device;
@@ -304,6 +332,10 @@ struct ez_conn {
 	uint32_t npaths;	/* in use (negotiated once the reply is in) */
 	uint32_t paths_live;
 	uint32_t path_rr;
+	/* Both sides announced HS_CAP_FAILOVER on a connection of several
+	 * paths: a failed path's ops are settled by the peer's count (path.c). */
+	uint8_t paths_exact;
+	struct loop_defer tell_defer;	/* our counts of the paths taken down go to the peer */
 	int byes_left;
 
 	uint8_t pdata[EZ_ACCEPT_DATA_MAX];

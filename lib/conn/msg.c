@@ -225,6 +225,12 @@ static void nothing_done(struct ez_conn *conn, struct op *op, int status)
 {
 }
 
+/* A path notice: with exact failover it carried our count in a copy slot. */
+static void notice_done(struct ez_conn *conn, struct op *op, int status)
+{
+	conn_op_release_copy(conn, op);
+}
+
 /* What a failed op was and what it touched, for the connection's message
  * (op_kind_ops.describe): "RDMA READ of rkey 0x223 [0x7f0000001000, +4096)",
  * "SEND of 64 bytes". */
@@ -284,7 +290,7 @@ static const struct op_kind_ops kind_ops[] = {
 	[OP_READ] = { .done = op_complete, .describe = describe_rdma },
 	[OP_CREDIT] = { .done = credit_done },
 	[OP_BYE] = { .done = bye_done },
-	[OP_PATH_DOWN] = { .done = nothing_done },
+	[OP_PATH_DOWN] = { .done = notice_done },
 	[OP_AUTH] = { .done = op_complete, .describe = describe_auth },
 	[OP_BIND] = { .done = op_complete },
 	[OP_KA_PROBE] = { .done = conn_live_sent, .own_report = 1 },
@@ -555,6 +561,22 @@ static __attribute__((noinline, cold)) int post_refused(struct ez_conn *conn,
 	return bad == &first->wr ? ret : 0;
 }
 
+/* Its WRs that land in the peer's receive queue (exact failover counts
+ * them per path): a stream's chain holds only sends. */
+static inline uint32_t chain_recvs(const struct chain *ch)
+{
+	const struct op *op;
+	uint32_t n = 0;
+
+	if (!(ch->kinds & ~OP_RECV_KINDS))
+		return ch->n;
+	if (!(ch->kinds & OP_RECV_KINDS))
+		return 0;
+	for (op = ch->first; op; op = op->next)
+		n += OP_KIND_IN(OP_RECV_KINDS, op->kind);
+	return n;
+}
+
 /* Posts a chain (charged) with one conn_sq_post(); a refusal is
  * post_refused()'s. */
 static int post_chain(struct ez_conn *conn, const struct chain *ch)
@@ -568,6 +590,7 @@ static int post_chain(struct ez_conn *conn, const struct chain *ch)
 	err = conn_sq_post(path, &first->wr, &bad);
 	if (__builtin_expect(!err, 1)) {
 		chain_account(conn, path, ch);
+		path_count_tx(path, chain_recvs(ch));
 		return 0;
 	}
 	return post_refused(conn, ch, bad, err, tail_before);
@@ -606,6 +629,50 @@ static int op_post(struct ez_conn *conn, struct op *op)
 	op->path = op->pin ? &conn->paths[op->pin - 1] : path_pick(conn);
 	chain_add(&ch, op);
 	return post_chain(conn, &ch);
+}
+
+/* An op a failed path held goes out again as it was (its charge,
+ * immediate and bytes kept) on a live path; a refusal ends it with the
+ * error. */
+static void op_repost(struct ez_conn *conn, struct op *op)
+{
+	struct chain ch = { 0 };
+	int ret;
+
+	op->wr.send_flags |= IBV_SEND_SIGNALED;
+	op->path = path_pick(conn);
+	chain_add(&ch, op);
+	ret = post_chain(conn, &ch);
+	if (ret)
+		kind_of(op)->done(conn, op, ret);
+}
+
+void conn_settle_path(struct ez_conn *conn, struct conn_path *p)
+{
+	enum settle_action a;
+	struct op *op;
+	int st;
+
+	if (!p || !path_settle_begin(conn, p))
+		return;
+	while ((op = path_settle_next(conn, p, &a, &st))) {
+		switch (a) {
+		case SETTLE_DONE:
+			kind_of(op)->done(conn, op, 0);
+			break;
+		case SETTLE_REPOST:
+			op_repost(conn, op);
+			break;
+		case SETTLE_UNKNOWN:
+			kind_of(op)->done(conn, op, -EZ_OUTCOME_UNKNOWN);
+			break;
+		case SETTLE_FAIL:
+			kind_of(op)->done(conn, op, st);
+			break;
+		}
+	}
+	if (conn->state == CS_CONNECTED)
+		conn_kick_if_needed(conn);
 }
 
 /* Hands credits back in a message of their own when no send is there to
@@ -831,6 +898,7 @@ void conn_flush_kick(struct ez_conn *conn)
 void conn_cancel_pending(struct ez_conn *conn)
 {
 	struct op *op;
+	int st;
 
 	while ((op = conn->sq.pend_head)) {
 		conn->sq.pend_head = op->next;
@@ -844,6 +912,9 @@ void conn_cancel_pending(struct ez_conn *conn)
 	 * acknowledgement: their windows go now, before the QP. */
 	while ((op = conn_rndv_cancel_next(conn)))
 		op_complete(conn, op, -ECANCELED);
+	/* Ops a failed path held for a count that will not come now. */
+	while ((op = path_unpark_next(conn, &st)))
+		kind_of(op)->done(conn, op, st);
 }
 
 /* Posts now when nothing is queued ahead and credits allow; else queues. */
@@ -1584,14 +1655,22 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc)
 		    !OP_KIND_IN(OP_KIND_BIT(OP_KA_PROBE) | OP_KIND_BIT(OP_KA_ANSWER), op->kind))
 			conn->sq_ok++;
 		status = conn_wc_errno(wc->status);
-		/* A path of several that fails is taken out and the others carry on. */
-		if (status && conn->npaths > 1)
+		/* A path of several that fails is taken out and the others
+		 * carry on; with exact failover its ops wait for the peer's
+		 * count (path_park()). */
+		if (status && conn->npaths > 1) {
+			if (conn->paths_exact && path_park(conn, op, status)) {
+				conn_settle_path(conn, p);
+				goto parked;
+			}
 			status = path_on_error(conn, op, status, &last_path);
+		}
 		if (status)
 			op_failed(conn, op, wc, status,
 				  conn->npaths > 1 ? last_path : status != -ECANCELED);
 		op_done(conn, op, status);
 	}
+parked:
 	if (conn_is_ended(conn))
 		conn_drain_check(conn);
 	else if (conn->state == CS_CONNECTED)

@@ -26,6 +26,11 @@ int conn_wc_errno(enum ibv_wc_status s);
 /* An op ends, any kind, any outcome: its callback, exactly once (msg.c's
  * op_finish()). */
 void conn_op_complete(struct ez_conn *conn, struct op *op, int status);
+/* Exact failover: the ops failed path p held, once settled (path.c
+ * decides, this ends each: done, posted again on a live path, unknown,
+ * failed), each exactly once. Nothing while p cannot settle yet; p NULL:
+ * nothing. */
+void conn_settle_path(struct ez_conn *conn, struct conn_path *p);
 /* The pool has credits for this connection again (srqpool_acct.kick). */
 void conn_credit_kick(struct srqpool_acct *a);
 void conn_unqueue_kick(struct ez_conn *conn);

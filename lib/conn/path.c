@@ -13,6 +13,7 @@
 #include "device/cq.h"
 #include "device/device.h"
 #include "wire/flow.h"
+#include "wire/settle.h"
 #include "base/log.h"
 #include "path.h"
 #include "srqpool/srqpool.h"
@@ -22,9 +23,13 @@ _Static_assert(HS_MAX_PATHS == EZ_MAX_PATHS, "the handshake carries up to EZ_MAX
 /* A WR's weight beyond its bytes, so that zero-length ops count too. */
 #define PATH_WR_COST 64
 
+static void path_on_tell(struct loop_defer *d);
+
 int path_alloc(struct ez_conn *conn)
 {
 	uint32_t i, n = conn->o.paths ? conn->o.paths : 1;
+
+	conn->tell_defer.fn = path_on_tell;	/* owner: the failover step of this file */
 
 	conn->paths = calloc(n, sizeof(*conn->paths));
 	if (!conn->paths)
@@ -39,6 +44,8 @@ int path_alloc(struct ez_conn *conn)
 
 void path_free(struct ez_conn *conn)
 {
+	if (conn->ctx)
+		loop_defer_cancel(&conn->ctx->loop, &conn->tell_defer);
 	free(conn->paths);
 	conn->paths = NULL;
 }
@@ -51,6 +58,8 @@ void path_grant(struct ez_conn *conn, const struct hs_msg *peer)
 		conn->npaths = want;
 	for (i = 1; i < conn->npaths; i++)
 		conn->paths[i].remote_qpn = peer->path_qpn[i];
+	/* owner: the paths' negotiation is this file's */
+	conn->paths_exact = conn->npaths > 1 && (peer->caps & HS_CAP_FAILOVER);
 }
 
 /* Path 0's QP is conn->qp, its view conn->qpv. */
@@ -204,6 +213,8 @@ int path_take_reply(struct ez_conn *conn, const struct hs_msg *rep)
 	conn->npaths = granted;
 	for (i = 1; i < granted; i++)
 		conn->paths[i].remote_qpn = rep->path_qpn[i];
+	/* owner: the paths' negotiation is this file's */
+	conn->paths_exact = granted > 1 && (rep->caps & HS_CAP_FAILOVER);
 	return 0;
 }
 
@@ -213,7 +224,7 @@ void path_hs_fill(const struct ez_conn *conn, struct hs_msg *m)
 
 	if (conn->npaths < 2)
 		return;
-	m->caps |= HS_CAP_PATHS;
+	m->caps |= HS_CAP_PATHS | HS_CAP_FAILOVER;
 	m->paths = (uint8_t)conn->npaths;
 	for (i = 1; i < conn->npaths; i++)
 		m->path_qpn[i] = conn->paths[i].qpn;
@@ -274,12 +285,35 @@ static void path_down(struct ez_conn *conn, struct conn_path *p, int status, int
 	conn->stats.paths_down++;
 	/* Work still on its send queue flushes with the path's status. */
 	path_qp_to_err(p);
-	if (tell)
+	/* Exact failover: each side tells its count, told or not, once the
+	 * receives already completed on the path are in (path_on_tell). */
+	if (conn->paths_exact)
+		loop_defer(&conn->ctx->loop, &conn->tell_defer);
+	else if (tell)
 		path_tell_peer(conn, p);
 	ezi_log_warn("connection %s: path %u (QP %u, UDP source port %u) down: %s; %u paths left",
 		     conn->host, p->idx, p->qpn, p->sport, ez_strerror(status), conn->paths_live);
 	if (conn->cbs.on_path_down)
 		conn->cbs.on_path_down(conn, p->idx, status, conn->paths_live, conn->arg);
+}
+
+/* A send the peer did not take (or, without exact failover, may not have
+ * taken): the credits it carried are ours to hand back again, and the one
+ * it used the peer's again. Without exact failover, a send that did arrive
+ * with only its ACK lost risks an RNR retry at worst, where losing the
+ * credits would shrink the window for good. */
+static void path_give_back(struct ez_conn *conn, const struct op *op, int slack)
+{
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_CREDIT) {
+		uint32_t carried = ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
+
+		if (carried) {
+			srqpool_credits_unreturn(conn->pool, &conn->acct, carried);
+			rx_note_ungranted(&conn->rxt, carried, slack);
+		}
+	}
+	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM)
+		conn_sq_credits_add(conn, 1);
 }
 
 int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fails)
@@ -289,19 +323,7 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 	*conn_fails = 0;
 	if (conn_is_ended(conn))
 		return status;
-	/* The peer never took these, or took them without our seeing the
-	 * ACK: handing the credits back risks an RNR retry at worst, where
-	 * losing them would shrink the window for good. */
-	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_CREDIT) {
-		uint32_t carried = ntohl(op->wr.imm_data) & IMM_CREDITS_MASK;
-
-		if (carried) {
-			srqpool_credits_unreturn(conn->pool, &conn->acct, carried);
-			rx_note_ungranted(&conn->rxt, carried, 1);
-		}
-	}
-	if (op->kind == OP_SEND || op->kind == OP_SEND_MR || op->kind == OP_WRITE_IMM)
-		conn_sq_credits_add(conn, 1);
+	path_give_back(conn, op, 1);
 	if (!p->live)
 		return status == -ECANCELED && p->down_status ? p->down_status : status;
 	/* A flush with no error of its own: the QP entered ERR from outside
@@ -316,15 +338,213 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 	return status;
 }
 
-void path_on_peer_down(struct ez_conn *conn, unsigned int idx)
+struct conn_path *path_on_peer_down(struct ez_conn *conn, unsigned int idx, uint32_t count)
 {
-	if (conn_is_ended(conn) || idx >= conn->npaths || !conn->paths[idx].live)
-		return;
-	if (conn->paths_live <= 1) {
-		conn_fail(conn, -ECONNRESET, "peer took the last path (%u) out", idx);
-		return;
+	struct conn_path *p;
+
+	if (conn_is_ended(conn) || idx >= conn->npaths)
+		return NULL;
+	p = &conn->paths[idx];
+	if (conn->paths_exact) {
+		p->fo.peer_count = count;
+		p->fo.peer_told = 1;
 	}
-	path_down(conn, &conn->paths[idx], -ECONNRESET, 0);
+	if (p->live) {
+		if (conn->paths_live <= 1) {
+			conn_fail(conn, -ECONNRESET, "peer took the last path (%u) out", idx);
+			return NULL;
+		}
+		path_down(conn, p, -ECONNRESET, 0);
+	}
+	return conn->paths_exact ? p : NULL;
+}
+
+/* ---- Exact failover (wire/settle.h says the model) ---- */
+
+/* Our count of receives on p goes to the peer, on a live path; receives
+ * that complete on p after this are dropped (path_rx_drop): the peer
+ * settles by this count and sends those again. Without a live path to say
+ * it on, or with the device refusing the post, the peer could never settle
+ * its side: the connection ends. */
+static void path_tell_count(struct ez_conn *conn, struct conn_path *p)
+{
+	struct conn_path *via = path_pick(conn);
+	uint8_t b[PATH_COUNT_LEN];
+	int ret = -ENOTCONN;
+
+	p->fo.told = 1;
+	path_count_encode(p->fo.rx, b);
+	if (via->live)
+		ret = conn_post_ctrl(conn, &p->down_op, OP_PATH_DOWN, via,
+				     IMM_CREDIT_ONLY | IMM_PATH_DOWN | (uint32_t)p->idx << IMM_PATH_SHIFT,
+				     b, sizeof(b));
+	if (ret)
+		conn_fail(conn, ret, "path %u down: its count (%u received) could not be sent to the peer: %s",
+			  p->idx, p->fo.rx, ez_strerror(ret));
+}
+
+/* Deferred from path_down(), never inside a CQ poll: the receive CQ is
+ * polled first, so that every receive the device completed on the paths
+ * taken down (each QP is in ERR already) is in the counts told. */
+static void path_on_tell(struct loop_defer *d)
+{
+	struct ez_conn *conn = container_of(d, struct ez_conn, tell_defer);
+	uint32_t i;
+
+	if (conn->rcq)
+		cq_poll(conn->rcq);
+	for (i = 0; i < conn->npaths && !conn_is_ended(conn); i++) {
+		struct conn_path *p = &conn->paths[i];
+
+		if (!p->live && p->qp && !p->fo.told)
+			path_tell_count(conn, p);
+	}
+}
+
+/* What an op of a failed path is, for settle_decide(). */
+static enum settle_class path_op_class(const struct op *op)
+{
+	switch (op->kind) {
+	case OP_WRITE:
+	case OP_READ:
+		return op->pin ? SETTLE_BOUND : SETTLE_RDMA;
+	case OP_WRITE_IMM:
+		return op->pin ? SETTLE_MSG_BOUND : SETTLE_MSG;
+	case OP_ATOMIC_CAS:
+	case OP_ATOMIC_FADD:
+		return SETTLE_ATOMIC;
+	case OP_SEND_RNDV:
+		/* Its offer is a window bound to the failed QP. */
+		return SETTLE_MSG_BOUND;
+	case OP_BIND:
+	case OP_RNDV_READ:
+	case OP_SEAL:
+		return SETTLE_BOUND;
+	default:
+		return SETTLE_MSG;
+	}
+}
+
+/* A fault of the path (the op would go through on another), not the op's. */
+static int path_fault(int status)
+{
+	return status == -ECANCELED || status == -ETIMEDOUT || status == -ENOBUFS || status == -EIO;
+}
+
+int path_park(struct ez_conn *conn, struct op *op, int status)
+{
+	struct conn_path *p = op->path;
+	struct path_failover *fo = &p->fo;
+
+	if (!conn->paths_exact || conn_is_ended(conn))
+		return 0;
+	/* The last live path failing ends the connection: no path to settle on. */
+	if (p->live && conn->paths_live <= 1)
+		return 0;
+	EZ_ASSERT(p->posted > 0);
+	p->posted--;
+	if (!OP_KIND_IN(OP_CTRL_KINDS, op->kind) && op->wr.num_sge)
+		p->posted_bytes -= op->sge.length;
+	/* owner: a failed path holds its ops until they settle (exact failover) */
+	op->park_status = status;
+	/* owner: as above, on the path's own list */
+	op->next = NULL;
+	if (fo->park_tail)
+		fo->park_tail->next = op;	/* owner: as above */
+	else
+		fo->park_head = op;
+	fo->park_tail = op;
+	fo->parked++;
+	if (p->live)
+		path_down(conn, p, status == -ECANCELED ? -EIO : status, 1);
+	return 1;
+}
+
+int path_settle_begin(struct ez_conn *conn, struct conn_path *p)
+{
+	struct path_failover *fo = &p->fo;
+	uint32_t unacked = 0, count = fo->peer_count;
+	enum settle_fault f;
+	struct op *op;
+
+	if (!fo->peer_told || p->posted > 0 || conn_is_ended(conn) || !fo->park_head)
+		return 0;
+	for (op = fo->park_head; op; op = op->next)
+		unacked += (uint32_t)settle_takes_recv(path_op_class(op));
+	f = settle_check_count(count, fo->tx, unacked);
+	if (f) {
+		conn_fail(conn, -EPROTO,
+			  "peer counts %u messages received on path %u: %s (%u sent there, %u of them acknowledged)",
+			  count, p->idx, settle_fault_str(f), fo->tx, fo->tx - unacked);
+		return 0;
+	}
+	fo->settle_seq = fo->tx - unacked;
+	return 1;
+}
+
+struct op *path_settle_next(struct ez_conn *conn, struct conn_path *p, enum settle_action *a,
+			    int *status)
+{
+	struct path_failover *fo = &p->fo;
+	struct op *op = fo->park_head;
+	enum settle_class c;
+	uint32_t seq = 0;
+
+	if (!op)
+		return NULL;
+	fo->park_head = op->next;
+	if (!fo->park_head)
+		fo->park_tail = NULL;
+	fo->parked--;
+	c = path_op_class(op);
+	if (settle_takes_recv(c))
+		seq = fo->settle_seq++;
+	*status = op->park_status;
+	if (*status == -ECANCELED && p->down_status)
+		*status = p->down_status;
+	/* A callback may have ended the connection: the rest end with the
+	 * status they had. */
+	*a = conn_is_ended(conn) ? SETTLE_FAIL :
+				   settle_decide(c, path_fault(op->park_status), seq, fo->peer_count);
+	switch (*a) {
+	case SETTLE_DONE:
+		fo->settled_done++;
+		break;
+	case SETTLE_REPOST:
+		fo->reposted++;
+		break;
+	case SETTLE_UNKNOWN:
+		fo->unknown++;
+		break;
+	case SETTLE_FAIL:
+		/* Not arrived (or, the connection ending, not known): its
+		 * credits are handed back exactly. */
+		if (settle_takes_recv(c) && !conn_is_ended(conn))
+			path_give_back(conn, op, 0);
+		break;
+	}
+	return op;
+}
+
+struct op *path_unpark_next(struct ez_conn *conn, int *status)
+{
+	uint32_t i;
+
+	for (i = 0; conn->paths && i < conn->npaths; i++) {
+		struct conn_path *p = &conn->paths[i];
+		struct op *op = p->fo.park_head;
+
+		if (!op)
+			continue;
+		p->fo.park_head = op->next;
+		if (!p->fo.park_head)
+			p->fo.park_tail = NULL;
+		p->fo.parked--;
+		*status = op->park_status == -ECANCELED && p->down_status ? p->down_status :
+									     op->park_status;
+		return op;
+	}
+	return NULL;
 }
 
 int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status)
@@ -431,6 +651,10 @@ void path_info_one(const struct ez_conn *conn, uint32_t i, struct ez_path_info *
 	out->ops = p->ops;
 	out->bytes = p->bytes;
 	out->msgs_recv = p->msgs_recv;
+	out->settled_done = p->fo.settled_done;
+	out->reposted = p->fo.reposted;
+	out->outcome_unknown = p->fo.unknown;
+	out->recvs_dropped = p->fo.dropped;
 }
 
 int path_test_break(struct ez_conn *conn, unsigned int path)

@@ -7,6 +7,10 @@
 
 #include "conn_types.h"
 #include "wire/handshake.h"
+#include "wire/settle.h"
+
+/* Index of the path whose QP is qpn (0 if none). */
+unsigned int path_index(const struct ez_conn *conn, uint32_t qpn);
 
 /* The path array (o.paths entries; npaths of them in use), path 0 unbound. */
 int path_alloc(struct ez_conn *conn);
@@ -36,15 +40,53 @@ struct conn_path *path_pick(struct ez_conn *conn);
  * error is its own (not a flush of a close or of a path already down), and
  * returns 1 in *conn_fails when it was the last one. */
 int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fails);
-/* The peer took path idx out: so do we (its QP may never time out here). */
-void path_on_peer_down(struct ez_conn *conn, unsigned int idx);
+/* The peer took path idx out: so do we (its QP may never time out here).
+ * count: with exact failover, the peer's count of receives on the path;
+ * then the path, for the caller's settling (conn_settle_path()); else NULL. */
+struct conn_path *path_on_peer_down(struct ez_conn *conn, unsigned int idx, uint32_t count);
+
+/* Exact failover (conn->paths_exact; wire/settle.h). A send-queue
+ * completion in error: 1 when op is held on its failed path until the
+ * peer's count settles it (the path taken down now if it was live); 0
+ * when it completes as without exact failover (the connection ends). */
+int path_park(struct ez_conn *conn, struct op *op, int status);
+/* Settling p (the caller, msg.c, ends each op): 1 when the peer's count
+ * is in and every WR of p completed, the count being true (else the
+ * connection ends, -EPROTO, naming it); then path_settle_next() hands each
+ * held op in posting order with its action (wire/settle.h) and the status
+ * it ends with when that is SETTLE_FAIL, NULL after the last. */
+int path_settle_begin(struct ez_conn *conn, struct conn_path *p);
+struct op *path_settle_next(struct ez_conn *conn, struct conn_path *p, enum settle_action *a,
+			    int *status);
+/* The connection ends: the held ops, one by one, with the status each ends
+ * with (its completion's); NULL after the last. */
+struct op *path_unpark_next(struct ez_conn *conn, int *status);
+
+/* n more WRs on p that take a receive at the peer. */
+static inline void path_count_tx(struct conn_path *p, uint32_t n)
+{
+	p->fo.tx += n;
+}
+
+/* A receive completed on QP qpn of an exact-failover connection: counted
+ * on its path; 1 when it must be dropped (our count for the path went to
+ * the peer, which sends it again on another). */
+static inline int path_rx_drop(struct ez_conn *conn, uint32_t qpn)
+{
+	struct conn_path *p = &conn->paths[path_index(conn, qpn)];
+
+	if (p->fo.told) {
+		p->fo.dropped++;
+		return 1;
+	}
+	p->fo.rx++;
+	return 0;
+}
 /* IBV_EVENT_QP_FATAL and kin on one of the connection's QPs; 1: the
  * connection must end (single path, or its last). */
 int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status);
 /* IBV_EVENT_QP_LAST_WQE_REACHED on qpn: 1 once every QP has drained. */
 int path_on_last_wqe(struct ez_conn *conn, uint32_t qpn);
-/* Index of the path whose QP is qpn (0 if none). */
-unsigned int path_index(const struct ez_conn *conn, uint32_t qpn);
 
 /* A goodbye down every live path, behind its work; the count posted. */
 int path_post_byes(struct ez_conn *conn);

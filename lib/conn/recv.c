@@ -14,6 +14,7 @@
 #include "keepalive.h"
 #include "base/log.h"
 #include "path.h"
+#include "wire/settle.h"
 #include "rndv.h"
 #include "peer_penalty.h"
 #include "srqpool/srqpool.h"
@@ -63,6 +64,7 @@ static void rx_view_data_of(const struct ez_conn *conn, struct rx_view *v)
 	v->max_send_credits = RX_MAX_CREDITS;
 	v->auth = (uint8_t)auth_view(conn);
 	v->rndv = conn->rndv.ok;
+	v->exact = conn->paths_exact;
 }
 
 /* The whole view: every kind of message, and a fault's message. */
@@ -173,6 +175,12 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 		recv_failed(conn, buf, wc);
 		return;
 	}
+	/* Exact failover counts every receive per path, and drops those that
+	 * complete on a path after its count went to the peer (path.h). */
+	if (__builtin_expect(conn->paths_exact, 0) && path_rx_drop(conn, wc->qp_num)) {
+		ez_buf_release(buf);
+		return;
+	}
 	in.write_imm = wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM;
 	in.has_imm = !!(wc->wc_flags & IBV_WC_WITH_IMM);
 	in.imm = in.has_imm ? ntohl(wc->imm_data) : 0;
@@ -251,6 +259,15 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	case RX_WRITE_IMM:
 		deliver_write_imm(conn, buf, wc);
 		break;
+	case RX_PATH_DOWN: {
+		/* With exact failover, the peer's count of receives on the path. */
+		uint32_t count = conn->paths_exact ? path_count_decode(ez_buf_data(buf)) : 0;
+
+		conn->stats.credit_msgs_recv++;
+		ez_buf_release(buf);
+		conn_settle_path(conn, path_on_peer_down(conn, m.path, count));
+		break;
+	}
 	default:
 		conn->stats.credit_msgs_recv++;
 		ez_buf_release(buf);
@@ -258,8 +275,6 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 			conn->peer_bye = 1;
 		else if (m.kind == RX_KA_PROBE)
 			conn_live_on_probe(conn, m.answer);
-		else if (m.kind == RX_PATH_DOWN)
-			path_on_peer_down(conn, m.path);
 		break;
 	}
 	if (conn->state == CS_CONNECTED)

@@ -84,6 +84,8 @@ void conn_sq_append(struct ez_conn *conn, struct op *op)
 	p->posted++;
 	if (!OP_KIND_IN(OP_CTRL_KINDS, op->kind) && op->wr.num_sge)
 		p->posted_bytes += op->sge.length;
+	/* owner: exact failover counts every receive-taking WR a path posts (path.h) */
+	p->fo.tx += OP_KIND_IN(OP_RECV_KINDS, op->kind);
 }
 
 /* What the connection has on its send queues: its paths' counts (kept

@@ -59,6 +59,11 @@ enum {
 	HS_CAP_KEEPALIVE = 1u << 3,
 	/* Large messages by rendezvous, up to 2^rndv_shift bytes. No bytes. */
 	HS_CAP_RNDV = 1u << 4,
+	/* Exact failover (REQ and REP, with HS_CAP_PATHS): a path-down
+	 * notice carries the sender's count of receives on the failed path
+	 * (wire/settle.h), and each side settles the failed path's ops by
+	 * the other's count. No bytes here. */
+	HS_CAP_FAILOVER = 1u << 5,
 };
 
 /* The largest shift a rendezvous peer may announce: 2 GiB, a RoCE message's most. */

@@ -17,6 +17,9 @@
  *   bit  29      IMM_PATH_DOWN: the sender took path (bits 16..18) out
  *   bit  30      IMM_BYE: the sender is closing on purpose (ez_conn_close)
  *   bit  31      IMM_CREDIT_ONLY: consumed by the library, never delivered
+ * A path-down notice between peers that both set HS_CAP_FAILOVER carries
+ * 4 bytes (the sender's count of receives on that path, settle.h); it is
+ * empty otherwise.
  * IMM_AUTH, IMM_PATH_DOWN, IMM_BYE and IMM_KEEPALIVE are meaningful only
  * with IMM_CREDIT_ONLY. A peer older than HS_CAP_KEEPALIVE refuses bits
  * 26..27 (unknown bits), so nothing with them is sent to it; likewise bit 25

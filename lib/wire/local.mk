@@ -10,6 +10,7 @@ lib_libezcore_la_SOURCES += \
 	lib/wire/penalty.c lib/wire/penalty.h \
 	lib/wire/budget.c lib/wire/budget.h lib/wire/rate.h \
 	lib/wire/rndv.c lib/wire/rndv.h \
+	lib/wire/settle.c lib/wire/settle.h \
 	lib/wire/imm.h
 # The shared-secret check (auth.c) uses OpenSSL's libcrypto.
 AM_CPPFLAGS += $(CRYPTO_CFLAGS)

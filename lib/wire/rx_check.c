@@ -8,6 +8,7 @@
 #include "imm.h"
 #include "rndv.h"
 #include "rx_check.h"
+#include "settle.h"
 
 _Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_RNDV | IMM_KA_REPLY | IMM_KEEPALIVE |
 				IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY),
@@ -214,7 +215,11 @@ static enum rx_fault check_control(const struct rx_in *in, const struct rx_view 
 		return RX_F_AUTH_WRONG;
 	if (flags && credits)
 		return RX_F_CONTROL_CREDITS;
-	if (in->byte_len)
+	/* Exact failover's path-down carries the sender's receive count on
+	 * the path (settle.h); every other credit-only message is empty. */
+	if (flags == IMM_PATH_DOWN && in->byte_len != (v->exact ? PATH_COUNT_LEN : 0))
+		return RX_F_PATH_COUNT_LEN;
+	if (in->byte_len && flags != IMM_PATH_DOWN)
 		return RX_F_CONTROL_PAYLOAD;
 	if (flags == IMM_BYE) {
 		if (v->t->byes >= v->npaths)
@@ -289,6 +294,10 @@ void rx_commit(struct rx_track *t, const struct rx_view *v, const struct rx_msg 
 		break;
 	case RX_PATH_DOWN:
 		t->peer_down |= (uint8_t)(1u << m->path);
+		/* Exact failover settles the path's messages by the counts:
+		 * nothing is counted twice, no slack. */
+		if (v->exact)
+			break;
 		/* Its failed sends: delivered maybe, though it counts them as
 		 * not (it takes their credits back, path.c), so it may send up
 		 * to its window more, and hand back again what they carried. */
@@ -337,6 +346,7 @@ static const char *const names[RX_NFAULTS] = {
 	[RX_F_RNDV_ACK_NONE] = "rendezvous acknowledgement with no transfer outstanding",
 	[RX_F_RNDV_ACK_UNKNOWN] = "rendezvous acknowledgement of a transfer never offered",
 	[RX_F_RNDV_ACK_AGAIN] = "second rendezvous acknowledgement",
+	[RX_F_PATH_COUNT_LEN] = "path-down of the wrong length",
 };
 
 const char *rx_fault_name(enum rx_fault f)
@@ -420,6 +430,11 @@ char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_v
 		break;
 	case RX_F_PATH_AGAIN:
 		snprintf(buf, len, "peer took path %u out again", imm_path(imm));
+		break;
+	case RX_F_PATH_COUNT_LEN:
+		snprintf(buf, len, "peer's path-down for path %u carries %u bytes (%u %s)", imm_path(imm),
+			 in->byte_len, v->exact ? PATH_COUNT_LEN : 0,
+			 v->exact ? "with exact failover: its receive count" : "without exact failover");
 		break;
 	case RX_F_PATH_LAST:
 		snprintf(buf, len, "peer took the last live path (%u) out with a path-down notice",

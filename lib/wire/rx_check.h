@@ -66,6 +66,7 @@ enum rx_fault {
 	RX_F_RNDV_ACK_NONE,	/* an acknowledgement with none of our transfers outstanding */
 	RX_F_RNDV_ACK_UNKNOWN,	/* an acknowledgement of a transfer never offered */
 	RX_F_RNDV_ACK_AGAIN,	/* a second acknowledgement of a transfer */
+	RX_F_PATH_COUNT_LEN,	/* a path-down without its count (exact failover), or one with bytes (without) */
 	RX_NFAULTS
 };
 
@@ -119,6 +120,7 @@ struct rx_view {
 	uint8_t ka;		/* the peer announced HS_CAP_KEEPALIVE */
 	uint8_t ka_answer_busy;	/* our answer to its last probe is not complete yet */
 	uint8_t rndv;		/* both sides announced HS_CAP_RNDV */
+	uint8_t exact;		/* both sides announced HS_CAP_FAILOVER (several paths) */
 	uint32_t rndv_max;	/* the largest message this side takes by rendezvous */
 };
 

@@ -31,6 +31,7 @@ UNIT_TESTS += tests/unit/test_qpfsm
 UNIT_TESTS += tests/unit/test_rate
 UNIT_TESTS += tests/unit/test_replay
 UNIT_TESTS += tests/unit/test_rx_check
+UNIT_TESTS += tests/unit/test_settle
 UNIT_TESTS += tests/unit/test_sendslab
 UNIT_TESTS += tests/unit/test_srqpool
 endif

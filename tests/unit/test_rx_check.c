@@ -320,6 +320,39 @@ START_TEST(path_down_multi_path)
 }
 END_TEST
 
+/* Exact failover (HS_CAP_FAILOVER both ways): a path-down carries the
+ * sender's receive count (4 bytes), and settles by it: no slack. */
+START_TEST(path_down_exact)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	v.npaths = 3;
+	v.live = 7;
+	v.exact = 1;
+	ck_assert_int_eq(check(&v, down(1), 0, &m), RX_F_PATH_COUNT_LEN);
+	want_msg(RX_F_PATH_COUNT_LEN, &v, down(1), 0,
+		 "peer's path-down for path 1 carries 0 bytes (4 with exact failover: its receive count)");
+	ck_assert_int_eq(check(&v, down(1), 8, &m), RX_F_PATH_COUNT_LEN);
+	ck_assert_int_eq(check(&v, down(1) | 1, 4, &m), RX_F_CONTROL_CREDITS);
+	ck_assert_int_eq(check(&v, down(1), 4, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_PATH_DOWN);
+	ck_assert_uint_eq(m.path, 1);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.peer_down, 2);
+	ck_assert_uint_eq(t.recv_slack, 0);
+	ck_assert_uint_eq(t.return_slack, 0);
+	ck_assert_int_eq(check(&v, down(1), 4, &m), RX_F_PATH_AGAIN);
+	/* Other credit-only messages stay empty. */
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, 4, &m), RX_F_CONTROL_PAYLOAD);
+	/* Without exact failover the count is refused. */
+	v.exact = 0;
+	ck_assert_int_eq(check(&v, down(2), 4, &m), RX_F_PATH_COUNT_LEN);
+	want_msg(RX_F_PATH_COUNT_LEN, &v, down(2), 4,
+		 "peer's path-down for path 2 carries 4 bytes (0 without exact failover)");
+}
+END_TEST
+
 /* Both sides losing a path at once: the notices cross. */
 START_TEST(path_down_crossing)
 {
@@ -482,6 +515,9 @@ static enum rx_fault model(uint32_t imm, uint32_t len, enum rx_auth auth)
 		return RX_F_AUTH_WRONG;
 	if (flags && cr)
 		return RX_F_CONTROL_CREDITS;
+	/* The view is without exact failover: a path-down is empty. */
+	if (flags == IMM_PATH_DOWN && len)
+		return RX_F_PATH_COUNT_LEN;
 	if (len)
 		return RX_F_CONTROL_PAYLOAD;
 	if (flags == IMM_PATH_DOWN)
@@ -612,6 +648,7 @@ int main(void)
 	tcase_add_test(tc, path_down_single_path);
 	tcase_add_test(tc, path_down_multi_path);
 	tcase_add_test(tc, path_down_crossing);
+	tcase_add_test(tc, path_down_exact);
 	tcase_add_test(tc, auth_states);
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, every_combination);

@@ -1,0 +1,63 @@
+/* settle.c: the ops of a failed path settled exactly once from the peer's count (settle.h; pure). */
+#include "config.h"
+
+#include "settle.h"
+
+void path_count_encode(uint32_t count, uint8_t out[PATH_COUNT_LEN])
+{
+	out[0] = (uint8_t)(count >> 24);
+	out[1] = (uint8_t)(count >> 16);
+	out[2] = (uint8_t)(count >> 8);
+	out[3] = (uint8_t)count;
+}
+
+uint32_t path_count_decode(const uint8_t in[PATH_COUNT_LEN])
+{
+	return (uint32_t)in[0] << 24 | (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | in[3];
+}
+
+enum settle_fault settle_check_count(uint32_t count, uint32_t tx, uint32_t unacked)
+{
+	/* Counts wrap: compared as distances back from tx. */
+	if (settle_seq_before(tx, count))
+		return SETTLE_F_OVER_SENT;
+	if (tx - count > unacked)
+		return SETTLE_F_UNDER_ACKED;
+	return SETTLE_OK;
+}
+
+const char *settle_fault_str(enum settle_fault f)
+{
+	switch (f) {
+	case SETTLE_OK:
+		return "consistent";
+	case SETTLE_F_OVER_SENT:
+		return "more messages than were sent on the path";
+	case SETTLE_F_UNDER_ACKED:
+		return "fewer messages than it acknowledged";
+	}
+	return "?";
+}
+
+enum settle_action settle_decide(enum settle_class c, int path_fault, uint32_t seq, uint32_t count)
+{
+	/* A message the peer counted arrived, whatever its completion said. */
+	if (settle_takes_recv(c) && settle_seq_before(seq, count))
+		return SETTLE_DONE;
+	/* Its own error (an access right, a length) would repeat anywhere. */
+	if (!path_fault)
+		return SETTLE_FAIL;
+	switch (c) {
+	case SETTLE_MSG:
+	case SETTLE_RDMA:
+		return SETTLE_REPOST;
+	case SETTLE_ATOMIC:
+		/* It may have been applied with only the response lost; doing it
+		 * again could apply it twice. */
+		return SETTLE_UNKNOWN;
+	case SETTLE_MSG_BOUND:
+	case SETTLE_BOUND:
+		break;
+	}
+	return SETTLE_FAIL;
+}
