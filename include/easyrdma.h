@@ -605,6 +605,9 @@ struct ez_path_info {
 	 * that completed on it after this side's count went to the peer,
 	 * dropped (the peer sent them again). */
 	uint32_t settled_done, reposted, outcome_unknown, recvs_dropped;
+	/* Times the path was made again after a failure (new QPs at both
+	 * ends; the counters above are its last failure's). */
+	uint32_t rebuilds;
 };
 int ez_conn_path_info_sz(const struct ez_conn *conn, uint32_t path, struct ez_path_info *info,
 			 size_t info_size);

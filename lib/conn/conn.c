@@ -30,6 +30,7 @@
 #include "loop/lookup.h"
 #include "wire/opts.h"
 #include "path.h"
+#include "rebuild.h"
 #include "rndv.h"
 #include "pool.h"
 #include "sendq.h"
@@ -67,6 +68,7 @@ static void conn_free(struct ez_conn *conn)
 	loop_defer_cancel(&ctx->loop, &conn->step_defer);
 	ctx_timer_stop(ctx, &conn->bye_timer);
 	conn_live_stop(conn);
+	rebuild_free(conn);
 	conn_auth_free(conn);
 	listener_hs_leave(&conn->pend);
 	staging_leave(conn);
@@ -1489,6 +1491,7 @@ int ez_conn_path_info_sz(const struct ez_conn *conn, uint32_t path, struct ez_pa
 		return ezi_fail(-EINVAL, "ez_conn_path_info: path %u; the connection has %u "
 				"(ez_conn_info.paths)", path, ci.paths);
 	path_info_one(conn, path, &full);
+	full.rebuilds = rebuild_path_count(conn, path);
 	if (path == 0) {	/* rdma_cm's QP: what ez_conn_info reports */
 		full.remote_qp_num = ci.remote_qp_num;
 		full.udp_sport = ci.udp_sport;

@@ -27,6 +27,8 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 	        * at the peer's acknowledgement), the receiver's fetch and its
 	        * acknowledgement. */
 	       OP_SEND_RNDV, OP_RNDV_READ, OP_RNDV_ACK,
+	       /* A step of a failed path's rebuild (rebuild.c). */
+	       OP_PATH_UP,
 	       /* The send queue's last WR after the QP entered ERR, when the
 	        * one before it went unsignalled (msg.c's conn_seal()). */
 	       OP_SEAL };
@@ -48,7 +50,8 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 #define OP_RECV_KINDS (OP_KIND_BIT(OP_SEND) | OP_KIND_BIT(OP_SEND_MR) | OP_KIND_BIT(OP_WRITE_IMM) | \
 		       OP_KIND_BIT(OP_CREDIT) | OP_KIND_BIT(OP_BYE) | OP_KIND_BIT(OP_PATH_DOWN) | \
 		       OP_KIND_BIT(OP_AUTH) | OP_KIND_BIT(OP_KA_PROBE) | OP_KIND_BIT(OP_KA_ANSWER) | \
-		       OP_KIND_BIT(OP_SEND_RNDV) | OP_KIND_BIT(OP_RNDV_ACK) | OP_KIND_BIT(OP_SEAL))
+		       OP_KIND_BIT(OP_SEND_RNDV) | OP_KIND_BIT(OP_RNDV_ACK) | OP_KIND_BIT(OP_PATH_UP) | \
+		       OP_KIND_BIT(OP_SEAL))
 _Static_assert(OP_SEAL < 32, "op kinds fit a 32-bit mask");
 
 /* One send-queue operation; preallocated per connection (send_depth of them
@@ -166,8 +169,18 @@ struct conn_path {
 	struct path_failover fo;
 };
 
+/* The attributes paths 1.. were created and laddered with (path.c): QP
+ * 0's, as path_modify() received them, for a path made again. */
+struct path_ladder {
+	struct ibv_qp_init_attr ia;
+	const struct device_qp_ops *ops;
+	struct ibv_qp_attr step[3];	/* INIT, RTR, RTS */
+	int mask[3];
+};
+
 struct device;
 struct conn_auth;
+struct conn_rebuild;
 struct conn_export;
 
 /* The send queue (sendq.c; msg.c writes it too as it posts and completes,
@@ -329,6 +342,10 @@ struct ez_conn {
 
 	/* Multi-path (path.c): paths[0] is conn->qp. */
 	struct conn_path *paths;
+	/* What paths 1.. were created and laddered with (path.c), for a
+	 * failed one made again (rebuild.c): several paths only. */
+	struct path_ladder *ladder;
+	struct conn_rebuild *rebuild;
 	uint32_t npaths;	/* in use (negotiated once the reply is in) */
 	uint32_t paths_live;
 	uint32_t path_rr;

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "device/mr.h"
 #include "path.h"
+#include "rebuild.h"
 #include "rndv.h"
 #include "staging.h"
 #include "peer_penalty.h"
@@ -301,6 +302,7 @@ static const struct op_kind_ops kind_ops[] = {
 			   .uncharge = conn_rndv_unposted, .describe = describe_rndv },
 	[OP_RNDV_READ] = { .done = conn_rndv_op_done, .own_report = 1 },
 	[OP_RNDV_ACK] = { .done = conn_rndv_op_done, .own_report = 1 },
+	[OP_PATH_UP] = { .done = op_complete },
 	[OP_SEAL] = { .done = nothing_done },
 };
 _Static_assert(sizeof(kind_ops) / sizeof(kind_ops[0]) == OP_SEAL + 1,
@@ -653,6 +655,9 @@ void conn_settle_path(struct ez_conn *conn, struct conn_path *p)
 	struct op *op;
 	int st;
 
+	/* The active side makes a failed path again later (rebuild.c). */
+	if (p)
+		rebuild_arm(conn);
 	if (!p || !path_settle_begin(conn, p))
 		return;
 	while ((op = path_settle_next(conn, p, &a, &st))) {

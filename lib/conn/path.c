@@ -46,6 +46,8 @@ void path_free(struct ez_conn *conn)
 {
 	if (conn->ctx)
 		loop_defer_cancel(&conn->ctx->loop, &conn->tell_defer);
+	free(conn->ladder);
+	conn->ladder = NULL;	/* owner: the paths' ladder is this file's */
 	free(conn->paths);
 	conn->paths = NULL;
 }
@@ -102,6 +104,15 @@ int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
 	p0->qpn = conn->qpn;
 	p0->live = 1;
 	conn->paths_live = 1;
+	if (conn->npaths > 1) {
+		/* owner: the paths' ladder is this file's */
+		conn->ladder = calloc(1, sizeof(*conn->ladder));
+		if (!conn->ladder)
+			return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -ENOMEM,
+					     "path ladder: out of memory");
+		conn->ladder->ia = *ia;
+		conn->ladder->ops = ops;
+	}
 	for (i = 1; i < conn->npaths; i++) {
 		struct conn_path *p = &conn->paths[i];
 
@@ -141,11 +152,21 @@ static uint16_t path_sport(struct ez_conn *conn, struct conn_path *p)
 	return flow_auto_sport(p->qpn);
 }
 
+/* INIT, RTR, RTS: the ladder's step for a state (-1: none). */
+static int ladder_step(enum ibv_qp_state st)
+{
+	return st == IBV_QPS_INIT ? 0 : st == IBV_QPS_RTR ? 1 : st == IBV_QPS_RTS ? 2 : -1;
+}
+
 int path_modify(struct ez_conn *conn, const struct ibv_qp_attr *a, int mask)
 {
 	uint32_t i;
-	int ret;
+	int ret, st = ladder_step(a->qp_state);
 
+	if (conn->ladder && st >= 0) {
+		conn->ladder->step[st] = *a;
+		conn->ladder->mask[st] = mask;
+	}
 	/* Every path's address vector is QP 0's (one pair of ports today):
 	 * kept per path for ez_conn_path_info(). */
 	for (i = 0; a->qp_state == IBV_QPS_RTR && (mask & IBV_QP_AV) && i < conn->npaths; i++) {
@@ -614,6 +635,82 @@ void path_destroy(struct ez_conn *conn)
 		path_destroy_one(conn, &conn->paths[i]);
 	conn->paths[0].qp = NULL;
 	conn->paths[0].live = 0;
+}
+
+/* ---- A failed path made again (rebuild.c drives the exchange) ---- */
+
+int path_can_reopen(const struct ez_conn *conn, const struct conn_path *p)
+{
+	return conn->paths_exact && conn->ladder && p->idx && !p->live && p->posted == 0 &&
+	       !p->fo.park_head && p->fo.told && p->fo.peer_told;
+}
+
+int path_reopen(struct ez_conn *conn, struct conn_path *p)
+{
+	struct path_ladder *lad = conn->ladder;
+	struct ibv_qp_init_attr ia = lad->ia;	/* ibv_create_qp() writes the caps back */
+	struct ibv_qp_attr a = lad->step[0];
+	int ret;
+
+	path_destroy_one(conn, p);
+	p->qp = ibv_create_qp(conn_pd_of(conn), &ia);
+	if (!p->qp)
+		return ezi_fail(-errno, "ibv_create_qp(%s, RC, path %u again, max_send_wr %u, srq): %s",
+				conn->dev->name, p->idx, ia.cap.max_send_wr, ez_strerror(errno));
+	p->qpn = p->qp->qp_num;
+	p->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
+	p->last_wqe = 0;
+	p->sq_head = p->sq_tail = NULL;
+	p->posted_bytes = 0;
+	/* A new QP: its counts start again (the settled ones' stay). */
+	p->fo.tx = p->fo.rx = p->fo.peer_count = 0;
+	p->fo.told = p->fo.peer_told = 0;
+	device_qp_add(conn->dev, &p->dqp, p->qp, lad->ops);
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a, lad->mask[0]);
+	if (ret)
+		return ezi_fail(ret, "path %u (QP %u) to INIT: %s", p->idx, p->qpn, ez_errmsg());
+	p->qp_access = (int)a.qp_access_flags;
+	return 0;
+}
+
+int path_reconnect(struct ez_conn *conn, struct conn_path *p, uint32_t remote_qpn,
+		   uint32_t rq_psn, uint32_t sq_psn)
+{
+	struct path_ladder *lad = conn->ladder;
+	struct ibv_qp_attr a = lad->step[1];
+	int ret;
+
+	p->remote_qpn = remote_qpn;
+	a.dest_qp_num = remote_qpn;
+	a.rq_psn = rq_psn;
+	p->sport = path_sport(conn, p);
+	if (p->sport && conn->sport_mech == EZ_SPORT_MECH_FLOW_LABEL)
+		a.ah_attr.grh.flow_label = ez_udp_sport_to_flow_label(p->sport);
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a,
+			   lad->mask[1] | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
+	if (ret)
+		return ezi_fail(ret, "path %u (QP %u) to RTR: %s", p->idx, p->qpn, ez_errmsg());
+	a = lad->step[2];
+	a.sq_psn = sq_psn;
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a, lad->mask[2] | IBV_QP_SQ_PSN);
+	if (ret)
+		return ezi_fail(ret, "path %u (QP %u) to RTS: %s", p->idx, p->qpn, ez_errmsg());
+	if (p->sport && conn->sport_mech == EZ_SPORT_MECH_MLX5DV) {
+		ret = flowdev_set_mlx5_sport(p->qp, p->sport);
+		if (ret)
+			return ezi_fail(ret, "path %u (QP %u): UDP source port %u: %s", p->idx, p->qpn,
+					p->sport, ez_errmsg());
+	}
+	return 0;
+}
+
+void path_up(struct ez_conn *conn, struct conn_path *p)
+{
+	p->live = 1;
+	p->down_status = 0;
+	conn->paths_live++;
+	ezi_log_info("connection %s: path %u made again (QP %u to the peer's %u, UDP source port %u); %u paths live",
+		     conn->host, p->idx, p->qpn, p->remote_qpn, p->sport, conn->paths_live);
 }
 
 void path_info(const struct ez_conn *conn, struct ez_conn_info *info)

@@ -101,6 +101,21 @@ void path_info(const struct ez_conn *conn, struct ez_conn_info *info);
  * GID): the caller's. */
 void path_info_one(const struct ez_conn *conn, uint32_t i, struct ez_path_info *out);
 
+/* A failed path made again (exact failover; rebuild.c runs the exchange).
+ * Whether p may be: a path but 0, down, its ops settled and both counts
+ * told. */
+int path_can_reopen(const struct ez_conn *conn, const struct conn_path *p);
+/* Its old QP destroyed (the caller polled the receive CQ first, outside
+ * any poll), a new one created as the first was and brought to INIT; the
+ * path's counts start again. 0 or -errno (ez_errmsg() says). */
+int path_reopen(struct ez_conn *conn, struct conn_path *p);
+/* The new QP to RTR towards remote_qpn (its first PSN rq_psn) and RTS
+ * (ours sq_psn), with the path's UDP source port. */
+int path_reconnect(struct ez_conn *conn, struct conn_path *p, uint32_t remote_qpn,
+		   uint32_t rq_psn, uint32_t sq_psn);
+/* The path carries traffic again. */
+void path_up(struct ez_conn *conn, struct conn_path *p);
+
 /* Test hook: moves the path's QP to ERR and handles it as the device's
  * IBV_EVENT_QP_FATAL on it (path down, or the connection's end for the last). */
 int path_test_break(struct ez_conn *conn, unsigned int path);

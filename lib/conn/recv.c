@@ -14,6 +14,7 @@
 #include "keepalive.h"
 #include "base/log.h"
 #include "path.h"
+#include "rebuild.h"
 #include "wire/settle.h"
 #include "rndv.h"
 #include "peer_penalty.h"
@@ -259,6 +260,15 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	case RX_WRITE_IMM:
 		deliver_write_imm(conn, buf, wc);
 		break;
+	case RX_PATH_UP: {
+		uint8_t b[PATH_UP_LEN];
+
+		memcpy(b, ez_buf_data(buf), sizeof(b));
+		conn->stats.credit_msgs_recv++;	/* owner: the receive path counts what came in */
+		ez_buf_release(buf);
+		rebuild_on_msg(conn, m.path, b, wc->qp_num);
+		break;
+	}
 	case RX_PATH_DOWN: {
 		/* With exact failover, the peer's count of receives on the path. */
 		uint32_t count = conn->paths_exact ? path_count_decode(ez_buf_data(buf)) : 0;

@@ -758,3 +758,9 @@ void conn_rndv_fini(struct ez_conn *conn)
 	while (conn->rndv.all)
 		rx_free(conn, conn->rndv.all);
 }
+
+void conn_rndv_path_reset(struct ez_conn *conn, unsigned int idx)
+{
+	if (idx < EZ_MAX_PATHS)
+		conn->rndv.tx_seq[idx] = conn->rndv.rx_seq[idx] = 0;
+}

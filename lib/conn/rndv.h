@@ -81,6 +81,9 @@ void conn_rndv_op_done(struct ez_conn *conn, struct op *op, int status);
 /* Teardown, once every op completed: queued messages back to the pool,
  * fetched memory released. */
 void conn_rndv_fini(struct ez_conn *conn);
+/* Path idx was made again (rebuild.c): its transfer ids count from 0 on
+ * both sides. */
+void conn_rndv_path_reset(struct ez_conn *conn, unsigned int idx);
 /* The pool's large-message bound has room again (srqpool_acct.big_kick). */
 void conn_rndv_kick(struct srqpool_acct *a);
 

@@ -170,6 +170,7 @@ static const char *const op_kind_names[] = {
 	[OP_SEND_RNDV] = "rendezvous header",
 	[OP_RNDV_READ] = "RDMA READ of a rendezvous transfer",
 	[OP_RNDV_ACK] = "rendezvous acknowledgement",
+	[OP_PATH_UP] = "path rebuild message",
 	[OP_SEAL] = "send-queue seal",
 };
 _Static_assert(sizeof(op_kind_names) / sizeof(op_kind_names[0]) == OP_SEAL + 1,

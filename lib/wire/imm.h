@@ -8,6 +8,9 @@
  * A SEND's immediate (network order on the wire) carries:
  *   bits  0..15  credits handed back to the receiver of this message
  *   bits 16..18  a path index (with IMM_PATH_DOWN)
+ *   bit  24      IMM_PATH_UP: with IMM_CREDIT_ONLY and a path index, a step of
+ *                that failed path's rebuild (HS_CAP_FAILOVER peers only; 8
+ *                bytes, settle.h)
  *   bit  25      IMM_RNDV: a large message's rendezvous header (RNDV_HDR_LEN
  *                bytes, takes a credit like data), or with IMM_CREDIT_ONLY the
  *                receiver's acknowledgement of one (RNDV_ACK_LEN bytes)
@@ -30,6 +33,7 @@
 #define IMM_PATH_SHIFT 16
 #define IMM_PATH_MASK 0x7u
 #define IMM_PATH_FIELD (IMM_PATH_MASK << IMM_PATH_SHIFT)
+#define IMM_PATH_UP 0x01000000u
 #define IMM_RNDV 0x02000000u
 #define IMM_KA_REPLY 0x04000000u
 #define IMM_KEEPALIVE 0x08000000u
@@ -69,6 +73,9 @@ _Static_assert((IMM_AUTH & IMM_PATH_DOWN) == 0 && (IMM_AUTH & IMM_BYE) == 0 &&
 _Static_assert((IMM_RNDV & (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_KA_REPLY | IMM_KEEPALIVE |
 			   IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0,
 	       "the rendezvous flag shares a bit with another field");
+_Static_assert((IMM_PATH_UP & (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_RNDV | IMM_KA_REPLY | IMM_KEEPALIVE |
+			      IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0,
+	       "the path-up flag shares a bit with another field");
 _Static_assert((IMM_PATH_MASK + 1) >= 8, "the path field cannot name EZ_MAX_PATHS paths");
 
 /* The path a IMM_PATH_DOWN notice names. */

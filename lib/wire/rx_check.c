@@ -10,13 +10,13 @@
 #include "rx_check.h"
 #include "settle.h"
 
-_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_RNDV | IMM_KA_REPLY | IMM_KEEPALIVE |
+_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_PATH_UP | IMM_RNDV | IMM_KA_REPLY | IMM_KEEPALIVE |
 				IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY),
 	       "RX_IMM_KNOWN is every bit of imm.h");
 _Static_assert(RX_MAX_CREDITS == IMM_CREDITS_MASK, "credits travel in 16 bits");
 
 #define KA_FLAGS (IMM_KEEPALIVE | IMM_KA_REPLY)
-#define CONTROL_FLAGS (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | KA_FLAGS)
+#define CONTROL_FLAGS (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | KA_FLAGS | IMM_PATH_UP)
 
 uint64_t rx_return_room(const struct rx_track *t)
 {
@@ -195,14 +195,44 @@ static enum rx_fault check_rndv_ack(const struct rx_in *in, const struct rx_view
 	return RX_OK;
 }
 
+/* A step of a failed path's rebuild: exact failover only, 8 bytes, no
+ * credits, no other flag, a path the connection has but path 0. Whether
+ * the step fits where the rebuild stands is the connection's to judge
+ * (rebuild.c); each step costs the peer a receive buffer of ours without a
+ * credit, and the connection bounds them (one request per path per
+ * interval). */
+static enum rx_fault check_path_up(const struct rx_in *in, const struct rx_view *v,
+				   struct rx_msg *out)
+{
+	unsigned int path = imm_path(in->imm);
+
+	if ((in->imm & CONTROL_FLAGS) != IMM_PATH_UP || (in->imm & IMM_RNDV))
+		return RX_F_FLAG_MIX;
+	if (!v->exact)
+		return RX_F_PATH_UP_OFF;
+	if (awaiting_auth(v))
+		return RX_F_AUTH_WRONG;
+	if (in->imm & IMM_CREDITS_MASK)
+		return RX_F_CONTROL_CREDITS;
+	if (in->byte_len != PATH_UP_LEN)
+		return RX_F_PATH_UP_LEN;
+	if (path == 0 || path >= v->npaths)
+		return RX_F_PATH_NONE;
+	out->kind = RX_PATH_UP;
+	out->path = (uint8_t)path;
+	return RX_OK;
+}
+
 static enum rx_fault check_control(const struct rx_in *in, const struct rx_view *v,
 				   struct rx_msg *out)
 {
 	uint32_t flags = in->imm & CONTROL_FLAGS, credits = in->imm & IMM_CREDITS_MASK;
 	enum rx_fault f;
 
-	if ((in->imm & IMM_PATH_FIELD) && !(flags & IMM_PATH_DOWN))
+	if ((in->imm & IMM_PATH_FIELD) && !(flags & (IMM_PATH_DOWN | IMM_PATH_UP)))
 		return RX_F_PATH_BITS;
+	if (flags & IMM_PATH_UP)
+		return check_path_up(in, v, out);
 	if (in->imm & IMM_RNDV)
 		return check_rndv_ack(in, v, out);
 	if (flags & KA_FLAGS)
@@ -292,6 +322,10 @@ void rx_commit(struct rx_track *t, const struct rx_view *v, const struct rx_msg 
 	case RX_BYE:
 		t->byes++;
 		break;
+	case RX_PATH_UP:
+		/* The peer makes the path again: its next failure is a new one. */
+		t->peer_down &= (uint8_t)~(1u << m->path);
+		break;
 	case RX_PATH_DOWN:
 		t->peer_down |= (uint8_t)(1u << m->path);
 		/* Exact failover settles the path's messages by the counts:
@@ -347,6 +381,8 @@ static const char *const names[RX_NFAULTS] = {
 	[RX_F_RNDV_ACK_UNKNOWN] = "rendezvous acknowledgement of a transfer never offered",
 	[RX_F_RNDV_ACK_AGAIN] = "second rendezvous acknowledgement",
 	[RX_F_PATH_COUNT_LEN] = "path-down of the wrong length",
+	[RX_F_PATH_UP_OFF] = "path rebuild without exact failover",
+	[RX_F_PATH_UP_LEN] = "path rebuild message of the wrong length",
 };
 
 const char *rx_fault_name(enum rx_fault f)
@@ -430,6 +466,14 @@ char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_v
 		break;
 	case RX_F_PATH_AGAIN:
 		snprintf(buf, len, "peer took path %u out again", imm_path(imm));
+		break;
+	case RX_F_PATH_UP_OFF:
+		snprintf(buf, len, "peer sent a path rebuild message (immediate 0x%08x) without announcing exact failover",
+			 imm);
+		break;
+	case RX_F_PATH_UP_LEN:
+		snprintf(buf, len, "peer's path rebuild message for path %u carries %u bytes (%u)",
+			 imm_path(imm), in->byte_len, PATH_UP_LEN);
 		break;
 	case RX_F_PATH_COUNT_LEN:
 		snprintf(buf, len, "peer's path-down for path %u carries %u bytes (%u %s)", imm_path(imm),

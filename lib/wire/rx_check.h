@@ -27,6 +27,7 @@ enum rx_kind {
 	RX_KA_REPLY,	/* the answer to one of our probes */
 	RX_RNDV,	/* a large message's rendezvous header (takes a receive credit) */
 	RX_RNDV_ACK,	/* the peer fetched one of our large messages */
+	RX_PATH_UP,	/* a step of a failed path's rebuild (out->path; bytes: settle.h) */
 };
 
 /* Which rule the peer broke (RX_OK: none). */
@@ -67,6 +68,8 @@ enum rx_fault {
 	RX_F_RNDV_ACK_UNKNOWN,	/* an acknowledgement of a transfer never offered */
 	RX_F_RNDV_ACK_AGAIN,	/* a second acknowledgement of a transfer */
 	RX_F_PATH_COUNT_LEN,	/* a path-down without its count (exact failover), or one with bytes (without) */
+	RX_F_PATH_UP_OFF,	/* a path rebuild without exact failover */
+	RX_F_PATH_UP_LEN,	/* a path rebuild message of the wrong length */
 	RX_NFAULTS
 };
 
@@ -125,7 +128,7 @@ struct rx_view {
 };
 
 /* Every bit an easyrdma SEND's immediate may have. */
-#define RX_IMM_KNOWN 0xfe07ffffu
+#define RX_IMM_KNOWN 0xff07ffffu
 
 /* A peer's receive window can never exceed what the handshake and the
  * immediate carry (16 bits), which is also the largest share a pool gives. */

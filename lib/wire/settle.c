@@ -61,3 +61,25 @@ enum settle_action settle_decide(enum settle_class c, int path_fault, uint32_t s
 	}
 	return SETTLE_FAIL;
 }
+
+void path_up_encode(const struct path_up *u, uint8_t out[PATH_UP_LEN])
+{
+	out[0] = u->step;
+	out[1] = (uint8_t)(u->qpn >> 16);
+	out[2] = (uint8_t)(u->qpn >> 8);
+	out[3] = (uint8_t)u->qpn;
+	path_count_encode(u->psn, out + 4);
+}
+
+int path_up_decode(const uint8_t in[PATH_UP_LEN], struct path_up *u)
+{
+	u->step = in[0];
+	u->qpn = (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | in[3];
+	u->psn = path_count_decode(in + 4);
+	if (u->step < PATH_UP_REQUEST || u->step > PATH_UP_READY || u->psn > 0xffffffu)
+		return -1;
+	if (u->step == PATH_UP_READY)
+		return u->qpn || u->psn ? -1 : 0;
+	/* QP number 0 is the special QP0, 1 GSI: never an RC QP. */
+	return u->qpn < 2 ? -1 : 0;
+}

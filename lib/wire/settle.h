@@ -23,6 +23,27 @@
  */
 #define PATH_COUNT_LEN 4
 
+/*
+ * A failed path (1..K-1; path 0 is rdma_cm's) made again, on the active
+ * side's initiative, with credit-only messages flagged IMM_PATH_UP and the
+ * path's index, 8 bytes each, big-endian:
+ *   0 u8 step   1 u24 QP number   4 u32 first PSN (24 bits)
+ * REQUEST (on a live path): the active side's new QP and its send PSN;
+ * REPLY (on a live path): the passive side's, its QP already in RTS;
+ * READY (on the rebuilt path itself, from the active side once its QP is
+ * in RTS): the path carries traffic; its QP and PSN fields are 0.
+ */
+#define PATH_UP_LEN 8
+enum path_up_step { PATH_UP_REQUEST = 1, PATH_UP_REPLY = 2, PATH_UP_READY = 3 };
+struct path_up {
+	uint8_t step;
+	uint32_t qpn;	/* 24 bits */
+	uint32_t psn;	/* 24 bits */
+};
+void path_up_encode(const struct path_up *u, uint8_t out[PATH_UP_LEN]);
+/* 0, or -1 for a step, QP number or PSN no easyrdma sends. */
+int path_up_decode(const uint8_t in[PATH_UP_LEN], struct path_up *u);
+
 void path_count_encode(uint32_t count, uint8_t out[PATH_COUNT_LEN]);
 uint32_t path_count_decode(const uint8_t in[PATH_COUNT_LEN]);
 
