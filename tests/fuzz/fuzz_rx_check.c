@@ -9,6 +9,7 @@
 #include "wire/imm.h"
 #include "wire/rndv.h"
 #include "wire/rx_check.h"
+#include "wire/settle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -56,7 +57,16 @@ static void check_accepted(const struct rx_in *in, const struct rx_view *v, cons
 		if ((v->live & (1u << m->path)) && popcount8(v->live) == 1 &&
 		    !(all & ~v->live & ~v->t->peer_down))
 			abort();
-		/* fall through */
+		/* exact failover: the sender's count, 4 bytes; else empty */
+		if (in->byte_len != (v->exact ? PATH_COUNT_LEN : 0u) || (in->imm & IMM_CREDITS_MASK))
+			abort();
+		break;
+	case RX_PATH_UP:
+		/* a rebuild step: exact failover, 8 bytes, no credits, path 1..K-1 */
+		if (!v->exact || in->byte_len != PATH_UP_LEN || (in->imm & IMM_CREDITS_MASK) ||
+		    m->path == 0 || m->path >= v->npaths)
+			abort();
+		break;
 	case RX_BYE:
 	case RX_AUTH_OK:
 	case RX_AUTH_REFUSED:
@@ -119,6 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&v, 0, sizeof(v));
 	v.t = &t;
 	v.npaths = (uint8_t)(1 + hdr[0] % 8);
+	v.exact = (uint8_t)(v.npaths > 1 && (hdr[0] & 0x80));
 	v.live = (uint8_t)((1u << v.npaths) - 1);
 	v.auth = hdr[1] % 4;
 	v.ka = hdr[1] >> 7;
@@ -195,6 +206,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					abort();
 				return 0;
 			}
+		}
+		if (m.kind == RX_PATH_UP || (m.kind == RX_PATH_DOWN && v.exact)) {
+			/* Exact failover's bytes: a rebuild step, or a count
+			 * checked against what was sent on the path. */
+			uint8_t raw[PATH_UP_LEN];
+			struct path_up u;
+			uint32_t count, tx, unacked;
+
+			if (!v.exact || (m.kind == RX_PATH_UP && (m.path == 0 || m.path >= v.npaths)))
+				abort();
+			take(&data, &size, raw, sizeof(raw));
+			if (path_up_decode(raw, &u) == 0 &&
+			    (u.step < PATH_UP_REQUEST || u.step > PATH_UP_READY || u.psn > 0xffffffu ||
+			     (u.step != PATH_UP_READY && u.qpn < 2) ||
+			     (u.step == PATH_UP_READY && (u.qpn || u.psn))))
+				abort();
+			count = path_count_decode(raw);
+			tx = path_count_decode(raw + 4);
+			unacked = raw[0] & 0x3f;
+			if (settle_check_count(count, tx, unacked) == SETTLE_OK &&
+			    (settle_seq_before(tx, count) || tx - count > unacked))
+				abort();
 		}
 		rx_commit(&t, &v, &m);
 		/* What the connection does with it. */

@@ -16,7 +16,7 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 targets="
 qpfsm_validate lib/qpfsm/validate.c lib/qpfsm/table.c lib/qpfsm/names.c
 handshake lib/wire/handshake.c lib/wire/auth.c
-rx_check lib/wire/rx_check.c lib/wire/rndv.c
+rx_check lib/wire/rx_check.c lib/wire/rndv.c lib/wire/settle.c
 "
 
 status=0

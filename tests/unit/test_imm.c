@@ -11,7 +11,7 @@ static const struct { const char *name; uint32_t bits; } fields[] = {
 	{ "IMM_AUTH", IMM_AUTH }, { "IMM_PATH_DOWN", IMM_PATH_DOWN },
 	{ "IMM_BYE", IMM_BYE }, { "IMM_CREDIT_ONLY", IMM_CREDIT_ONLY },
 	{ "IMM_KEEPALIVE", IMM_KEEPALIVE }, { "IMM_KA_REPLY", IMM_KA_REPLY },
-	{ "IMM_RNDV", IMM_RNDV },
+	{ "IMM_RNDV", IMM_RNDV }, { "IMM_PATH_UP", IMM_PATH_UP },
 };
 
 START_TEST(fields_are_disjoint)

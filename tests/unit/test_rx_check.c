@@ -7,6 +7,7 @@
 #include "wire/imm.h"
 #include "wire/rndv.h"
 #include "wire/rx_check.h"
+#include "wire/settle.h"
 #include "../checkmain.h"
 
 static struct rx_track t;
@@ -129,8 +130,8 @@ START_TEST(unknown_bits)
 		ck_assert_int_eq(check(&v, bit, 0, &m), RX_F_UNKNOWN_BITS);
 		ck_assert_int_eq(check(&v, bit | IMM_CREDIT_ONLY | 1, 0, &m), RX_F_UNKNOWN_BITS);
 	}
-	want_msg(RX_F_UNKNOWN_BITS, &v, 0x01000001u, 0,
-		 "peer's immediate 0x01000001 has bits 0x01000000 no easyrdma message uses");
+	want_msg(RX_F_UNKNOWN_BITS, &v, 0x00800001u, 0,
+		 "peer's immediate 0x00800001 has bits 0x00800000 no easyrdma message uses");
 }
 END_TEST
 
@@ -350,6 +351,44 @@ START_TEST(path_down_exact)
 	ck_assert_int_eq(check(&v, down(2), 4, &m), RX_F_PATH_COUNT_LEN);
 	want_msg(RX_F_PATH_COUNT_LEN, &v, down(2), 4,
 		 "peer's path-down for path 2 carries 4 bytes (0 without exact failover)");
+}
+END_TEST
+
+/* A failed path's rebuild messages: exact failover only, 8 bytes, no
+ * credits, no other flag, a path 1..K-1; the path's next failure is new. */
+START_TEST(path_up_exact)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+	uint32_t up1 = IMM_CREDIT_ONLY | IMM_PATH_UP | 1u << IMM_PATH_SHIFT;
+
+	v.npaths = 3;
+	v.live = 5;
+	ck_assert_int_eq(check(&v, up1, PATH_UP_LEN, &m), RX_F_PATH_UP_OFF);
+	want_msg(RX_F_PATH_UP_OFF, &v, up1, PATH_UP_LEN,
+		 "peer sent a path rebuild message (immediate 0x81010000) without announcing exact failover");
+	v.exact = 1;
+	ck_assert_int_eq(check(&v, up1, 4, &m), RX_F_PATH_UP_LEN);
+	want_msg(RX_F_PATH_UP_LEN, &v, up1, 4, "peer's path rebuild message for path 1 carries 4 bytes (8)");
+	ck_assert_int_eq(check(&v, up1 | 3, PATH_UP_LEN, &m), RX_F_CONTROL_CREDITS);
+	ck_assert_int_eq(check(&v, up1 | IMM_BYE, PATH_UP_LEN, &m), RX_F_FLAG_MIX);
+	ck_assert_int_eq(check(&v, up1 | IMM_PATH_DOWN, PATH_UP_LEN, &m), RX_F_FLAG_MIX);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_PATH_UP, PATH_UP_LEN, &m), RX_F_PATH_NONE);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_PATH_UP | 3u << IMM_PATH_SHIFT, PATH_UP_LEN, &m),
+			 RX_F_PATH_NONE);
+	/* Without IMM_CREDIT_ONLY it is a data message with a control flag. */
+	ck_assert_int_eq(check(&v, IMM_PATH_UP, 8, &m), RX_F_FLAG_NOT_CONTROL);
+	/* Path 1 went down by the peer's word, then the peer makes it again. */
+	ck_assert_int_eq(check(&v, down(1), PATH_COUNT_LEN, &m), RX_OK);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.peer_down, 2);
+	ck_assert_int_eq(check(&v, up1, PATH_UP_LEN, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_PATH_UP);
+	ck_assert_uint_eq(m.path, 1);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.peer_down, 0);
+	v.live = 7;
+	ck_assert_int_eq(check(&v, down(1), PATH_COUNT_LEN, &m), RX_OK);
 }
 END_TEST
 
@@ -649,6 +688,7 @@ int main(void)
 	tcase_add_test(tc, path_down_multi_path);
 	tcase_add_test(tc, path_down_crossing);
 	tcase_add_test(tc, path_down_exact);
+	tcase_add_test(tc, path_up_exact);
 	tcase_add_test(tc, auth_states);
 	tcase_add_test(tc, keepalive);
 	tcase_add_test(tc, every_combination);

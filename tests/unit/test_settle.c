@@ -121,6 +121,47 @@ START_TEST(held_run_splits_at_the_count)
 }
 END_TEST
 
+/* The rebuild's messages: round trip, and what no easyrdma sends refused. */
+START_TEST(path_up_codec)
+{
+	struct path_up u = { .step = PATH_UP_REQUEST, .qpn = 0x123456, .psn = 0xabcdef }, v;
+	uint8_t b[PATH_UP_LEN];
+
+	path_up_encode(&u, b);
+	ck_assert_uint_eq(b[0], PATH_UP_REQUEST);
+	ck_assert_uint_eq(b[1], 0x12);
+	ck_assert_uint_eq(b[7], 0xef);
+	ck_assert_int_eq(path_up_decode(b, &v), 0);
+	ck_assert_uint_eq(v.step, PATH_UP_REQUEST);
+	ck_assert_uint_eq(v.qpn, 0x123456);
+	ck_assert_uint_eq(v.psn, 0xabcdef);
+	u.step = PATH_UP_REPLY;
+	path_up_encode(&u, b);
+	ck_assert_int_eq(path_up_decode(b, &v), 0);
+	/* READY carries no QP and no PSN. */
+	u = (struct path_up){ .step = PATH_UP_READY };
+	path_up_encode(&u, b);
+	ck_assert_int_eq(path_up_decode(b, &v), 0);
+	u.qpn = 5;
+	path_up_encode(&u, b);
+	ck_assert_int_eq(path_up_decode(b, &v), -1);
+	/* Steps 0 and 4..255, QP 0 and 1, a PSN above 24 bits. */
+	for (unsigned int st = 0; st < 256; st++) {
+		u = (struct path_up){ .step = (uint8_t)st, .qpn = 77, .psn = 1 };
+		path_up_encode(&u, b);
+		ck_assert_int_eq(path_up_decode(b, &v),
+				 st == PATH_UP_REQUEST || st == PATH_UP_REPLY ? 0 : -1);
+	}
+	u = (struct path_up){ .step = PATH_UP_REQUEST, .qpn = 1, .psn = 1 };
+	path_up_encode(&u, b);
+	ck_assert_int_eq(path_up_decode(b, &v), -1);
+	u.qpn = 2;
+	u.psn = 0x1000000;
+	path_up_encode(&u, b);
+	ck_assert_int_eq(path_up_decode(b, &v), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("settle");
@@ -131,6 +172,7 @@ int main(void)
 	tcase_add_test(tc, peer_count_checked);
 	tcase_add_test(tc, decision_table);
 	tcase_add_test(tc, held_run_splits_at_the_count);
+	tcase_add_test(tc, path_up_codec);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
