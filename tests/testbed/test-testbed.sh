@@ -4,8 +4,9 @@
 # reports its commands' statuses, also when one VM's command ends long before
 # the other's, and a VM that wrote its status but does not stop is killed
 # after EZ_VM_POWEROFF_GRACE, and a cluster VM whose NIC stalls voids the run
-# (75). Boots VMs (about 5 boots: minutes under TCG), so it is not part of
-# CI; run it after changing the test bed:
+# (75), and a pair with EZ_VM_RAILS=2 has two rails (eth0/rxe0, eth1/rxe1),
+# separate segments, both carrying RoCEv2. Boots VMs (about 7 boots: minutes
+# under TCG), so it is not part of CI; run it after changing the test bed:
 #   tests/testbed/test-testbed.sh [BUILD_DIR]
 # Prints PASS/FAIL per case and exits 0 only if all passed.
 set -u
@@ -92,6 +93,95 @@ st=$?
 [ $((SECONDS - t6)) -lt 200 ] || { echo "  took $((SECONDS - t6)) s"; st=99; }
 check "cluster: a VM whose NIC stalls voids the run (75) and stops every VM" 75 $st \
 	"testbed: VM b: its emulated NIC (virtio-net) has sent nothing for 25 s (the guest kernel's netdev watchdog): QEMU's or the guest driver's fault, not the command's; the run is void, every VM stopped"
+
+# 7. pair with EZ_VM_RAILS=2: each VM has rxe0 on eth0 and rxe1 on eth1 and
+#    rail 1's addresses in its environment; an RC ping-pong (ibv_rc_pingpong)
+#    over rxe1 works and its packets reach b on eth1, not eth0; then, a's eth1
+#    down (a's rxe1 port with it), one over rxe0 still works and reaches b on
+#    eth0, not eth1. Every missing tool or device fails the case.
+rails_check='
+set -u
+d=$EZ_PAIR_DIR
+fail() { echo "FAIL: $*"; : >"$d/failed.$EZ_HOST"; exit 1; }
+# waitf FILE: the peer made FILE (within 120 s, and it has not failed).
+waitf() {
+	local i
+	for i in $(seq 1200); do
+		[ -e "$d/$1" ] && return 0
+		ls "$d" | grep -q "^failed" && fail "the peer failed"
+		sleep 0.1
+	done
+	fail "no $1 after 120 s"
+}
+# v4gid DEV: the GID index of DEV port 1 RoCE v2 GID of an IPv4 address.
+v4gid() {
+	local p=/sys/class/infiniband/$1/ports/1 f i
+	for f in $p/gids/*; do
+		i=${f##*/}
+		case $(cat $f) in 0000:0000:0000:0000:0000:ffff:*) ;; *) continue ;; esac
+		[ "$(cat $p/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && { echo $i; return 0; }
+	done
+	return 1
+}
+rx() { cat /sys/class/net/$1/statistics/rx_packets; }
+# serve DEV PORT NAME: b: an ibv_rc_pingpong server on DEV; NAME is made
+# once it listens; checks that the ping-pong reached b on DEV netdev only.
+serve() {
+	local g nd other e0 o0 st i
+	nd=eth${1#rxe}; other=eth1; [ $nd = eth1 ] && other=eth0
+	g=$(v4gid $1) || fail "$1 has no RoCE v2 IPv4 GID"
+	e0=$(rx $nd); o0=$(rx $other)
+	timeout 120 ibv_rc_pingpong -d $1 -g $g -p $2 -n 200 -s 64 >/tmp/pp.b.$1 2>&1 & pp=$!
+	for i in $(seq 100); do ss -ltn | grep -q ":$2 " && break; sleep 0.1; done
+	: >"$d/$3"
+	wait $pp; st=$?
+	[ $st = 0 ] && grep -q "200 iters in" /tmp/pp.b.$1 || fail "server on $1 exited $st: $(cat /tmp/pp.b.$1)"
+	e0=$(( $(rx $nd) - e0 )); o0=$(( $(rx $other) - o0 ))
+	echo "$1 ping-pong: $e0 packets in on $nd, $o0 on $other"
+	[ $e0 -ge 200 ] && [ $o0 -lt 50 ] || fail "the $1 ping-pong did not stay on $nd"
+}
+# client DEV PORT ADDR: a: the ping-pong client on DEV to ADDR.
+client() {
+	local g
+	g=$(v4gid $1) || fail "$1 has no RoCE v2 IPv4 GID"
+	timeout 120 ibv_rc_pingpong -d $1 -g $g -p $2 -n 200 -s 64 $3 >/tmp/pp.a.$1 2>&1 &&
+		grep -q "200 iters in" /tmp/pp.a.$1 || fail "client on $1 to $3: $(cat /tmp/pp.a.$1)"
+}
+for t in rdma ibv_rc_pingpong ss; do command -v $t >/dev/null || fail "$t missing"; done
+n=1; [ $EZ_HOST = b ] && n=2; m=$((3 - n))
+[ "${EZ_DEVICE_R1:-} ${EZ_TEST_ADDR_R1:-} ${EZ_PEER_ADDR_R1:-} ${EZ_TEST_ADDR6_R1:-} ${EZ_PEER_ADDR6_R1:-}" = \
+  "rxe1 198.51.100.$n 198.51.100.$m 2001:db8:1::$n 2001:db8:1::$m" ] || fail "rail 1 environment: $(env | grep _R1)"
+rdma link show rxe0/1 | grep -q "state ACTIVE .*netdev eth0 *$" || fail "rxe0: $(rdma link show)"
+rdma link show rxe1/1 | grep -q "state ACTIVE .*netdev eth1 *$" || fail "rxe1: $(rdma link show)"
+ip -o addr show dev eth1 | grep -q " 198.51.100.$n/24 " && ip -o addr show dev eth1 | grep -q " 2001:db8:1::$n/64 " ||
+	fail "eth1: $(ip -o addr show dev eth1)"
+echo "rails: rxe0 on eth0, rxe1 on eth1 ($EZ_TEST_ADDR_R1)"
+if [ $EZ_HOST = b ]; then
+	serve rxe1 18515 b-rxe1-listening
+	: >"$d/b-rxe1-done"
+	waitf a-eth1-down
+	serve rxe0 18516 b-rxe0-listening
+	echo "eth1 of a down: ping-pong over rxe0 ok"
+	exit 0
+fi
+waitf b-rxe1-listening
+client rxe1 18515 $EZ_PEER_ADDR_R1
+echo "ping-pong over rxe1 ok"
+waitf b-rxe1-done
+ip link set eth1 down || fail "ip link set eth1 down"
+for i in $(seq 50); do rdma link show rxe1/1 | grep -q "state DOWN" && break; sleep 0.1; done
+rdma link show rxe1/1 | grep -q "state DOWN" || fail "rxe1 still up with eth1 down: $(rdma link show rxe1/1)"
+: >"$d/a-eth1-down"
+waitf b-rxe0-listening
+client rxe0 18516 $EZ_PEER_ADDR
+echo "eth1 down: ping-pong over rxe0 ok"
+'
+EZ_VM_RAILS=2 "$tb" pair --cwd "$cwd" --timeout 900 -- bash -c "$rails_check" >"$out" 2>&1
+check "pair, EZ_VM_RAILS=2: rxe0 on eth0 and rxe1 on eth1, separate rails, both carry RoCEv2" 0 $? \
+	"[a] rails: rxe0 on eth0, rxe1 on eth1 (198.51.100.1)" "[b] rails: rxe0 on eth0, rxe1 on eth1 (198.51.100.2)" \
+	"[a] ping-pong over rxe1 ok" "[b] rxe1 ping-pong: " \
+	"[a] eth1 down: ping-pong over rxe0 ok" "[b] eth1 of a down: ping-pong over rxe0 ok" \
+	"testbed: pair: both VMs succeeded"
 
 echo "test-testbed: $passes passed, $fails failed"
 [ $fails = 0 ]
