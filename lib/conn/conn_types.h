@@ -118,6 +118,7 @@ struct path_failover {
 	uint32_t peer_count;	/* the peer's rx for the path, once told */
 	uint8_t told;		/* our count went to the peer: later receives here are dropped */
 	uint8_t peer_told;	/* peer_count is known */
+	uint64_t told_ns;	/* when our count went (loop_now_ns()) */
 	uint32_t dropped;	/* receives dropped after told (the peer sends them again) */
 	struct op *park_head, *park_tail;	/* in the order they were posted */
 	uint32_t parked;	/* ops held */
@@ -352,7 +353,9 @@ struct ez_conn {
 	/* Both sides announced HS_CAP_FAILOVER on a connection of several
 	 * paths: a failed path's ops are settled by the peer's count (path.c). */
 	uint8_t paths_exact;
+	uint8_t fo_mute;	/* test hook: our counts are never told (path_test_count_wait()) */
 	struct loop_defer tell_defer;	/* our counts of the paths taken down go to the peer */
+	struct loop_timer count_timer;	/* the peer's counts must come (PATH_COUNT_WAIT_MS) */
 	int byes_left;
 
 	uint8_t pdata[EZ_ACCEPT_DATA_MAX];

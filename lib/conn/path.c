@@ -24,12 +24,18 @@ _Static_assert(HS_MAX_PATHS == EZ_MAX_PATHS, "the handshake carries up to EZ_MAX
 #define PATH_WR_COST 64
 
 static void path_on_tell(struct loop_defer *d);
+static void path_on_count_wait(struct loop_timer *t);
+
+/* PATH_COUNT_WAIT_MS, and a side that keeps its counts: test hooks
+ * (path_test_count_wait()). */
+static uint32_t count_wait_ms = PATH_COUNT_WAIT_MS;
 
 int path_alloc(struct ez_conn *conn)
 {
 	uint32_t i, n = conn->o.paths ? conn->o.paths : 1;
 
 	conn->tell_defer.fn = path_on_tell;	/* owner: the failover step of this file */
+	conn->count_timer.fn = path_on_count_wait;	/* owner: as above */
 
 	conn->paths = calloc(n, sizeof(*conn->paths));
 	if (!conn->paths)
@@ -44,8 +50,10 @@ int path_alloc(struct ez_conn *conn)
 
 void path_free(struct ez_conn *conn)
 {
-	if (conn->ctx)
+	if (conn->ctx) {
 		loop_defer_cancel(&conn->ctx->loop, &conn->tell_defer);
+		loop_timer_stop(&conn->ctx->loop, &conn->count_timer);
+	}
 	free(conn->ladder);
 	conn->ladder = NULL;	/* owner: the paths' ladder is this file's */
 	free(conn->paths);
@@ -394,7 +402,10 @@ static void path_tell_count(struct ez_conn *conn, struct conn_path *p)
 	int ret = -ENOTCONN;
 
 	p->fo.told = 1;
+	p->fo.told_ns = loop_now_ns();
 	path_count_encode(p->fo.rx, b);
+	if (conn->fo_mute)
+		return;
 	if (via->live)
 		ret = conn_post_ctrl(conn, &p->down_op, OP_PATH_DOWN, via,
 				     IMM_CREDIT_ONLY | IMM_PATH_DOWN | (uint32_t)p->idx << IMM_PATH_SHIFT,
@@ -420,6 +431,37 @@ static void path_on_tell(struct loop_defer *d)
 		if (!p->live && p->qp && !p->fo.told)
 			path_tell_count(conn, p);
 	}
+	if (!conn_is_ended(conn) && !loop_timer_armed(&conn->count_timer))
+		loop_timer_start(&conn->ctx->loop, &conn->count_timer, count_wait_ms);
+}
+
+/* PATH_COUNT_WAIT_MS after a count of ours went out: every path we told
+ * of has the peer's count by now, or the connection ends, naming it (the
+ * ops the path holds end with their status). Again while one is due. */
+static void path_on_count_wait(struct loop_timer *t)
+{
+	struct ez_conn *conn = container_of(t, struct ez_conn, count_timer);
+	uint64_t now = loop_now_ns(), wait = (uint64_t)count_wait_ms * 1000000u, next = 0;
+	uint32_t i;
+
+	if (conn_is_ended(conn))
+		return;
+	for (i = 0; i < conn->npaths; i++) {
+		struct conn_path *p = &conn->paths[i];
+
+		if (!p->fo.told || p->fo.peer_told)
+			continue;
+		if (now - p->fo.told_ns >= wait) {
+			conn_fail(conn, -ETIMEDOUT,
+				  "path %u down: the peer did not tell how many messages it received there within %u ms",
+				  i, count_wait_ms);
+			return;
+		}
+		if (!next || p->fo.told_ns + wait - now < next)
+			next = p->fo.told_ns + wait - now;
+	}
+	if (next)
+		loop_timer_start(&conn->ctx->loop, &conn->count_timer, (uint32_t)(next / 1000000u) + 1);
 }
 
 /* What an op of a failed path is, for settle_decide(). */
@@ -769,4 +811,12 @@ int path_test_break(struct ez_conn *conn, unsigned int path)
 	if (path_on_qp_event(conn, p->qpn, -EIO))
 		conn_fail(conn, -EIO, "QP %u (path %u) entered the error state", p->qpn, path);
 	return 0;
+}
+
+void path_test_count_wait(struct ez_conn *conn, uint32_t wait_ms, int mute)
+{
+	if (wait_ms)
+		count_wait_ms = wait_ms;
+	if (conn)
+		conn->fo_mute = (uint8_t)mute;	/* owner: a test hook of this file */
 }

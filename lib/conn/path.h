@@ -45,6 +45,11 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
  * then the path, for the caller's settling (conn_settle_path()); else NULL. */
 struct conn_path *path_on_peer_down(struct ez_conn *conn, unsigned int idx, uint32_t count);
 
+/* How long after telling its count this side waits for the peer's (one
+ * loop pass of the peer's after ours arrives; generous for a loaded host):
+ * a peer that never tells would hold the failed path's ops for ever. */
+#define PATH_COUNT_WAIT_MS 30000u
+
 /* Exact failover (conn->paths_exact; wire/settle.h). A send-queue
  * completion in error: 1 when op is held on its failed path until the
  * peer's count settles it (the path taken down now if it was live); 0
@@ -119,5 +124,10 @@ void path_up(struct ez_conn *conn, struct conn_path *p);
 /* Test hook: moves the path's QP to ERR and handles it as the device's
  * IBV_EVENT_QP_FATAL on it (path down, or the connection's end for the last). */
 int path_test_break(struct ez_conn *conn, unsigned int path);
+
+/* Test hooks: the wait for the peer's count (wait_ms; 0: unchanged, for
+ * every connection), and conn keeping its own counts (mute: a peer that
+ * never tells). */
+void path_test_count_wait(struct ez_conn *conn, uint32_t wait_ms, int mute);
 
 #endif

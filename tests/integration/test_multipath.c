@@ -31,6 +31,7 @@ struct side {
 	/* receiver: each sequence number seen, content checked */
 	uint8_t seen[NMSG];
 	int recvd, dups, bad;
+	char why[256];	/* ez_conn_errmsg() at on_disconnect */
 };
 
 struct bench {
@@ -46,6 +47,7 @@ struct bench {
 	int resend[NMSG], nresend;
 	int break_after, broke;
 	unsigned int break_path;
+	int expect_end;	/* the connection is meant to end: ez_send's -ENOTCONN is no failure */
 	/* writes */
 	uint8_t *src, *dst;
 	struct ez_mr *src_mr, *dst_mr;
@@ -105,6 +107,7 @@ static void on_disconnect(struct ez_conn *conn, int status, void *arg)
 
 	if (status)
 		fprintf(stderr, "disconnect: %s\n", ez_conn_errmsg(conn));
+	snprintf(s->why, sizeof(s->why), "%s", ez_conn_errmsg(conn));
 	s->down = 1;
 	s->down_status = status;
 }
@@ -312,7 +315,7 @@ static void send_more(struct bench *b)
 			ck_assert_int_eq(path_test_break(b->cli.conn, b->break_path), 0);
 			b->broke = 1;
 		}
-		if (ret == -ENOBUFS || (ret == -ENOTCONN && b->cli.path_downs == 4))
+		if (ret == -ENOBUFS || (ret == -ENOTCONN && (b->cli.path_downs == 4 || b->expect_end)))
 			return;
 		ck_assert_msg(ret == 0, "ez_send: %s", ez_errmsg());
 		b->posted++;
@@ -799,6 +802,36 @@ START_TEST(failover_settles_every_op)
 }
 END_TEST
 
+/* A peer that never tells its count would hold the failed path's ops for
+ * ever: after the wait (PATH_COUNT_WAIT_MS; 300 ms here) the connection
+ * ends, saying so, and every op it held ends once. The hook keeps the
+ * client's own counts, so the server never learns of the failure and
+ * never answers: the client is the side that waits. */
+START_TEST(count_never_told_ends_the_connection)
+{
+	struct bench b;
+
+	bench_connect(&b, 4, 4);
+	path_test_count_wait(b.cli.conn, 300, 1);
+	b.expect_end = 1;
+	b.break_after = NMSG / 4;
+	b.break_path = 2;
+	send_more(&b);
+	run_until(&b, &b.cli.down, 60);
+	ck_assert_int_eq(b.broke, 1);
+	ck_assert_int_eq(b.cli.down, 1);
+	ck_assert_int_eq(b.cli.down_status, -ETIMEDOUT);
+	ck_assert_str_eq(b.cli.why,
+			 "path 2 down: the peer did not tell how many messages it received there within 300 ms");
+	run_until(&b, &b.srv.down, 30);
+	ck_assert_int_eq(b.srv.down, 1);
+	/* Every send the client took ended once. */
+	ck_assert_int_eq(b.completed, b.posted);
+	path_test_count_wait(NULL, PATH_COUNT_WAIT_MS, 0);
+	bench_close(&b);
+}
+END_TEST
+
 START_TEST(close_leaves_no_qp)
 {
 	struct bench b;
@@ -840,6 +873,7 @@ int main(void)
 	tcase_add_test(tc, negotiated_to_the_smaller_side);
 	tcase_add_test(tc, failed_path_taken_out_traffic_goes_on);
 	tcase_add_test(tc, failover_settles_every_op);
+	tcase_add_test(tc, count_never_told_ends_the_connection);
 	tcase_add_test(tc, close_leaves_no_qp);
 	tcase_add_test(tc, options_checked);
 	suite_add_tcase(s, tc);
