@@ -122,8 +122,14 @@ START_TEST(unknown_bits)
 	struct hbench t;
 
 	bench_start(&t, 4096);
-	attack(&t, 0x01000000u, 8, -EPROTO,
-	       "peer's immediate 0x01000000 has bits 0x01000000 no easyrdma message uses", 1);
+	attack(&t, 0x00800000u, 8, -EPROTO,
+	       "peer's immediate 0x00800000 has bits 0x00800000 no easyrdma message uses", 1);
+	/* A path rebuild's flag: a control flag, and only between peers that
+	 * announced exact failover (a connection of one path never does). */
+	attack(&t, IMM_PATH_UP, 8, -EPROTO,
+	       "peer's message (immediate 0x01000000) has control flags 0x01000000 without IMM_CREDIT_ONLY", 1);
+	attack(&t, IMM_CREDIT_ONLY | IMM_PATH_UP | 1u << IMM_PATH_SHIFT, 8, -EPROTO,
+	       "peer sent a path rebuild message (immediate 0x81010000) without announcing exact failover", 1);
 	attack(&t, IMM_BYE, 8, -EPROTO,
 	       "peer's message (immediate 0x40000000) has control flags 0x40000000 without IMM_CREDIT_ONLY", 1);
 	attack(&t, IMM_CREDIT_ONLY | IMM_BYE | IMM_PATH_DOWN, 0, -EPROTO,
@@ -206,8 +212,8 @@ START_TEST(violators_refused_for_a_while)
 	hbench_start_penalized(&t, 4096, 4, 2, 30000);
 	attack(&t, IMM_CREDIT_ONLY | 0xffff, 0, -EPROTO,
 	       "peer returned 65535 credits; this side sent 0 messages, so at most 0 more could come back", 1);
-	attack(&t, 0x01000000u, 8, -EPROTO,
-	       "peer's immediate 0x01000000 has bits 0x01000000 no easyrdma message uses", 1);
+	attack(&t, 0x00800000u, 8, -EPROTO,
+	       "peer's immediate 0x00800000 has bits 0x00800000 no easyrdma message uses", 1);
 	raw_expect_penalized(&t.b, t.s.port, 2, why, sizeof(why));
 	printf("after 2 violations: \"%s\"\n", why);
 	hbench_echo(&t, 20);
