@@ -117,6 +117,21 @@ START_TEST(payload_on_credit_only)
 }
 END_TEST
 
+/* A path rebuild's flag: a control flag, and only between peers that
+ * announced exact failover (a connection of one path never does). */
+START_TEST(path_rebuild_refused)
+{
+	struct hbench t;
+
+	bench_start(&t, 4096);
+	attack(&t, IMM_PATH_UP, 8, -EPROTO,
+	       "peer's message (immediate 0x01000000) has control flags 0x01000000 without IMM_CREDIT_ONLY", 1);
+	attack(&t, IMM_CREDIT_ONLY | IMM_PATH_UP | 1u << IMM_PATH_SHIFT, 8, -EPROTO,
+	       "peer sent a path rebuild message (immediate 0x81010000) without announcing exact failover", 1);
+	hbench_stop(&t);
+}
+END_TEST
+
 START_TEST(unknown_bits)
 {
 	struct hbench t;
@@ -124,12 +139,6 @@ START_TEST(unknown_bits)
 	bench_start(&t, 4096);
 	attack(&t, 0x00800000u, 8, -EPROTO,
 	       "peer's immediate 0x00800000 has bits 0x00800000 no easyrdma message uses", 1);
-	/* A path rebuild's flag: a control flag, and only between peers that
-	 * announced exact failover (a connection of one path never does). */
-	attack(&t, IMM_PATH_UP, 8, -EPROTO,
-	       "peer's message (immediate 0x01000000) has control flags 0x01000000 without IMM_CREDIT_ONLY", 1);
-	attack(&t, IMM_CREDIT_ONLY | IMM_PATH_UP | 1u << IMM_PATH_SHIFT, 8, -EPROTO,
-	       "peer sent a path rebuild message (immediate 0x81010000) without announcing exact failover", 1);
 	attack(&t, IMM_BYE, 8, -EPROTO,
 	       "peer's message (immediate 0x40000000) has control flags 0x40000000 without IMM_CREDIT_ONLY", 1);
 	attack(&t, IMM_CREDIT_ONLY | IMM_BYE | IMM_PATH_DOWN, 0, -EPROTO,
@@ -232,6 +241,7 @@ int main(void)
 	tcase_add_test(tc, self_granted_credits);
 	tcase_add_test(tc, payload_on_credit_only);
 	tcase_add_test(tc, unknown_bits);
+	tcase_add_test(tc, path_rebuild_refused);
 	tcase_add_test(tc, larger_than_the_buffer);
 	tcase_add_test(tc, larger_than_max_msg_size);
 	tcase_add_test(tc, violators_refused_for_a_while);
