@@ -374,15 +374,20 @@ void conn_rndv_unposted(struct ez_conn *conn, struct op *op)
 
 int conn_rndv_sent(struct ez_conn *conn, struct op *op, int status)
 {
-	/* A header lost with its path while the connection lives: whether
-	 * the peer has it (and will fetch it, or already did) is unknown, and
-	 * its window died with the QP, so the message can neither be offered
-	 * again (a duplicate) nor reported failed (it may arrive): the
-	 * connection ends, naming it. */
+	/* A header lost with its path while the connection lives. Without
+	 * exact failover, whether the peer has it (and will fetch it, or
+	 * already did) is unknown, and its window died with the QP, so the
+	 * message can neither be offered again (a duplicate) nor reported
+	 * failed (it may arrive); with it, the peer's count showed it did not
+	 * arrive, but its offer is a window bound to the failed QP and the
+	 * transfer's ids are the path's. Either way the connection ends,
+	 * naming it. */
 	if (status && status != -ECANCELED && conn->npaths > 1 && !conn_is_ended(conn))
 		conn_fail(conn, status,
-			  "rendezvous transfer %u (%u bytes): its header failed with path %u (%s); whether the peer has it is unknown, and a large message does not move to another path",
-			  op->rndv_id, op->rndv_len, tx_path(op), ez_strerror(-status));
+			  "rendezvous transfer %u (%u bytes): its header failed with path %u (%s); %s, and a large message does not move to another path",
+			  op->rndv_id, op->rndv_len, tx_path(op), ez_strerror(-status),
+			  conn->paths_exact ? "the peer's count shows it did not arrive"
+					    : "whether the peer has it is unknown");
 	if (status || (op->rndv_flags & RNDV_TX_ACKED)) {
 		tx_release(conn, op);
 		return 1;

@@ -461,8 +461,12 @@ char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_v
 			 AUTH_PROOF_LEN);
 		break;
 	case RX_F_PATH_NONE:
-		snprintf(buf, len, "peer took path %u out of a connection of %u paths", imm_path(imm),
-			 v->npaths);
+		if (imm & IMM_PATH_UP)
+			snprintf(buf, len, "peer's path rebuild message names path %u of a connection of %u paths (path 0 is not made again)",
+				 imm_path(imm), v->npaths);
+		else
+			snprintf(buf, len, "peer took path %u out of a connection of %u paths",
+				 imm_path(imm), v->npaths);
 		break;
 	case RX_F_PATH_AGAIN:
 		snprintf(buf, len, "peer took path %u out again", imm_path(imm));

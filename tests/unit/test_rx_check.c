@@ -374,6 +374,8 @@ START_TEST(path_up_exact)
 	ck_assert_int_eq(check(&v, up1 | IMM_BYE, PATH_UP_LEN, &m), RX_F_FLAG_MIX);
 	ck_assert_int_eq(check(&v, up1 | IMM_PATH_DOWN, PATH_UP_LEN, &m), RX_F_FLAG_MIX);
 	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_PATH_UP, PATH_UP_LEN, &m), RX_F_PATH_NONE);
+	want_msg(RX_F_PATH_NONE, &v, IMM_CREDIT_ONLY | IMM_PATH_UP, PATH_UP_LEN,
+		 "peer's path rebuild message names path 0 of a connection of 3 paths (path 0 is not made again)");
 	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_PATH_UP | 3u << IMM_PATH_SHIFT, PATH_UP_LEN, &m),
 			 RX_F_PATH_NONE);
 	/* Without IMM_CREDIT_ONLY it is a data message with a control flag. */
