@@ -608,6 +608,10 @@ struct ez_path_info {
 	/* Times the path was made again after a failure (new QPs at both
 	 * ends; the counters above are its last failure's). */
 	uint32_t rebuilds;
+	/* Tries to make it again that were held, because regions exported
+	 * on the path (ez_conn_export(), this side's or the peer's) are
+	 * bound to its old QP: it stays down until they are revoked. */
+	uint32_t rebuilds_held;
 };
 int ez_conn_path_info_sz(const struct ez_conn *conn, uint32_t path, struct ez_path_info *info,
 			 size_t info_size);

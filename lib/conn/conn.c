@@ -1492,6 +1492,7 @@ int ez_conn_path_info_sz(const struct ez_conn *conn, uint32_t path, struct ez_pa
 				"(ez_conn_info.paths)", path, ci.paths);
 	path_info_one(conn, path, &full);
 	full.rebuilds = rebuild_path_count(conn, path);
+	full.rebuilds_held = rebuild_path_held(conn, path);
 	if (path == 0) {	/* rdma_cm's QP: what ez_conn_info reports */
 		full.remote_qp_num = ci.remote_qp_num;
 		full.udp_sport = ci.udp_sport;

@@ -319,6 +319,16 @@ int ez_conn_revoke(struct ez_conn *conn, const struct ez_rkey *rkey)
 	return 0;
 }
 
+uint32_t conn_exports_on_path(const struct ez_conn *conn, unsigned int idx)
+{
+	uint32_t n = 0;
+
+	for (const struct conn_export *e = conn->ex.list; e; e = e->next)
+		if (e->key.path_binding == (EZ_RKEY_PATH_BOUND | idx))
+			n++;
+	return n;
+}
+
 /* Whether a live QP of conn is in ERR with the library's view elsewhere. */
 static struct conn_path *path_refused(struct ez_conn *conn)
 {

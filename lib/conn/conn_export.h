@@ -23,6 +23,11 @@ void ctx_shared_access_add(struct ez_ctx *ctx, unsigned int access);
 /* Frees every window exported to conn (at its teardown, before its QPs
  * are destroyed: a bound type-2 window holds its QP). */
 void conn_exports_drop(struct ez_conn *conn);
+/* The windows exported on conn that are bound to path idx's QP. While
+ * any is, the path is not made again after a failure (rebuild.c): the
+ * peer's key names the path, and its ops would reach a new QP the window
+ * is not bound to, which the responder refuses as an access violation. */
+uint32_t conn_exports_on_path(const struct ez_conn *conn, unsigned int idx);
 /* The connection is ending or a send was flushed: if a live QP is in ERR
  * although the library never moved it there, the responder refused one of
  * the peer's RDMA requests (bad key, another connection's window, an

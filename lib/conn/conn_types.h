@@ -118,7 +118,12 @@ struct path_failover {
 	uint32_t peer_count;	/* the peer's rx for the path, once told */
 	uint8_t told;		/* our count went to the peer: later receives here are dropped */
 	uint8_t peer_told;	/* peer_count is known */
+	/* A new QP was made for the path (rebuild.c) and it is not back yet:
+	 * its failure is settled, its counts are the new QP's, and it may be
+	 * made again at the next try. */
+	uint8_t reopened;
 	uint64_t told_ns;	/* when our count went (loop_now_ns()) */
+	uint64_t down_ns;	/* when the path went down (the count waits for its flush) */
 	uint32_t dropped;	/* receives dropped after told (the peer sends them again) */
 	struct op *park_head, *park_tail;	/* in the order they were posted */
 	uint32_t parked;	/* ops held */

@@ -638,6 +638,11 @@ static int op_post(struct ez_conn *conn, struct op *op)
  * error. */
 static void op_repost(struct ez_conn *conn, struct op *op)
 {
+	struct ez_conn_stats *s = &conn->stats;
+	/* The application's op was counted when first posted: the
+	 * connection's counts take it once; the new path's (ops posted on
+	 * it) take it again. */
+	const struct ez_conn_stats was = *s;
 	struct chain ch = { 0 };
 	int ret;
 
@@ -645,6 +650,12 @@ static void op_repost(struct ez_conn *conn, struct op *op)
 	op->path = path_pick(conn);
 	chain_add(&ch, op);
 	ret = post_chain(conn, &ch);
+	s->msgs_sent = was.msgs_sent;
+	s->bytes_sent = was.bytes_sent;
+	s->writes = was.writes;
+	s->reads = was.reads;
+	s->rdma_bytes = was.rdma_bytes;
+	s->write_imms = was.write_imms;
 	if (ret)
 		kind_of(op)->done(conn, op, ret);
 }

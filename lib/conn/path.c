@@ -315,9 +315,12 @@ static void path_down(struct ez_conn *conn, struct conn_path *p, int status, int
 	/* Work still on its send queue flushes with the path's status. */
 	path_qp_to_err(p);
 	/* Exact failover: each side tells its count, told or not, once the
-	 * receives already completed on the path are in (path_on_tell). */
-	if (conn->paths_exact)
+	 * path's receive side is flushed and its receives are in
+	 * (path_on_tell). */
+	if (conn->paths_exact) {
+		p->fo.down_ns = loop_now_ns();
 		loop_defer(&conn->ctx->loop, &conn->tell_defer);
+	}
 	else if (tell)
 		path_tell_peer(conn, p);
 	ezi_log_warn("connection %s: path %u (QP %u, UDP source port %u) down: %s; %u paths left",
@@ -415,12 +418,24 @@ static void path_tell_count(struct ez_conn *conn, struct conn_path *p)
 			  p->idx, p->fo.rx, ez_strerror(ret));
 }
 
-/* Deferred from path_down(), never inside a CQ poll: the receive CQ is
- * polled first, so that every receive the device completed on the paths
- * taken down (each QP is in ERR already) is in the counts told. */
-static void path_on_tell(struct loop_defer *d)
+/* Nanoseconds until p's count may go (PATH_LAST_WQE_WAIT_MS), 0 when
+ * the device flushed its receive side or did not say so in time. */
+static uint64_t path_tell_left(const struct conn_path *p, uint64_t now)
 {
-	struct ez_conn *conn = container_of(d, struct ez_conn, tell_defer);
+	uint64_t wait = (uint64_t)PATH_LAST_WQE_WAIT_MS * 1000000u;
+
+	if (p->last_wqe || now - p->fo.down_ns >= wait)
+		return 0;
+	return p->fo.down_ns + wait - now;
+}
+
+/* Tells the counts of the paths down whose receive side is flushed; the
+ * receive CQ polled first, so that every receive the device completed on
+ * them is in the counts. Returns the nanoseconds until the next one waiting
+ * may go (0: none waits). Never inside a CQ poll. */
+static uint64_t path_tell_ready(struct ez_conn *conn, uint64_t now)
+{
+	uint64_t next = 0, left;
 	uint32_t i;
 
 	if (conn->rcq)
@@ -428,20 +443,57 @@ static void path_on_tell(struct loop_defer *d)
 	for (i = 0; i < conn->npaths && !conn_is_ended(conn); i++) {
 		struct conn_path *p = &conn->paths[i];
 
-		if (!p->live && p->qp && !p->fo.told)
+		if (p->live || !p->qp || p->fo.told || p->fo.reopened)
+			continue;
+		left = path_tell_left(p, now);
+		if (!left)
 			path_tell_count(conn, p);
+		else if (!next || left < next)
+			next = left;
 	}
-	if (!conn_is_ended(conn) && !loop_timer_armed(&conn->count_timer))
-		loop_timer_start(&conn->ctx->loop, &conn->count_timer, count_wait_ms);
+	return next;
 }
 
-/* PATH_COUNT_WAIT_MS after a count of ours went out: every path we told
- * of has the peer's count by now, or the connection ends, naming it (the
- * ops the path holds end with their status). Again while one is due. */
+/* The count timer at the earliest of: a count waiting for its flush, a
+ * told count's deadline for the peer's. Stopped when neither is due. */
+static void path_count_timer_arm(struct ez_conn *conn, uint64_t now, uint64_t next)
+{
+	uint64_t wait = (uint64_t)count_wait_ms * 1000000u;
+	uint32_t i;
+
+	for (i = 0; i < conn->npaths; i++) {
+		const struct conn_path *p = &conn->paths[i];
+
+		if (!p->fo.told || p->fo.peer_told)
+			continue;
+		if (!next || p->fo.told_ns + wait - now < next)
+			next = p->fo.told_ns + wait - now;
+	}
+	if (next)
+		loop_timer_start(&conn->ctx->loop, &conn->count_timer,
+				 (uint32_t)(next / 1000000u) + 1);
+	else
+		loop_timer_stop(&conn->ctx->loop, &conn->count_timer);
+}
+
+/* Deferred from path_down() and from the flush event of a path down. */
+static void path_on_tell(struct loop_defer *d)
+{
+	struct ez_conn *conn = container_of(d, struct ez_conn, tell_defer);
+	uint64_t now = loop_now_ns(), next = path_tell_ready(conn, now);
+
+	if (!conn_is_ended(conn))
+		path_count_timer_arm(conn, now, next);
+}
+
+/* A count waiting for its path's flush may go now; PATH_COUNT_WAIT_MS
+ * after a count of ours went out, the peer's must be in, or the
+ * connection ends, naming it (the ops the path holds end with their
+ * status). Again while one is due. */
 static void path_on_count_wait(struct loop_timer *t)
 {
 	struct ez_conn *conn = container_of(t, struct ez_conn, count_timer);
-	uint64_t now = loop_now_ns(), wait = (uint64_t)count_wait_ms * 1000000u, next = 0;
+	uint64_t now = loop_now_ns(), wait = (uint64_t)count_wait_ms * 1000000u, next;
 	uint32_t i;
 
 	if (conn_is_ended(conn))
@@ -449,19 +501,16 @@ static void path_on_count_wait(struct loop_timer *t)
 	for (i = 0; i < conn->npaths; i++) {
 		struct conn_path *p = &conn->paths[i];
 
-		if (!p->fo.told || p->fo.peer_told)
-			continue;
-		if (now - p->fo.told_ns >= wait) {
+		if (p->fo.told && !p->fo.peer_told && now - p->fo.told_ns >= wait) {
 			conn_fail(conn, -ETIMEDOUT,
 				  "path %u down: the peer did not tell how many messages it received there within %u ms",
 				  i, count_wait_ms);
 			return;
 		}
-		if (!next || p->fo.told_ns + wait - now < next)
-			next = p->fo.told_ns + wait - now;
 	}
-	if (next)
-		loop_timer_start(&conn->ctx->loop, &conn->count_timer, (uint32_t)(next / 1000000u) + 1);
+	next = path_tell_ready(conn, now);
+	if (!conn_is_ended(conn))
+		path_count_timer_arm(conn, now, next);
 }
 
 /* What an op of a failed path is, for settle_decide(). */
@@ -629,9 +678,13 @@ int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status)
 
 int path_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
 {
+	struct conn_path *p = &conn->paths[path_index(conn, qpn)];
 	uint32_t i;
 
-	conn->paths[path_index(conn, qpn)].last_wqe = 1;
+	p->last_wqe = 1;
+	/* A failed path's count waits for this (PATH_LAST_WQE_WAIT_MS). */
+	if (conn->paths_exact && !p->live && !p->fo.told && !p->fo.reopened && !conn_is_ended(conn))
+		loop_defer(&conn->ctx->loop, &conn->tell_defer);
 	for (i = 0; i < conn->npaths; i++)
 		if (conn->paths[i].qp && !conn->paths[i].last_wqe)
 			return 0;
@@ -684,7 +737,7 @@ void path_destroy(struct ez_conn *conn)
 int path_can_reopen(const struct ez_conn *conn, const struct conn_path *p)
 {
 	return conn->paths_exact && conn->ladder && p->idx && !p->live && p->posted == 0 &&
-	       !p->fo.park_head && p->fo.told && p->fo.peer_told;
+	       !p->fo.park_head && (p->fo.reopened || (p->fo.told && p->fo.peer_told));
 }
 
 int path_reopen(struct ez_conn *conn, struct conn_path *p)
@@ -707,6 +760,9 @@ int path_reopen(struct ez_conn *conn, struct conn_path *p)
 	/* A new QP: its counts start again (the settled ones' stay). */
 	p->fo.tx = p->fo.rx = p->fo.peer_count = 0;
 	p->fo.told = p->fo.peer_told = 0;
+	/* A try that fails from here (no answer, the peer holds it) may be
+	 * made again: the failure stays settled. */
+	p->fo.reopened = 1;
 	device_qp_add(conn->dev, &p->dqp, p->qp, lad->ops);
 	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a, lad->mask[0]);
 	if (ret)
@@ -749,6 +805,7 @@ int path_reconnect(struct ez_conn *conn, struct conn_path *p, uint32_t remote_qp
 void path_up(struct ez_conn *conn, struct conn_path *p)
 {
 	p->live = 1;
+	p->fo.reopened = 0;
 	p->down_status = 0;
 	conn->paths_live++;
 	ezi_log_info("connection %s: path %u made again (QP %u to the peer's %u, UDP source port %u); %u paths live",

@@ -50,6 +50,14 @@ struct conn_path *path_on_peer_down(struct ez_conn *conn, unsigned int idx, uint
  * a peer that never tells would hold the failed path's ops for ever. */
 #define PATH_COUNT_WAIT_MS 30000u
 
+/* Our count of a failed path goes to the peer once the device has flushed
+ * the path's receive side (IBV_EVENT_QP_LAST_WQE_REACHED: no receive
+ * completes on it after that, so none the peer saw acknowledged can be
+ * left out), or this long after the path went down where the device does
+ * not send that event (Soft-RoCE 6.1, which completes nothing after the
+ * move to ERR returns; as conn.c's DRAIN_FALLBACK_MS). */
+#define PATH_LAST_WQE_WAIT_MS 100u
+
 /* Exact failover (conn->paths_exact; wire/settle.h). A send-queue
  * completion in error: 1 when op is held on its failed path until the
  * peer's count settles it (the path taken down now if it was live); 0

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,14 @@
  * whose arrival puts the path back on the passive side. A try that fails
  * (no reply, a device error) is tried again later, each wait twice the
  * last. Path 0, rdma_cm's QP, is not made again.
+ *
+ * A side that exported regions on the path (ez_conn_export() binds a
+ * window to one QP, and the peer's key names the path) keeps it down while
+ * any of them stays: the peer's ops with those keys would reach a new QP
+ * the window is not bound to, and the responder would refuse them as an
+ * access violation. Its ops with them fail with -ENETDOWN instead. The
+ * active side does not ask; the passive side answers HELD. Once the last
+ * such region is revoked (or its MR deregistered), the next try succeeds.
  */
 enum rebuild_step { RB_IDLE, RB_ASKED, RB_OFFERED };
 
@@ -39,6 +48,7 @@ struct rebuild_path {
 	uint8_t req_pending;
 	struct path_up req;
 	uint32_t rebuilds;	/* times made again */
+	uint32_t held;		/* tries held by windows bound to the old QP */
 };
 
 struct conn_rebuild {
@@ -89,6 +99,11 @@ uint32_t rebuild_path_count(const struct ez_conn *conn, uint32_t idx)
 	return conn->rebuild && idx < EZ_MAX_PATHS ? conn->rebuild->p[idx].rebuilds : 0;
 }
 
+uint32_t rebuild_path_held(const struct ez_conn *conn, uint32_t idx)
+{
+	return conn->rebuild && idx < EZ_MAX_PATHS ? conn->rebuild->p[idx].held : 0;
+}
+
 static uint32_t random_psn(void)
 {
 	uint32_t v = 0;
@@ -126,6 +141,7 @@ static void ask(struct ez_conn *conn, struct conn_rebuild *rb, struct conn_path 
 {
 	struct rebuild_path *r = &rb->p[p->idx];
 	struct path_up u = { .step = PATH_UP_REQUEST };
+	uint32_t held;
 	int ret;
 
 	/* Receives the old QP completed are counted (and dropped) before it goes. */
@@ -133,6 +149,17 @@ static void ask(struct ez_conn *conn, struct conn_rebuild *rb, struct conn_path 
 		cq_poll(conn->rcq);
 	if (conn_is_ended(conn) || !path_can_reopen(conn, p))
 		return;
+	held = conn_exports_on_path(conn, p->idx);
+	if (held) {
+		char why[160];
+
+		r->held++;
+		snprintf(why, sizeof(why),
+			 "%u region(s) this side exported are bound to its old QP (ez_conn_revoke() them to let it come back)",
+			 held);
+		try_failed(conn, r, p->idx, why);
+		return;
+	}
 	if (path_reopen(conn, p)) {
 		try_failed(conn, r, p->idx, ez_errmsg());
 		return;
@@ -217,6 +244,23 @@ static void came_back(struct ez_conn *conn, struct conn_rebuild *rb, struct conn
 		conn_fail(conn, -EIO, "path %u made again: %s", p->idx, ez_errmsg());
 }
 
+/* The passive side cannot make path idx again while windows it exported
+ * are bound to the old QP: it says so, and the peer asks again later. */
+static void answer_held(struct ez_conn *conn, struct rebuild_path *r, unsigned int idx,
+			uint32_t held)
+{
+	struct path_up u = { .step = PATH_UP_HELD, .psn = held > 0xffffffu ? 0xffffffu : held };
+	int ret;
+
+	r->held++;
+	ezi_log_warn("connection %s: path %u stays down: %u region(s) this side exported are bound to its old QP (ez_conn_revoke() them to let it come back)",
+		     conn->host, idx, held);
+	ret = send_step(conn, path_pick(conn), idx, &u);
+	if (ret)
+		ezi_log_warn("connection %s: path %u: answer not sent: %s", conn->host, idx,
+			     ez_strerror(ret));
+}
+
 /* The passive side: the peer's request, outside the receive poll (the old
  * QP goes, and its receives are polled first). */
 static void answer(struct ez_conn *conn, struct conn_rebuild *rb, unsigned int idx)
@@ -224,6 +268,7 @@ static void answer(struct ez_conn *conn, struct conn_rebuild *rb, unsigned int i
 	struct conn_path *p = &conn->paths[idx];
 	struct rebuild_path *r = &rb->p[idx];
 	struct path_up u = { .step = PATH_UP_REPLY };
+	uint32_t held;
 	int ret;
 
 	r->req_pending = 0;
@@ -234,6 +279,11 @@ static void answer(struct ez_conn *conn, struct conn_rebuild *rb, unsigned int i
 	/* Not ready yet (its ops still settling): the peer asks again later. */
 	if (!path_can_reopen(conn, p))
 		return;
+	held = conn_exports_on_path(conn, idx);
+	if (held) {
+		answer_held(conn, r, idx, held);
+		return;
+	}
 	r->psn = random_psn();
 	ret = path_reopen(conn, p);
 	if (!ret)
@@ -314,6 +364,22 @@ void rebuild_on_msg(struct ez_conn *conn, unsigned int idx, const uint8_t bytes[
 		u = (struct path_up){ .step = PATH_UP_READY };
 		if (send_step(conn, p, idx, &u))
 			conn_fail(conn, -EIO, "path %u made again: its first message not sent", idx);
+		return;
+	case PATH_UP_HELD:
+		if (!conn->active || r->step != RB_ASKED || p->live) {
+			conn_fail(conn, -EPROTO, "peer held a rebuild of path %u this side did not ask for",
+				  idx);
+			return;
+		}
+		{
+			char why[128];
+
+			r->held++;
+			snprintf(why, sizeof(why),
+				 "the peer holds it: %u region(s) it exported are bound to its old QP",
+				 u.psn);
+			try_failed(conn, r, idx, why);
+		}
 		return;
 	case PATH_UP_READY:
 		if (conn->active || r->step != RB_OFFERED || qpn != p->qpn) {

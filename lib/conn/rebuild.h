@@ -27,5 +27,8 @@ void rebuild_on_msg(struct ez_conn *conn, unsigned int idx, const uint8_t bytes[
 void rebuild_free(struct ez_conn *conn);
 /* Times path idx was made again. */
 uint32_t rebuild_path_count(const struct ez_conn *conn, uint32_t idx);
+/* Tries to make path idx again that regions exported on it held (this
+ * side's, or the peer's answer HELD). */
+uint32_t rebuild_path_held(const struct ez_conn *conn, uint32_t idx);
 
 #endif

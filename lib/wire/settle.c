@@ -76,10 +76,12 @@ int path_up_decode(const uint8_t in[PATH_UP_LEN], struct path_up *u)
 	u->step = in[0];
 	u->qpn = (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | in[3];
 	u->psn = path_count_decode(in + 4);
-	if (u->step < PATH_UP_REQUEST || u->step > PATH_UP_READY || u->psn > 0xffffffu)
+	if (u->step < PATH_UP_REQUEST || u->step > PATH_UP_HELD || u->psn > 0xffffffu)
 		return -1;
 	if (u->step == PATH_UP_READY)
 		return u->qpn || u->psn ? -1 : 0;
+	if (u->step == PATH_UP_HELD)
+		return u->qpn || !u->psn ? -1 : 0;
 	/* QP number 0 is the special QP0, 1 GSI: never an RC QP. */
 	return u->qpn < 2 ? -1 : 0;
 }

@@ -31,14 +31,23 @@
  * REQUEST (on a live path): the active side's new QP and its send PSN;
  * REPLY (on a live path): the passive side's, its QP already in RTS;
  * READY (on the rebuilt path itself, from the active side once its QP is
- * in RTS): the path carries traffic; its QP and PSN fields are 0.
+ * in RTS): the path carries traffic; its QP and PSN fields are 0;
+ * HELD (on a live path, the passive side's answer instead of REPLY): it
+ * cannot make the path again yet, because regions it exported are bound
+ * to the path's old QP; its QP field is 0 and its PSN field carries how
+ * many (1..2^24-1). The active side asks again later.
  */
 #define PATH_UP_LEN 8
-enum path_up_step { PATH_UP_REQUEST = 1, PATH_UP_REPLY = 2, PATH_UP_READY = 3 };
+enum path_up_step {
+	PATH_UP_REQUEST = 1,
+	PATH_UP_REPLY = 2,
+	PATH_UP_READY = 3,
+	PATH_UP_HELD = 4,
+};
 struct path_up {
 	uint8_t step;
 	uint32_t qpn;	/* 24 bits */
-	uint32_t psn;	/* 24 bits */
+	uint32_t psn;	/* 24 bits; HELD: the windows that hold the path */
 };
 void path_up_encode(const struct path_up *u, uint8_t out[PATH_UP_LEN]);
 /* 0, or -1 for a step, QP number or PSN no easyrdma sends. */

@@ -218,9 +218,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			take(&data, &size, raw, sizeof(raw));
 			if (path_up_decode(raw, &u) == 0 &&
-			    (u.step < PATH_UP_REQUEST || u.step > PATH_UP_READY || u.psn > 0xffffffu ||
-			     (u.step != PATH_UP_READY && u.qpn < 2) ||
-			     (u.step == PATH_UP_READY && (u.qpn || u.psn))))
+			    (u.step < PATH_UP_REQUEST || u.step > PATH_UP_HELD || u.psn > 0xffffffu ||
+			     ((u.step == PATH_UP_REQUEST || u.step == PATH_UP_REPLY) && u.qpn < 2) ||
+			     (u.step == PATH_UP_READY && (u.qpn || u.psn)) ||
+			     (u.step == PATH_UP_HELD && (u.qpn || !u.psn))))
 				abort();
 			count = path_count_decode(raw);
 			tx = path_count_decode(raw + 4);

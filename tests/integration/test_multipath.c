@@ -46,7 +46,8 @@ struct bench {
 	int posted, completed;	/* ez_send calls taken, on_sent calls seen */
 	int resend[NMSG], nresend;
 	int break_after, broke;
-	unsigned int break_path;
+	unsigned int break_path;	/* BREAK_BUSIEST: the path 1.. holding the most WRs */
+	uint32_t held_at_break;		/* WRs on its send queue then */
 	int expect_end;	/* the connection is meant to end: ez_send's -ENOTCONN is no failure */
 	/* writes */
 	uint8_t *src, *dst;
@@ -295,6 +296,36 @@ static void on_sent(struct ez_conn *conn, int status, void *arg)
 	send_more(b);
 }
 
+#define BREAK_BUSIEST 0xffu
+
+/* Breaks the client's end of b->break_path, or of the path 1.. holding the
+ * most WRs (none yet when they all wait for credits: not now), noting how
+ * many it held. */
+static void break_now(struct bench *b)
+{
+	struct ez_path_info pi;
+	unsigned int path = b->break_path;
+
+	if (path == BREAK_BUSIEST) {
+		uint32_t most = 0;
+
+		for (uint32_t i = 1; i < b->cli.info.paths; i++) {
+			ck_assert_int_eq(ez_conn_path_info(b->cli.conn, i, &pi), 0);
+			if (pi.posted > most) {
+				most = pi.posted;
+				path = i;
+			}
+		}
+		if (!most)
+			return;
+		b->break_path = path;
+	}
+	ck_assert_int_eq(ez_conn_path_info(b->cli.conn, b->break_path, &pi), 0);
+	b->held_at_break = pi.posted;
+	ck_assert_int_eq(path_test_break(b->cli.conn, b->break_path), 0);
+	b->broke = 1;
+}
+
 static void send_more(struct bench *b)
 {
 	uint8_t m[MSG_SIZE];
@@ -311,10 +342,9 @@ static void send_more(struct bench *b)
 		fill(m, seq);
 		ret = ez_send(b->cli.conn, m, MSG_SIZE, on_sent, (void *)(intptr_t)seq);
 		/* The break comes with the window full: every path holds work. */
-		if (ret == -ENOBUFS && b->break_after && !b->broke && b->acked >= b->break_after) {
-			ck_assert_int_eq(path_test_break(b->cli.conn, b->break_path), 0);
-			b->broke = 1;
-		}
+		if (ret == -ENOBUFS && b->break_after && !b->broke && b->acked >= b->break_after &&
+		    b->break_path != BREAK_BUSIEST)
+			break_now(b);
 		if (ret == -ENOBUFS || (ret == -ENOTCONN && (b->cli.path_downs == 4 || b->expect_end)))
 			return;
 		ck_assert_msg(ret == 0, "ez_send: %s", ez_errmsg());
@@ -323,6 +353,11 @@ static void send_more(struct bench *b)
 			b->nresend--;
 		else
 			b->next_seq++;
+		/* The busiest path breaks just after a post, holding sends
+		 * whose completions are not in yet. */
+		if (b->break_after && !b->broke && b->acked >= b->break_after &&
+		    b->break_path == BREAK_BUSIEST)
+			break_now(b);
 	}
 }
 
@@ -484,36 +519,41 @@ START_TEST(failed_path_taken_out_traffic_goes_on)
 	struct bench b;
 	struct ez_conn_info ci;
 	struct ez_conn_stats before, after;
+	unsigned int bp;
 
 	bench_connect(&b, 4, 4);
 	check_paths(&b, 4);
 	b.break_after = NMSG / 4;
-	b.break_path = 2;
+	b.break_path = BREAK_BUSIEST;
 	run_sends(&b);
+	bp = b.break_path;
+	printf("path %u broken holding %u sends\n", bp, b.held_at_break);
+	/* Its sends settle by the peer's count: what it held is the test. */
+	ck_assert_uint_gt(b.held_at_break, 0);
 	ck_assert_int_eq(b.broke, 1);
 	ck_assert_int_eq(b.cli.path_downs, 1);
-	ck_assert_uint_eq(b.cli.down_path, 2);
+	ck_assert_uint_eq(b.cli.down_path, bp);
 	/* As IBV_EVENT_QP_FATAL on the QP reports it. */
 	ck_assert_int_eq(b.cli.path_status, -EIO);
 	ck_assert_uint_eq(b.cli.paths_left, 3);
 	ck_assert_int_eq(b.cli.down, 0);
 	/* The peer is told and takes its end of the path out too. */
 	ck_assert_int_eq(b.srv.path_downs, 1);
-	ck_assert_uint_eq(b.srv.down_path, 2);
+	ck_assert_uint_eq(b.srv.down_path, bp);
 	ck_assert_int_eq(b.srv.path_status, -ECONNRESET);
 	ck_assert_uint_eq(b.srv.paths_left, 3);
 	ck_assert_int_eq(ez_conn_info(b.cli.conn, &ci), 0);
 	ck_assert_uint_eq(ci.paths, 4);
 	ck_assert_uint_eq(ci.paths_live, 3);
-	ck_assert_int_eq(ci.path_status[2], -EIO);
-	ck_assert_int_eq(ci.path_status[1], 0);
+	ck_assert_int_eq(ci.path_status[bp], -EIO);
+	ck_assert_int_eq(ci.path_status[bp == 1 ? 2 : 1], 0);
 	{
 		struct ez_path_info pi;
 
-		ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 2, &pi), 0);
+		ck_assert_int_eq(ez_conn_path_info(b.cli.conn, bp, &pi), 0);
 		ck_assert_int_eq(pi.status, -EIO);
 		ck_assert_uint_eq(pi.live, 0);
-		ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 1, &pi), 0);
+		ck_assert_int_eq(ez_conn_path_info(b.cli.conn, bp == 1 ? 2 : 1, &pi), 0);
 		ck_assert_int_eq(pi.status, 0);
 		ck_assert_uint_eq(pi.live, 1);
 	}
@@ -528,19 +568,19 @@ START_TEST(failed_path_taken_out_traffic_goes_on)
 	 * side, asks a second after): new QPs at both ends, paired, live. */
 	{
 		struct ez_path_info c2, s2;
-		uint32_t old_qpn = b.cli.info.path_qp_num[2];
+		uint32_t old_qpn = b.cli.info.path_qp_num[bp];
 		double t0 = now_s(), end2 = t0 + 60;
 
 		for (;;) {
-			ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 2, &c2), 0);
-			ck_assert_int_eq(ez_conn_path_info(b.srv.conn, 2, &s2), 0);
+			ck_assert_int_eq(ez_conn_path_info(b.cli.conn, bp, &c2), 0);
+			ck_assert_int_eq(ez_conn_path_info(b.srv.conn, bp, &s2), 0);
 			if ((c2.live && s2.live) || b.cli.down || now_s() > end2)
 				break;
 			ev_run(b.loop, EVRUN_ONCE);
 		}
-		printf("path 2 made again %.2f s after the failure was settled\n", now_s() - t0);
-		ck_assert_msg(c2.live && s2.live, "path 2 not made again (client live %u, server live %u)",
-			      c2.live, s2.live);
+		printf("path %u made again %.2f s after the failure was settled\n", bp, now_s() - t0);
+		ck_assert_msg(c2.live && s2.live, "path %u not made again (client live %u, server live %u)",
+			      bp, c2.live, s2.live);
 		ck_assert_int_eq(b.cli.down, 0);
 		ck_assert_uint_ne(c2.qp_num, old_qpn);
 		ck_assert_uint_eq(c2.remote_qp_num, s2.qp_num);
@@ -786,6 +826,15 @@ START_TEST(failover_settles_every_op)
 	fflush(stdout);
 	/* The client posted on path 1 after the server's end broke. */
 	ck_assert_uint_gt(held, 0);
+	{
+		/* Each op counted once by the connection, reposted or not. */
+		struct ez_conn_stats cs;
+
+		ck_assert_int_eq(ez_conn_stats(b.cli.conn, &cs), 0);
+		ck_assert_uint_eq(cs.writes, NMIX);
+		ck_assert_uint_eq(cs.reads, NMIX);
+		ck_assert_uint_eq(cs.msgs_sent, (uint64_t)b.posted);
+	}
 	ez_conn_path_info(b.srv.conn, b.break_path, &pi);
 	printf("failover: the server's path held %u ops (%u arrived, %u posted again); %u receives dropped\n",
 	       pi.settled_done + pi.reposted + pi.outcome_unknown, pi.settled_done, pi.reposted,
@@ -832,6 +881,134 @@ START_TEST(count_never_told_ends_the_connection)
 }
 END_TEST
 
+
+struct rd {
+	int *done, *status;
+};
+
+static void on_read_once(struct ez_conn *conn, int status, void *arg)
+{
+	struct rd *r = arg;
+
+	(void)conn;
+	*r->status = status;
+	*r->done = 1;
+}
+
+/* One READ with a key, run to its end: its status. */
+static int read_once(struct bench *b, struct ez_mr *mr, const struct ez_rkey *rk, int *ret)
+{
+	int done = 0, status = 0;
+	struct rd r = { &done, &status };
+	double end = now_s() + 30;
+
+	*ret = ez_read(b->cli.conn, mr, 0, 4096, rk, 0, on_read_once, &r);
+	if (*ret)
+		return 0;
+	while (!done && now_s() < end)
+		ev_run(b->loop, EVRUN_ONCE);
+	ck_assert_msg(done, "the READ did not end");
+	return status;
+}
+
+/* Waits until path idx of both sides is as wanted (live), or each side's
+ * count of held rebuilds reached held; a ceiling catches a hang only. */
+static void wait_path(struct bench *b, unsigned int idx, int live, uint32_t held)
+{
+	struct ez_path_info c, s;
+	double end = now_s() + 90;
+
+	for (;;) {
+		ck_assert_int_eq(ez_conn_path_info(b->cli.conn, idx, &c), 0);
+		ck_assert_int_eq(ez_conn_path_info(b->srv.conn, idx, &s), 0);
+		if (live && c.live && s.live)
+			return;
+		if (!live && c.rebuilds_held >= held && s.rebuilds_held >= held)
+			return;
+		ck_assert_msg(!b->cli.down && !b->srv.down, "the connection ended: %s / %s",
+			      b->cli.why, b->srv.why);
+		ck_assert_msg(now_s() < end, "path %u: client live %u held %u, server live %u held %u",
+			      idx, c.live, c.rebuilds_held, s.live, s.rebuilds_held);
+		ev_run(b->loop, EVRUN_ONCE);
+	}
+}
+
+/* A region exported to the connection is a window bound to one path's QP.
+ * When that path fails, its window stays bound to the old QP: made again,
+ * the path's new QP would carry the peer's ops with the old key to a QP
+ * the window is not bound to, which the responder refuses as an access
+ * violation (and ends the connection blaming the peer). So the path stays
+ * down, and says why, until the region is revoked: the peer's ops with the
+ * key fail with -ENETDOWN, and a region exported again after the path came
+ * back is read on it. */
+START_TEST(export_holds_its_path_down)
+{
+	struct bench b;
+	struct ez_rkey rk, rk2;
+	struct ez_mr *smr, *cmr;
+	struct ez_path_info c1, s1;
+	char *sbuf = malloc(4096), *cbuf = calloc(1, 4096);
+	int ret;
+
+	bench_connect(&b, 3, 3);
+	snprintf(sbuf, 4096, "region of the server, exported to one connection");
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, sbuf, 4096, EZ_MR_REMOTE_READ, &smr), 0);
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, cbuf, 4096, 0, &cmr), 0);
+	/* Path 0 (rdma_cm's, never made again) out first, so that the export
+	 * binds to path 1, which is made again. */
+	ck_assert_int_eq(path_test_break(b.srv.conn, 0), 0);
+	while (b.cli.path_downs < 1 || b.srv.path_downs < 1) {
+		ck_assert_msg(!b.cli.down && !b.srv.down, "the connection ended: %s", b.cli.why);
+		ev_run(b.loop, EVRUN_ONCE);
+	}
+	ck_assert_int_eq(ez_conn_export(b.srv.conn, smr, 0, 4096, EZ_MR_REMOTE_READ, &rk), 0);
+	ck_assert_uint_eq(rk.path_binding, EZ_RKEY_PATH_BOUND | 1);
+	ck_assert_int_eq(read_once(&b, cmr, &rk, &ret), 0);
+	ck_assert_int_eq(ret, 0);
+	ck_assert_str_eq(cbuf, sbuf);
+
+	/* Path 1 fails: the export holds it down on the server, which answers
+	 * the client's requests HELD; the client's READ with the key is
+	 * refused here, not sent. */
+	ck_assert_int_eq(path_test_break(b.srv.conn, 1), 0);
+	wait_path(&b, 1, 0, 1);
+	ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 1, &c1), 0);
+	ck_assert_int_eq(ez_conn_path_info(b.srv.conn, 1, &s1), 0);
+	ck_assert_uint_eq(c1.live, 0);
+	ck_assert_uint_eq(s1.live, 0);
+	ck_assert_uint_eq(c1.rebuilds, 0);
+	ck_assert_uint_eq(s1.rebuilds, 0);
+	memset(cbuf, 0, 4096);
+	read_once(&b, cmr, &rk, &ret);
+	ck_assert_int_eq(ret, -ENETDOWN);
+	ck_assert_ptr_nonnull(strstr(ez_errmsg(), "is bound to path 1, which is down"));
+
+	/* Revoked, the path comes back at the client's next try; a region
+	 * exported now binds to it and is read through it. */
+	ck_assert_int_eq(ez_conn_revoke(b.srv.conn, &rk), 0);
+	wait_path(&b, 1, 1, 0);
+	ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 1, &c1), 0);
+	ck_assert_int_eq(ez_conn_path_info(b.srv.conn, 1, &s1), 0);
+	ck_assert_uint_eq(c1.rebuilds, 1);
+	ck_assert_uint_eq(s1.rebuilds, 1);
+	printf("path 1 held down by its export: client asked %u times, server answered held %u times\n",
+	       c1.rebuilds_held, s1.rebuilds_held);
+	ck_assert_uint_ge(c1.rebuilds_held, 1);
+	ck_assert_int_eq(ez_conn_export(b.srv.conn, smr, 0, 4096, EZ_MR_REMOTE_READ, &rk2), 0);
+	ck_assert_uint_eq(rk2.path_binding, EZ_RKEY_PATH_BOUND | 1);
+	ck_assert_int_eq(read_once(&b, cmr, &rk2, &ret), 0);
+	ck_assert_int_eq(ret, 0);
+	ck_assert_str_eq(cbuf, sbuf);
+	ck_assert_int_eq(b.cli.down, 0);
+	ck_assert_int_eq(b.srv.down, 0);
+	ez_mr_dereg(smr);
+	ez_mr_dereg(cmr);
+	bench_close(&b);
+	free(sbuf);
+	free(cbuf);
+}
+END_TEST
+
 START_TEST(close_leaves_no_qp)
 {
 	struct bench b;
@@ -874,6 +1051,7 @@ int main(void)
 	tcase_add_test(tc, failed_path_taken_out_traffic_goes_on);
 	tcase_add_test(tc, failover_settles_every_op);
 	tcase_add_test(tc, count_never_told_ends_the_connection);
+	tcase_add_test(tc, export_holds_its_path_down);
 	tcase_add_test(tc, close_leaves_no_qp);
 	tcase_add_test(tc, options_checked);
 	suite_add_tcase(s, tc);

@@ -145,12 +145,25 @@ START_TEST(path_up_codec)
 	u.qpn = 5;
 	path_up_encode(&u, b);
 	ck_assert_int_eq(path_up_decode(b, &v), -1);
-	/* Steps 0 and 4..255, QP 0 and 1, a PSN above 24 bits. */
+	/* HELD carries no QP and a count of windows, at least one. */
+	u = (struct path_up){ .step = PATH_UP_HELD, .psn = 3 };
+	path_up_encode(&u, b);
+	ck_assert_int_eq(path_up_decode(b, &v), 0);
+	ck_assert_uint_eq(v.step, PATH_UP_HELD);
+	ck_assert_uint_eq(v.psn, 3);
+	u.psn = 0;
+	path_up_encode(&u, b);
+	ck_assert_int_eq(path_up_decode(b, &v), -1);
+	u = (struct path_up){ .step = PATH_UP_HELD, .qpn = 77, .psn = 3 };
+	path_up_encode(&u, b);
+	ck_assert_int_eq(path_up_decode(b, &v), -1);
+	/* Steps 0 and 5..255, QP 0 and 1, a PSN above 24 bits. */
 	for (unsigned int st = 0; st < 256; st++) {
 		u = (struct path_up){ .step = (uint8_t)st, .qpn = 77, .psn = 1 };
 		path_up_encode(&u, b);
 		ck_assert_int_eq(path_up_decode(b, &v),
 				 st == PATH_UP_REQUEST || st == PATH_UP_REPLY ? 0 : -1);
+		/* (READY refuses a QP; HELD too.) */
 	}
 	u = (struct path_up){ .step = PATH_UP_REQUEST, .qpn = 1, .psn = 1 };
 	path_up_encode(&u, b);
