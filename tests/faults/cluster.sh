@@ -23,9 +23,9 @@ for try in 1 2; do
 		--cwd "$bdir" -- ./tests/faults/cluster_hosts
 	st=$?
 	if [ "$st" != 75 ] || [ $try = 2 ]; then break; fi
-	echo "cluster: the test bed voided the run (a VM's NIC stalled); running it again"
+	echo "cluster: the test bed voided the run (it said why above); running it again"
 done
-[ "$st" = 75 ] && echo "cluster: FAIL: the test bed voided both runs (a VM's NIC stalled or its clock ran fast)"
+[ "$st" = 75 ] && echo "cluster: FAIL: the test bed voided both runs (a VM's NIC stalled, its clock ran fast or its kernel held rdma_destroy_id)"
 # The capture: per client host, the UDP source ports of its RoCEv2 frames to a.
 # Each of its QPs (one per path) has a port of its own; ports collide rarely.
 ok=1
