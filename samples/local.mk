@@ -38,7 +38,7 @@ dist_noinst_SCRIPTS += samples/rpc-demo.sh
 
 # The ezrdma tool is installed; its integration test runs it from the build tree.
 bin_PROGRAMS += tools/ezrdma
-tools_ezrdma_SOURCES = tools/ezrdma.c
+tools_ezrdma_SOURCES = tools/ezrdma.c tools/check.c tools/check.h
 tools_ezrdma_LDADD = lib/libeasyrdma.la $(EV_LIBS) $(IBVERBS_LIBS) $(MLX5_LIBS) -lm -lpthread
 tools_ezrdma_CFLAGS = $(AM_CFLAGS) -pthread
 dist_man1_MANS += doc/man1/ezrdma.1

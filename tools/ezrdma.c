@@ -1,4 +1,4 @@
-/* ezrdma.c: the easyrdma command-line tool: devices, ping, perf and stat. */
+/* ezrdma.c: the easyrdma command-line tool: devices, ping, perf and stat (check: check.c). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -20,6 +20,8 @@
 #include <pthread.h>
 
 #include <easyrdma.h>
+
+#include "check.h"
 
 /* ------------------------------------------------------------------ */
 /* Wire format between the client modes and the server (-l)            */
@@ -1014,6 +1016,7 @@ static int usage(void)
 		"       ezrdma perf HOST [-p PORT] [-t lat,rate,bw,conn] [-n N] [-s SIZE]\n"
 		"                   [-b BLOCK] [-w WINDOW] [-T THREADS] [--json]\n"
 		"       ezrdma stat PID                                (a server prints its counters)\n"
+		"       ezrdma check [-d DEVICE] [-a ADDRESS]          (this machine's devices, checked)\n"
 		"       ezrdma --version\n");
 	return 2;
 }
@@ -1032,6 +1035,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "devices"))
 		return cmd_devices();
+	if (!strcmp(cmd, "check"))
+		return ezrdma_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "stat")) {
 		if (argc != 3)
 			return usage();

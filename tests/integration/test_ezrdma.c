@@ -1,4 +1,4 @@
-/* test_ezrdma.c: end-to-end runs of the ezrdma tool (devices, ping, perf, stat) on a real device. */
+/* test_ezrdma.c: end-to-end runs of the ezrdma tool (devices, ping, perf, stat, check) on a real device. */
 #include "config.h"
 
 #include <check.h>
@@ -267,6 +267,61 @@ START_TEST(ping_without_server_fails)
 }
 END_TEST
 
+/* ezrdma check on the test device: its capabilities as the library uses
+ * them, its address found in its GID table, and every step of the loopback
+ * passed; the confinement steps say the device refused the reads. */
+START_TEST(check_passes_on_the_test_device)
+{
+	static const char *const steps[] = { "connect", "messages", "large message", "export",
+					     "rdma read", "rdma write", "atomics", "srq limit event",
+					     "other connection refused",
+					     "outside the range refused" };
+	const char *dev = getenv("EZ_DEVICE") ? getenv("EZ_DEVICE") : "rxe0";
+	char *argv[] = { (char *)EZRDMA, "check", "-d", (char *)dev, NULL };
+	char want[128];
+	struct child c;
+	int st;
+
+	ck_assert_int_eq(child_start(&c, argv), 0);
+	st = child_finish(&c, 200000);
+	printf("%s", c.buf);
+	ck_assert_msg(st == 0, "ezrdma check exited %d: %s", st, c.buf);
+	ck_assert_msg(strstr(c.buf, "memory windows type 2: yes"), "%s", c.buf);
+	ck_assert_msg(strstr(c.buf, "RDMA atomics: yes"), "%s", c.buf);
+	ck_assert_msg(strstr(c.buf, "source port: GRH flow label (RoCEv2), address "), "%s", c.buf);
+	snprintf(want, sizeof(want), "loopback on %s:", test_addr());
+	ck_assert_msg(strstr(c.buf, want), "no '%s' in: %s", want, c.buf);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		snprintf(want, sizeof(want), "  PASS  %s: ", steps[i]);
+		ck_assert_msg(strstr(c.buf, want), "no '%s' in: %s", want, c.buf);
+	}
+	ck_assert_msg(strstr(c.buf, "exports by a type-2 memory window (EZ_EXPORT_MW2)"), "%s",
+		      c.buf);
+	ck_assert_msg(strstr(c.buf, "refused by the device"), "%s", c.buf);
+	ck_assert_msg(strstr(c.buf, "ezrdma check: 10 passed, 0 failed, 0 skipped"), "%s", c.buf);
+}
+END_TEST
+
+/* On an address no device has, the listen step fails naming the address,
+ * every later step is skipped as not run, and the exit status says so. */
+START_TEST(check_fails_on_a_foreign_address)
+{
+	const char *dev = getenv("EZ_DEVICE") ? getenv("EZ_DEVICE") : "rxe0";
+	char *argv[] = { (char *)EZRDMA, "check", "-d", (char *)dev, "-a", "198.51.100.7", NULL };
+	struct child c;
+	int st;
+
+	ck_assert_int_eq(child_start(&c, argv), 0);
+	st = child_finish(&c, 200000);
+	printf("%s", c.buf);
+	ck_assert_msg(st == 1, "ezrdma check exited %d: %s", st, c.buf);
+	ck_assert_msg(strstr(c.buf, "loopback on 198.51.100.7:\n  FAIL  listen: 198.51.100.7: "),
+		      "%s", c.buf);
+	ck_assert_msg(strstr(c.buf, "  SKIP  outside the range refused: no listener"), "%s", c.buf);
+	ck_assert_msg(strstr(c.buf, "ezrdma check: 0 passed, 1 failed, 9 skipped"), "%s", c.buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ezrdma");
@@ -280,6 +335,8 @@ int main(void)
 	tcase_add_test(tc, perf_server_threads);
 	tcase_add_test(tc, perf_progress_on_terminal_only);
 	tcase_add_test(tc, ping_without_server_fails);
+	tcase_add_test(tc, check_passes_on_the_test_device);
+	tcase_add_test(tc, check_fails_on_a_foreign_address);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_VERBOSE);
 }
