@@ -349,6 +349,12 @@ struct ez_conn_opts {
 	uint32_t keepalive_probes; /* unanswered probes, an interval apart, that end it [3] */
 	uint32_t op_timeout_ms;	   /* an op outstanding this long ends the connection [0: never] */
 	uint32_t reserved;	   /* must be 0 */
+	/* Ops (sends, writes, reads, atomics) accepted past a full window of
+	 * send_depth and posted in call order as room returns; -ENOBUFS only
+	 * past these (ez_conn_opts(3), "The op queue") [0: none, -ENOBUFS at
+	 * a full window]. A queued send holds a copy of its bytes. */
+	uint32_t queue_depth;
+	uint32_t reserved2;	   /* must be 0 */
 };
 
 /* ez_conn_opts.comp_mask: the field is taken as given even when it is 0. */
@@ -645,6 +651,9 @@ struct ez_conn_stats {
 	 * own (a later one accounts for them), and the teardowns that had
 	 * to post a WR into the QP in ERR to account for the last of them. */
 	uint64_t sends_unsignalled, seals;
+	/* The op queue (ez_conn_opts.queue_depth): ops accepted into it, and
+	 * the most it held at once. */
+	uint64_t ops_queued, ops_queued_most;
 };
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats,
 		     size_t stats_size);
@@ -656,8 +665,10 @@ static inline int ez_conn_stats(const struct ez_conn *conn, struct ez_conn_stats
 /* Send a copy of data (len <= the peer's max message size, else -EMSGSIZE
  * before anything is posted). The data is copied before return; cb (may be
  * NULL) runs when the send completes. -ENOBUFS: send_depth ops already
- * outstanding; -ENOTCONN: not connected. Messages beyond the peer's receive
- * credits wait in the library (bounded by send_depth). */
+ * outstanding (and, with ez_conn_opts.queue_depth, that many queued behind
+ * them; every op call below alike); -ENOTCONN: not connected. Messages
+ * beyond the peer's receive credits wait in the library (bounded by
+ * send_depth). */
 int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg);
 int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb cb, void *op_arg);
 

@@ -1524,6 +1524,8 @@ int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats, si
 		return ret;
 	full = conn->stats;
 	stats_paths(conn, &full);
+	full.ops_queued = conn->oq.total;
+	full.ops_queued_most = conn->oq.most;
 	ezi_struct_out(stats, stats_size, &full, sizeof(full));
 	return 0;
 }

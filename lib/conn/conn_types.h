@@ -19,6 +19,7 @@
 #include "device/sendslab.h"
 #include "device/mr.h"
 #include "srqpool/srqpool.h"
+#include "op_queue.h"
 
 enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, OP_BYE,
 	       OP_PATH_DOWN, OP_AUTH, OP_BIND, OP_KA_PROBE, OP_KA_ANSWER,
@@ -201,8 +202,12 @@ struct conn_sendq {
 	 * sends_silent 0 when every send keeps its op and completion. */
 	uint32_t nops;
 	uint8_t sends_silent;
-	/* An op was refused for lack of room since the last on_send_ready. */
+	/* Room is awaited: an op was refused for lack of room since the last
+	 * on_send_ready, or the op queue holds ops to post (msg.c). */
 	uint8_t send_refused;
+	/* The application was refused (-ENOBUFS) since the last on_send_ready:
+	 * with an op queue, send_refused alone may be the queue's wait. */
+	uint8_t app_refused;
 	struct op *pend_head, *pend_tail;
 	uint32_t send_credits;	/* messages we may send now */
 	struct op credit_op;
@@ -317,6 +322,7 @@ struct ez_conn {
 	struct device_cq *rcq;		/* its QPs' recv CQ: the pool's */
 
 	struct conn_sendq sq;	/* the send side's queue (msg.c's) */
+	struct op_queue oq;	/* ops accepted past a full window (op_queue.c's) */
 	struct op bye_op;
 	int peer_bye;
 

@@ -64,7 +64,7 @@ int ez_mr_dereg(struct ez_mr *mr)
 		return ezi_fail(-EBADF, "ez_mr_dereg: the MR at %p (%zu bytes) was deregistered already",
 				mr->addr, mr->len);
 	if (mr->inflight)
-		return ezi_fail(-EBUSY, "ez_mr_dereg: %d posted operations still use the MR at %p (wait for their callbacks)",
+		return ezi_fail(-EBUSY, "ez_mr_dereg: %d operations posted or queued still use the MR at %p (wait for their callbacks)",
 				mr->inflight, mr->addr);
 	ctx = mr->ctx;
 	while (mr->windows)

@@ -26,6 +26,7 @@
 #include "rndv.h"
 #include "staging.h"
 #include "peer_penalty.h"
+#include "op_queue.h"
 #include "srqpool/srqpool.h"
 #include "wire/rx_check.h"
 
@@ -93,6 +94,7 @@ int conn_ops_init(struct ez_conn *conn)
 	}
 	conn->sq.nops = n;
 	conn->sq.sends_silent = (uint8_t)unsig_ok(conn);
+	op_queue_init(&conn->oq, conn->o.queue_depth);
 	/* The control messages' own ops, bound once: conn_post_ctrl() fills
 	 * the rest at each use. */
 	conn_op_bind(&conn->sq.credit_op);
@@ -115,23 +117,38 @@ void conn_ops_fini(struct ez_conn *conn)
 	 * same, or the device would log it as lost at close. */
 	for (uint32_t i = 0; conn->sq.ops && i < conn->sq.nops; i++)
 		conn_op_release_copy(conn, &conn->sq.ops[i]);
+	/* Its end ended every queued call (conn_cancel_pending()). */
+	EZ_ASSERT(!conn->oq.head);
 	conn_rndv_fini(conn);
 	free(conn->sq.ops);
 	conn->sq.ops = NULL;
 	conn_atomic_fini(conn);
 }
 
+static inline void send_ready_fire(struct ez_conn *conn)
+{
+	conn->stats.send_ready_calls++;
+	if (conn->cbs.on_send_ready)
+		conn->cbs.on_send_ready(conn, conn->arg);
+}
+
+static void queue_ready(struct ez_conn *conn);
+static void queue_cancel(struct ez_conn *conn);
+
 /* Room is back after a refusal: on_send_ready, once. Its own callback
- * may have taken the room again (then the next completion tells). */
+ * may have taken the room again (then the next completion tells). With an
+ * op queue, the queue's ops go first (queue_ready()). */
 static inline void send_ready_check(struct ez_conn *conn)
 {
 	if (!conn->sq.send_refused || !conn->sq.free_ops || conn->state != CS_CONNECTED ||
 	    conn->app_closed)
 		return;
+	if (__builtin_expect(conn->oq.max != 0, 0)) {
+		queue_ready(conn);
+		return;
+	}
 	conn->sq.send_refused = 0;
-	conn->stats.send_ready_calls++;
-	if (conn->cbs.on_send_ready)
-		conn->cbs.on_send_ready(conn, conn->arg);
+	send_ready_fire(conn);
 }
 
 static void send_ready_now(struct ez_conn *conn)
@@ -931,6 +948,8 @@ void conn_cancel_pending(struct ez_conn *conn)
 	/* Ops a failed path held for a count that will not come now. */
 	while ((op = path_unpark_next(conn, &st)))
 		kind_of(op)->done(conn, op, st);
+	/* Calls accepted into the op queue, younger than all of those. */
+	queue_cancel(conn);
 }
 
 /* Posts now when nothing is queued ahead and credits allow; else queues. */
@@ -990,25 +1009,244 @@ static __attribute__((noinline)) int check_conn_slow(struct ez_conn *conn, const
 	return 0;
 }
 
-/* The window is full: -ENOBUFS, and on_send_ready once there is room. */
+/* The window is full (and the op queue, if any): -ENOBUFS, and
+ * on_send_ready once there is room. */
 static __attribute__((noinline)) int op_refused(struct ez_conn *conn, const char *fn)
 {
-	conn->sq.send_refused = 1;
-	conn->stats.send_refusals++;
+	conn_sq_refused(conn);
 	/* A sender that keeps its window full gets here once per completion:
 	 * the message is formatted only if it is read. */
+	if (conn->oq.max)
+		return ezi_fail_lazy(-ENOBUFS, "%s: the window (send_depth) is full and the op queue holds %u calls (queue_depth)",
+				     fn, conn->oq.n);
 	return ezi_fail_lazy(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
 			     conn->o.send_depth);
 }
 
-/* A free op for fn, or NULL and -ENOBUFS's refusal (on_send_ready later). */
-static inline struct op *op_get(struct ez_conn *conn, const char *fn)
+/* A free op in call order, or NULL: the window is full, or calls wait in
+ * the op queue ahead of this one (queue_*() below then queue it or
+ * refuse it). The queue's own posts (draining) take their turn. */
+static inline struct op *op_get(struct ez_conn *conn)
 {
-	struct op *op = conn_op_take(conn);
+	if (__builtin_expect(conn->oq.head != NULL && !conn->oq.draining, 0))
+		return NULL;
+	return conn_op_take(conn);
+}
 
-	if (__builtin_expect(!op, 0))
-		op_refused(conn, fn);
-	return op;
+/* ---- The op queue (ez_conn_opts.queue_depth; op_queue.c holds it) ---- */
+
+/* The queue takes a call now: it exists, has room, and is not posting
+ * (a call it makes again that finds no room goes back to its head). */
+static inline int queue_open(const struct ez_conn *conn)
+{
+	return conn->oq.max && !conn->oq.draining && op_queue_has_room(&conn->oq);
+}
+
+/* No room, and the queue does not take fn's call: refused, or while the
+ * queue posts, a quiet -ENOBUFS that puts its head back. */
+static __attribute__((noinline, cold)) int op_full(struct ez_conn *conn, const char *fn)
+{
+	if (conn->oq.draining)
+		return -ENOBUFS;
+	return op_refused(conn, fn);
+}
+
+/* Accepted: the call waits in order for room (send_ready_check() posts it). */
+static int queue_add(struct ez_conn *conn, struct queued_op *e)
+{
+	if (e->mr)
+		mr_hold(e->mr);
+	op_queue_push(&conn->oq, e);
+	conn_sq_wait_ready(conn);
+	return 0;
+}
+
+static __attribute__((noinline, cold)) struct queued_op *queue_entry(size_t data_len,
+								     const char *fn)
+{
+	struct queued_op *e = op_queue_new(data_len);
+
+	if (!e)
+		ezi_fail(-ENOMEM, "%s: out of memory for a queued call (%zu bytes)", fn, data_len);
+	return e;
+}
+
+/* ez_send()/ez_sendv(): the bytes are copied now, as the call promises. */
+static __attribute__((noinline, cold)) int queue_send(struct ez_conn *conn,
+						       const struct iovec *iov, int iovcnt,
+						       size_t len, ez_op_cb cb, void *op_arg,
+						       const char *fn)
+{
+	struct queued_op *e;
+	size_t off = 0;
+
+	if (!queue_open(conn))
+		return op_full(conn, fn);
+	e = queue_entry(len, fn);
+	if (!e)
+		return -ENOMEM;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len)
+			memcpy(e->data + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	e->kind = OP_SEND;
+	e->len = len;
+	e->cb = cb;
+	e->arg = op_arg;
+	return queue_add(conn, e);
+}
+
+/* ez_send_mr(), ez_write(), ez_write_imm(), ez_read(): the MR is held (its
+ * bytes are read or written when the op is posted, as the call says). */
+static __attribute__((noinline, cold)) int queue_mr_op(struct ez_conn *conn, enum op_kind kind,
+							struct ez_mr *mr, size_t off, size_t len,
+							const struct ez_rkey *remote, uint64_t roff,
+							uint32_t imm, ez_op_cb cb, void *op_arg,
+							const char *fn)
+{
+	struct queued_op *e;
+
+	if (!queue_open(conn))
+		return op_full(conn, fn);
+	e = queue_entry(0, fn);
+	if (!e)
+		return -ENOMEM;
+	e->kind = (uint8_t)kind;
+	e->mr = mr;
+	e->off = off;
+	e->len = len;
+	if (remote) {
+		e->remote = *remote;
+		e->has_remote = 1;
+	}
+	e->roff = roff;
+	e->imm = imm;
+	e->cb = cb;
+	e->arg = op_arg;
+	return queue_add(conn, e);
+}
+
+static __attribute__((noinline, cold)) int queue_atomic(struct ez_conn *conn, enum op_kind kind,
+							 const struct ez_rkey *remote, uint64_t roff,
+							 uint64_t a, uint64_t b, ez_atomic_cb cb,
+							 void *op_arg, const char *fn)
+{
+	struct queued_op *e;
+
+	if (!queue_open(conn))
+		return op_full(conn, fn);
+	e = queue_entry(0, fn);
+	if (!e)
+		return -ENOMEM;
+	e->kind = (uint8_t)kind;
+	e->remote = *remote;
+	e->has_remote = 1;
+	e->roff = roff;
+	e->a = a;
+	e->b = b;
+	e->acb = cb;
+	e->arg = op_arg;
+	return queue_add(conn, e);
+}
+
+/* The call again, as the application made it (its checks again too: a
+ * key bound to a path that went down since is refused now). */
+static int queue_replay(struct ez_conn *conn, struct queued_op *e)
+{
+	struct iovec iov = { .iov_base = e->data, .iov_len = e->len };
+	const struct ez_rkey *remote = e->has_remote ? &e->remote : NULL;
+
+	switch (e->kind) {
+	case OP_SEND:
+		return ez_sendv(conn, &iov, 1, e->cb, e->arg);
+	case OP_SEND_MR:
+		return ez_send_mr(conn, e->mr, e->off, e->len, e->cb, e->arg);
+	case OP_WRITE:
+		return ez_write(conn, e->mr, e->off, e->len, remote, e->roff, e->cb, e->arg);
+	case OP_WRITE_IMM:
+		return ez_write_imm(conn, e->mr, e->off, e->len, remote, e->roff, e->imm, e->cb,
+				    e->arg);
+	case OP_READ:
+		return ez_read(conn, e->mr, e->off, e->len, remote, e->roff, e->cb, e->arg);
+	case OP_ATOMIC_CAS:
+		return ez_atomic_cas(conn, remote, e->roff, e->a, e->b, e->acb, e->arg);
+	default:
+		EZ_ASSERT(e->kind == OP_ATOMIC_FADD);
+		return ez_atomic_fadd(conn, remote, e->roff, e->a, e->acb, e->arg);
+	}
+}
+
+/* A queued call ends unposted (refused when made again, or the
+ * connection's end: -ECANCELED): its callback, once, as a posted op's
+ * would run with that status. */
+static void queue_fail(struct ez_conn *conn, struct queued_op *e, int status)
+{
+	conn->stats.op_errors++;
+	if (e->kind == OP_ATOMIC_CAS || e->kind == OP_ATOMIC_FADD) {
+		if (e->acb)
+			e->acb(conn, status, 0, e->arg);
+	} else if (e->cb) {
+		e->cb(conn, status, e->arg);
+	}
+}
+
+/* Posts the queue's head while room lasts, in call order. A call that
+ * finds no room goes back to the head; one refused for another reason
+ * ends with it (its callback, after which the queue goes on). */
+static void queue_drain(struct ez_conn *conn)
+{
+	struct queued_op *e;
+	int ret;
+
+	while (conn->state == CS_CONNECTED && !conn->app_closed &&
+	       (e = op_queue_pop(&conn->oq))) {
+		if (e->mr)
+			mr_unhold(e->mr);	/* the call holds it again if posted */
+		op_queue_set_draining(&conn->oq, 1);
+		ret = queue_replay(conn, e);
+		op_queue_set_draining(&conn->oq, 0);
+		if (ret == -ENOBUFS) {
+			if (e->mr)
+				mr_hold(e->mr);
+			op_queue_unpop(&conn->oq, e);
+			return;
+		}
+		if (ret)
+			queue_fail(conn, e, ret);
+		free(e);
+	}
+}
+
+/* Room is back on a connection with an op queue: the queue's calls go
+ * first, then on_send_ready if the application was refused (the queue
+ * was full) and the queue has room again. Out of line: a connection
+ * without a queue never comes here. */
+static __attribute__((noinline)) void queue_ready(struct ez_conn *conn)
+{
+	queue_drain(conn);
+	if (conn->state != CS_CONNECTED || conn->app_closed)
+		return;
+	if (conn->sq.app_refused && op_queue_has_room(&conn->oq)) {
+		conn_sq_ready_clear(conn, conn->oq.head != NULL);
+		send_ready_fire(conn);
+	} else if (!conn->sq.app_refused && !conn->oq.head) {
+		conn_sq_ready_clear(conn, 0);
+	}
+}
+
+/* The connection ends: every call still queued ends with -ECANCELED,
+ * in order, after the posted ops that waited for credits. */
+static void queue_cancel(struct ez_conn *conn)
+{
+	struct queued_op *e;
+
+	while ((e = op_queue_pop(&conn->oq))) {
+		if (e->mr)
+			mr_unhold(e->mr);
+		queue_fail(conn, e, -ECANCELED);
+		free(e);
+	}
 }
 
 static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, uint32_t len,
@@ -1022,6 +1260,23 @@ static uint32_t max_send(const struct ez_conn *conn)
 			conn->rndv.peer_max : conn->peer_max_msg;
 
 	return peer < conn->o.max_msg_size ? peer : conn->o.max_msg_size;
+}
+
+/* No room for a large send: queued, or refused. window: the window was
+ * full (else the refusal's message is the rendezvous's, already set). */
+static __attribute__((noinline, cold)) int large_no_room(struct ez_conn *conn,
+							  const struct iovec *iov, int iovcnt,
+							  struct ez_mr *mr, size_t off, size_t len,
+							  ez_op_cb cb, void *op_arg, const char *fn,
+							  int window)
+{
+	if (queue_open(conn))
+		return mr ? queue_mr_op(conn, OP_SEND_MR, mr, off, len, NULL, 0, 0, cb, op_arg, fn) :
+			    queue_send(conn, iov, iovcnt, len, cb, op_arg, fn);
+	if (window || conn->oq.draining)
+		return op_full(conn, fn);
+	conn_sq_refused(conn);
+	return -ENOBUFS;
 }
 
 /* A message above the peer's receive buffers: a rendezvous header in
@@ -1038,12 +1293,16 @@ static int send_large(struct ez_conn *conn, const struct iovec *iov, int iovcnt,
 		return ezi_fail(-EMSGSIZE, "%s: %zu bytes exceed the maximum message size %u%s", fn,
 				len, max_send(conn), conn->rndv.ok || len > conn->o.max_msg_size ? "" :
 				" (the peer takes no larger messages by rendezvous)");
-	op = op_get(conn, fn);
+	op = op_get(conn);
 	if (!op)
-		return -ENOBUFS;
+		return large_no_room(conn, iov, iovcnt, mr, off, len, cb, op_arg, fn, 1);
 	ret = conn_rndv_prepare(conn, op, iov, iovcnt, mr, off, len);
 	if (ret) {
 		conn_op_put(conn, op);
+		/* No second op for its window's bind, or the context's
+		 * staging bound: no room, as for a full window. */
+		if (ret == -ENOBUFS)
+			return large_no_room(conn, iov, iovcnt, mr, off, len, cb, op_arg, fn, 0);
 		return ret;
 	}
 	pin = op->pin;	/* the path its window is bound to */
@@ -1087,9 +1346,9 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 		len += iov[i].iov_len;
 	if (len > conn->peer_max_msg || len > conn->o.max_msg_size)
 		return send_large(conn, iov, iovcnt, NULL, 0, len, cb, op_arg, "ez_send");
-	op = op_get(conn, "ez_send");
+	op = op_get(conn);
 	if (!op)
-		return -ENOBUFS;
+		return queue_send(conn, iov, iovcnt, len, cb, op_arg, "ez_send");
 	if (len <= sizeof(op->inl) && len <= conn->sq.max_inline) {
 		/* Posted inline (prep_send): the device copies the bytes at
 		 * the post, so the op's own buffer holds them until then. */
@@ -1248,6 +1507,17 @@ static __attribute__((noinline)) int send_other(struct ez_conn *conn, const void
 	return ez_sendv(conn, &iov, 1, cb, op_arg);
 }
 
+/* No op free, or calls queued ahead: queued behind them, or refused. */
+static __attribute__((noinline)) int send_no_room(struct ez_conn *conn, const void *data,
+						   size_t len, ez_op_cb cb, void *op_arg)
+{
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+
+	if (!conn->oq.max)
+		return op_refused(conn, "ez_send");
+	return queue_send(conn, &iov, 1, len, cb, op_arg, "ez_send");
+}
+
 /* A silent send holds no op, but is refused as one would be when the
  * window is full: send_depth means the same with or without callbacks. */
 int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, void *op_arg)
@@ -1256,8 +1526,8 @@ int ez_send(struct ez_conn *conn, const void *data, size_t len, ez_op_cb cb, voi
 
 	if (__builtin_expect(!send_small_ok(conn, data, len), 0))
 		return send_other(conn, data, len, cb, op_arg);
-	if (__builtin_expect(!conn->sq.free_ops, 0))
-		return op_refused(conn, "ez_send");
+	if (__builtin_expect(!conn->sq.free_ops || conn->oq.head != NULL, 0))
+		return send_no_room(conn, data, len, cb, op_arg);
 	if (__builtin_expect(!conn->sq.pend_head && conn->sq.send_credits && conn->npaths == 1 &&
 			     !conn->dev->dispatching, 1)) {
 		if (!cb && silent_fits(conn, &conn->paths[0]))
@@ -1315,9 +1585,10 @@ int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, e
 		return ret;
 	if (len > conn->peer_max_msg || len > conn->o.max_msg_size)
 		return send_large(conn, NULL, 0, mr, off, len, cb, op_arg, "ez_send_mr");
-	op = op_get(conn, "ez_send_mr");
+	op = op_get(conn);
 	if (!op)
-		return -ENOBUFS;
+		return queue_mr_op(conn, OP_SEND_MR, mr, off, len, NULL, 0, 0, cb, op_arg,
+				   "ez_send_mr");
 	ret = conn_pd_lkey(conn, mr, &op->sge.lkey);
 	if (ret) {
 		conn_op_put(conn, op);
@@ -1431,9 +1702,9 @@ static inline __attribute__((always_inline)) int rdma_op(struct ez_conn *conn,
 	ret = rkey_path(conn, remote, fn, &pin);
 	if (ret)
 		return ret;
-	op = op_get(conn, fn);
+	op = op_get(conn);
 	if (!op)
-		return -ENOBUFS;
+		return queue_mr_op(conn, kind, mr, off, len, remote, roff, imm, cb, op_arg, fn);
 	conn_op_fill(op, kind, cb, op_arg);
 	op->pin = pin;
 	if (!bare_imm) {
@@ -1501,9 +1772,9 @@ static int atomic_op(struct ez_conn *conn, enum op_kind kind, const struct ez_rk
 		ret = rkey_path(conn, remote, fn, &pin);
 	if (ret)
 		return ret;
-	op = op_get(conn, fn);
+	op = op_get(conn);
 	if (!op)
-		return -ENOBUFS;
+		return queue_atomic(conn, kind, remote, roff, a, b, cb, op_arg, fn);
 	ret = conn_atomic_prepare(conn, op, fn);
 	if (ret) {
 		conn_op_put(conn, op);

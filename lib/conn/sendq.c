@@ -64,7 +64,14 @@ void conn_sq_wait_ready(struct ez_conn *conn)
 void conn_sq_refused(struct ez_conn *conn)
 {
 	conn->sq.send_refused = 1;
+	conn->sq.app_refused = 1;
 	conn->stats.send_refusals++;
+}
+
+void conn_sq_ready_clear(struct ez_conn *conn, int waiting)
+{
+	conn->sq.send_refused = (uint8_t)!!waiting;
+	conn->sq.app_refused = 0;
 }
 
 /* Each path's send queue completes in order: one list per path (op->path).

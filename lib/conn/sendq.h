@@ -80,10 +80,15 @@ void conn_sq_set_inline(struct ez_conn *conn, uint32_t max_inline);
 void conn_sq_up(struct ez_conn *conn);
 void conn_sq_credits_add(struct ez_conn *conn, uint32_t n);
 /* An op was refused for lack of room (counted): on_send_ready once
- * there is room again; conn_sq_wait_ready() the same, not counted (a
- * refusal for the context's staging budget). */
+ * there is room again. conn_sq_wait_ready(): room is awaited, nobody
+ * refused yet (the context's staging budget marks its waiter so; the
+ * send's own refusal, or its place in the op queue, is msg.c's). */
 void conn_sq_refused(struct ez_conn *conn);
 void conn_sq_wait_ready(struct ez_conn *conn);
+/* On a connection with an op queue, after room came back: room is still
+ * awaited (waiting: the queue holds ops) or not, and the application's
+ * refusal has had its on_send_ready. */
+void conn_sq_ready_clear(struct ez_conn *conn, int waiting);
 /* The WRs on the connection's send queues (every path's). */
 int conn_sq_posted(const struct ez_conn *conn);
 /* Called whenever posted work drops: fires CE_DRAINED once a draining

@@ -56,8 +56,8 @@ int staging_take(struct ez_conn *conn, uint64_t bytes, const char *fn)
 	char why[320];
 
 	if (v != BUDGET_OK) {
+		/* Counted as a refusal by the send (msg.c), which may queue it. */
 		wait_for_room(conn);
-		conn->stats.send_refusals++;
 		budget_reason(b, v, mine, bytes, fn, why, sizeof(why));
 		return ezi_fail(-ENOBUFS, "%s", why);
 	}

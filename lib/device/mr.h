@@ -26,6 +26,19 @@ struct ez_mr {
 	size_t len;
 };
 
+/* One user more or fewer that ez_mr_dereg() waits for (-EBUSY): a posted
+ * op, a window bound, or a call queued to be posted (a connection's op
+ * queue, lib/conn/msg.c). */
+static inline void mr_hold(struct ez_mr *mr)
+{
+	mr->inflight++;
+}
+
+static inline void mr_unhold(struct ez_mr *mr)
+{
+	mr->inflight--;
+}
+
 /* A type-2 memory window bound from an MR to one QP (the connection layer
  * embeds it, first, in its export). */
 struct mw {

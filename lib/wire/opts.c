@@ -103,6 +103,11 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 				out->op_timeout_ms, CONN_MIN_OP_TIMEOUT_MS);
 	if (out->reserved)
 		return ezi_fail(-EINVAL, "ez_conn_opts.reserved is %u, must be 0", out->reserved);
+	if (out->reserved2)
+		return ezi_fail(-EINVAL, "ez_conn_opts.reserved2 is %u, must be 0", out->reserved2);
+	if (out->queue_depth > CONN_MAX_QUEUE_DEPTH)
+		return ezi_fail(-EINVAL, "ez_conn_opts.queue_depth %u above %d", out->queue_depth,
+				CONN_MAX_QUEUE_DEPTH);
 	if (out->paths > EZ_MAX_PATHS)
 		return ezi_fail(-EINVAL, "ez_conn_opts.paths %u not in 1..%d", out->paths,
 				EZ_MAX_PATHS);

@@ -21,6 +21,9 @@
 #define CONN_DEF_KA_PROBES 3
 #define CONN_MIN_KA_INTERVAL_MS 100
 #define CONN_MIN_OP_TIMEOUT_MS 10
+/* The most ops a connection's op queue may hold (ez_conn_opts.queue_depth):
+ * each queued call keeps ~150 bytes and a send its bytes' copy. */
+#define CONN_MAX_QUEUE_DEPTH 65536
 #define CONN_MAX_DEPTH 16384
 #define CONN_MAX_MSG (1u << 30)
 /* A private pool's receive buffers are at most this large; larger

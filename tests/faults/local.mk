@@ -14,6 +14,7 @@ INTEGRATION_TESTS += tests/faults/test_hostile_imm
 INTEGRATION_TESTS += tests/faults/test_rndv
 INTEGRATION_TESTS += tests/faults/test_hostile_rndv
 INTEGRATION_TESTS += tests/faults/test_rndv_paths
+INTEGRATION_TESTS += tests/faults/test_op_queue
 INTEGRATION_TESTS += tests/faults/test_hostile_credits
 INTEGRATION_TESTS += tests/faults/test_handshake
 INTEGRATION_TESTS += tests/faults/test_auth

@@ -52,11 +52,13 @@ static void start_client(struct child *c, int port, const char *n, const char *w
 
 /* Three clients at once with different windows and payloads: every reply is
  * verified by the client (it exits 1 on a wrong id or payload), and the
- * server's summary counts every request and all three connections. */
+ * server's summary counts every request and all three connections. The
+ * window of 128 is wider than the client's send_depth (16): the library's
+ * op queue held the rest (112 at the start at least), with no -ENOBUFS. */
 START_TEST(three_clients_all_replies_verified)
 {
 	struct child srv, cl[3];
-	const char *win[3] = { "32", "8", "1" }, *size[3] = { "64", "1000", "4080" };
+	const char *win[3] = { "128", "8", "1" }, *size[3] = { "64", "1000", "4080" };
 	char line[512], want[128];
 	int port = start_server(&srv), i;
 
@@ -71,6 +73,15 @@ START_TEST(three_clients_all_replies_verified)
 			      cl[i].buf);
 		ck_assert_msg(strstr(cl[i].buf, "round trips/s") && strstr(cl[i].buf, "p99"),
 			      "client %d printed no figures: %s", i, cl[i].buf);
+	}
+	{
+		const char *q = strstr(cl[0].buf, "sends queued by the library: ");
+		unsigned long long n = 0, most = 0;
+
+		ck_assert_msg(q && sscanf(q, "sends queued by the library: %llu (most at once %llu)",
+					  &n, &most) == 2, "client 0: %s", cl[0].buf);
+		ck_assert_uint_ge(most, 112);
+		ck_assert_uint_ge(n, most);
 	}
 	kill(srv.pid, SIGTERM);
 	ck_assert_int_eq(child_wait_line(&srv, "requests", line, sizeof(line), 120000), 0);

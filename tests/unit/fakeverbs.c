@@ -184,6 +184,7 @@ struct ez_conn *fv_conn_new(const struct fv_opts *o)
 	snprintf(conn->host, sizeof(conn->host), "peer.test");
 	conn->o.send_depth = o && o->send_depth ? o->send_depth : 32;
 	conn->o.op_timeout_ms = o ? o->op_timeout_ms : 0;
+	conn->o.queue_depth = o ? o->queue_depth : 0;
 	conn->o.max_msg_size = FV_BUF_SIZE;
 	conn->o.paths = 1;
 	ck_assert_int_eq(path_alloc(conn), 0);

@@ -69,6 +69,7 @@ struct fv_opts {
 	uint32_t op_timeout_ms;
 	uint32_t credits;	/* send credits the peer gave in its handshake */
 	uint32_t max_inline;	/* 0: 64 */
+	uint32_t queue_depth;	/* the op queue's bound (0: none) */
 };
 
 /* An established connection of one path on the fake device, its ops

@@ -26,6 +26,7 @@ UNIT_TESTS += tests/unit/test_heap
 UNIT_TESTS += tests/unit/test_imm
 UNIT_TESTS += tests/unit/test_loop
 UNIT_TESTS += tests/unit/test_mailbox
+UNIT_TESTS += tests/unit/test_op_queue
 UNIT_TESTS += tests/unit/test_penalty
 UNIT_TESTS += tests/unit/test_qpfsm
 UNIT_TESTS += tests/unit/test_rate

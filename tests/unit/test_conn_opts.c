@@ -78,6 +78,8 @@ START_TEST(out_of_range_named)
 	    "ez_conn_opts.keepalive_interval_ms 30000000 x keepalive_probes 200 exceeds 2^32 ms");
 	BAD(.op_timeout_ms = 9, 0, "ez_conn_opts.op_timeout_ms 9 below 10 (0: no deadline)");
 	BAD(.reserved = 1, 1, "ez_conn_opts.reserved is 1, must be 0");
+	BAD(.reserved2 = 1, 1, "ez_conn_opts.reserved2 is 1, must be 0");
+	BAD(.queue_depth = 65537, 0, "ez_conn_opts.queue_depth 65537 above 65536");
 	BAD(.rnr_retry = 9, 0, "ez_conn_opts.rnr_retry 9 exceeds 7");
 	BAD(.qp_timeout = 32, 0, "ez_conn_opts.qp_timeout 32 exceeds 31");
 	BAD(.recv_depth = 1, 0, "ez_conn_opts.recv_depth 1 not in 2..16384");

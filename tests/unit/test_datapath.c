@@ -262,6 +262,125 @@ START_TEST(window_full_then_ready)
 }
 END_TEST
 
+/* ==== 1b. the op queue (ez_conn_opts.queue_depth) ========================= */
+
+/* Past the window, up to queue_depth calls are accepted (0) and posted in
+ * call order as completions free room; one more is refused naming both
+ * bounds, and on_send_ready runs once the queue has room again. */
+START_TEST(queue_past_window_in_order)
+{
+	static const char *const m[] = { "a", "b", "c", "d", "e" };
+	struct ez_conn *conn = fv_conn_new(&(struct fv_opts){ .credits = 8, .send_depth = 2,
+							       .queue_depth = 3 });
+	struct ez_conn_stats st;
+
+	conn->cbs.on_send_ready = on_send_ready;
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(ez_send(conn, m[i], 1, op_cb, TAG(i)), 0);
+	ck_assert_int_eq(fv.nwrs, 2);		/* a and b posted, c d e queued */
+	ck_assert_uint_eq(conn->oq.n, 3);
+	ck_assert_int_eq(ez_send(conn, "f", 1, op_cb, TAG(5)), -ENOBUFS);
+	ck_assert_str_eq(ez_errmsg(),
+			 "ez_send: the window (send_depth) is full and the op queue holds 3 calls (queue_depth)");
+	ck_assert_uint_eq(conn->stats.send_refusals, 1);
+	ck_assert_int_eq(nready, 0);
+
+	fv_send_done(0, IBV_WC_SUCCESS);	/* a: c goes, the queue has room */
+	ck_assert_int_eq(fv.nwrs, 3);
+	ck_wr(2, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "c");
+	ck_assert_int_eq(nready, 1);
+	fv_send_done(1, IBV_WC_SUCCESS);
+	ck_wr(3, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "d");
+	fv_send_done(2, IBV_WC_SUCCESS);
+	ck_wr(4, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "e");
+	ck_assert_uint_eq(conn->oq.n, 0);
+	fv_send_done(3, IBV_WC_SUCCESS);
+	fv_send_done(4, IBV_WC_SUCCESS);
+	ck_assert_int_eq(fv.nwrs, 5);
+	ck_assert_int_eq(ncb, 5);
+	for (int i = 0; i < 5; i++)
+		ck_cb(i, i, 0);
+	ck_assert_int_eq(nready, 1);		/* once for the one refusal */
+	ck_assert_int_eq(ez_conn_stats(conn, &st), 0);
+	ck_assert_uint_eq(st.ops_queued, 3);
+	ck_assert_uint_eq(st.ops_queued_most, 3);
+	ck_assert_uint_eq(st.msgs_sent, 5);
+	ck_assert_uint_eq(st.op_errors, 0);
+	ck_assert_int_eq(fv_free_ops(), 2);
+}
+END_TEST
+
+/* A send made in a callback while calls are queued goes behind them, even
+ * though the completion just freed an op. */
+static void send_x_on_first(struct ez_conn *conn, int status, void *arg)
+{
+	op_cb(conn, status, arg);
+	if ((uintptr_t)arg == 0)
+		ck_assert_int_eq(ez_send(conn, "x", 1, op_cb, TAG(9)), 0);
+}
+
+START_TEST(queue_keeps_call_order)
+{
+	struct ez_conn *conn = fv_conn_new(&(struct fv_opts){ .credits = 8, .send_depth = 1,
+							       .queue_depth = 4 });
+
+	ck_assert_int_eq(ez_send(conn, "a", 1, send_x_on_first, TAG(0)), 0);
+	ck_assert_int_eq(ez_send(conn, "b", 1, op_cb, TAG(1)), 0);
+	ck_assert_int_eq(ez_send(conn, "c", 1, op_cb, TAG(2)), 0);
+	fv_send_done(0, IBV_WC_SUCCESS);	/* a's callback sends x: queued after c */
+	ck_assert_uint_eq(conn->oq.n, 2);
+	ck_wr(1, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "b");
+	fv_send_done(1, IBV_WC_SUCCESS);
+	ck_wr(2, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "c");
+	fv_send_done(2, IBV_WC_SUCCESS);
+	ck_wr(3, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, "x");
+	fv_send_done(3, IBV_WC_SUCCESS);
+	ck_assert_int_eq(ncb, 4);
+	ck_cb(3, 9, 0);
+}
+END_TEST
+
+/* The connection's end: the ops waiting for credits, then the queued
+ * calls, each ends once with -ECANCELED, in call order; a queued send's
+ * copy is freed (ASan's leak check). */
+START_TEST(queue_cancelled_at_end)
+{
+	struct ez_conn *conn = fv_conn_new(&(struct fv_opts){ .credits = 0, .send_depth = 2,
+							       .queue_depth = 8 });
+	char big[40];
+
+	memset(big, 'z', sizeof(big));
+	for (int i = 0; i < 2; i++)	/* no credit: waiting, not posted */
+		ck_assert_int_eq(ez_send(conn, "w", 1, op_cb, TAG(i)), 0);
+	for (int i = 2; i < 5; i++)
+		ck_assert_int_eq(ez_send(conn, big, sizeof(big), op_cb, TAG(i)), 0);
+	ck_assert_int_eq(fv.calls, 0);
+	ck_assert_uint_eq(conn->oq.n, 3);
+	conn_cancel_pending(conn);
+	ck_assert_int_eq(ncb, 5);
+	for (int i = 0; i < 5; i++)
+		ck_cb(i, i, -ECANCELED);
+	ck_assert_uint_eq(conn->oq.n, 0);
+	ck_assert_ptr_null(conn->oq.head);
+	ck_assert_uint_eq(conn->stats.op_errors, 5);
+	ck_assert_int_eq(fv_free_ops(), 2);
+}
+END_TEST
+
+/* Without a queue nothing changes: a full window refuses (the message of
+ * window_full_then_ready), nothing is queued. */
+START_TEST(queue_off_refuses)
+{
+	struct ez_conn *conn = fv_conn_new(&(struct fv_opts){ .credits = 8, .send_depth = 1 });
+
+	ck_assert_int_eq(ez_send(conn, "a", 1, op_cb, TAG(0)), 0);
+	ck_assert_int_eq(ez_send(conn, "b", 1, op_cb, TAG(1)), -ENOBUFS);
+	ck_assert_str_eq(ez_errmsg(), "ez_send: 1 operations already outstanding (send_depth)");
+	ck_assert_ptr_null(conn->oq.head);
+	ck_assert_uint_eq(conn->oq.total, 0);
+}
+END_TEST
+
 /* ==== 2. a chain the device half-accepts ================================== */
 
 /* Five sends queued in a batch; at its close the device takes three of
@@ -921,6 +1040,10 @@ static Suite *datapath_suite(void)
 	tcase_add_test(tc, fast_send_silent);
 	tcase_add_test(tc, no_silent_with_op_timeout);
 	tcase_add_test(tc, window_full_then_ready);
+	tcase_add_test(tc, queue_past_window_in_order);
+	tcase_add_test(tc, queue_keeps_call_order);
+	tcase_add_test(tc, queue_cancelled_at_end);
+	tcase_add_test(tc, queue_off_refuses);
 	tc = tcase(s, "half_accepted_chain");
 	tcase_add_test(tc, chain_half_accepted);
 	tcase_add_test(tc, chain_refused_whole);
