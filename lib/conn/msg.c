@@ -1061,13 +1061,24 @@ static int queue_add(struct ez_conn *conn, struct queued_op *e)
 	return 0;
 }
 
-static __attribute__((noinline, cold)) struct queued_op *queue_entry(size_t data_len,
-								     const char *fn)
+/* A new entry of kind for fn's call (data_len bytes of copy room), or
+ * NULL with *ret: the queue does not take it (op_full()) or no memory. */
+static struct queued_op *queue_take(struct ez_conn *conn, enum op_kind kind, size_t data_len,
+				    const char *fn, int *ret)
 {
-	struct queued_op *e = op_queue_new(data_len);
+	struct queued_op *e;
 
-	if (!e)
-		ezi_fail(-ENOMEM, "%s: out of memory for a queued call (%zu bytes)", fn, data_len);
+	if (!queue_open(conn)) {
+		*ret = op_full(conn, fn);
+		return NULL;
+	}
+	e = op_queue_new(data_len);
+	if (!e) {
+		*ret = ezi_fail(-ENOMEM, "%s: out of memory for a queued call (%zu bytes)", fn,
+				data_len);
+		return NULL;
+	}
+	e->kind = (uint8_t)kind;
 	return e;
 }
 
@@ -1079,18 +1090,16 @@ static __attribute__((noinline, cold)) int queue_send(struct ez_conn *conn,
 {
 	struct queued_op *e;
 	size_t off = 0;
+	int ret;
 
-	if (!queue_open(conn))
-		return op_full(conn, fn);
-	e = queue_entry(len, fn);
+	e = queue_take(conn, OP_SEND, len, fn, &ret);
 	if (!e)
-		return -ENOMEM;
+		return ret;
 	for (int i = 0; i < iovcnt; i++) {
 		if (iov[i].iov_len)
 			memcpy(e->data + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
-	e->kind = OP_SEND;
 	e->len = len;
 	e->cb = cb;
 	e->arg = op_arg;
@@ -1105,14 +1114,11 @@ static __attribute__((noinline, cold)) int queue_mr_op(struct ez_conn *conn, enu
 							uint32_t imm, ez_op_cb cb, void *op_arg,
 							const char *fn)
 {
-	struct queued_op *e;
+	int ret;
+	struct queued_op *e = queue_take(conn, kind, 0, fn, &ret);
 
-	if (!queue_open(conn))
-		return op_full(conn, fn);
-	e = queue_entry(0, fn);
 	if (!e)
-		return -ENOMEM;
-	e->kind = (uint8_t)kind;
+		return ret;
 	e->mr = mr;
 	e->off = off;
 	e->len = len;
@@ -1132,14 +1138,11 @@ static __attribute__((noinline, cold)) int queue_atomic(struct ez_conn *conn, en
 							 uint64_t a, uint64_t b, ez_atomic_cb cb,
 							 void *op_arg, const char *fn)
 {
-	struct queued_op *e;
+	int ret;
+	struct queued_op *e = queue_take(conn, kind, 0, fn, &ret);
 
-	if (!queue_open(conn))
-		return op_full(conn, fn);
-	e = queue_entry(0, fn);
 	if (!e)
-		return -ENOMEM;
-	e->kind = (uint8_t)kind;
+		return ret;
 	e->remote = *remote;
 	e->has_remote = 1;
 	e->roff = roff;

@@ -230,6 +230,34 @@ START_TEST(large_sends_queued)
 }
 END_TEST
 
+/* A queued call holds its MR by itself: the window full of sends (no MR),
+ * one write queued behind them, and ez_mr_dereg() of the write's MR is
+ * refused while it waits (the posted sends hold none), then allowed once
+ * it is done (bench_down). */
+START_TEST(queued_call_holds_its_mr)
+{
+	struct bench t;
+	uint64_t seq;
+	char want[160];
+
+	bench_up(&t, 4096);
+	for (int i = 0; i < SEND_DEPTH; i++) {
+		seq = (uint64_t)i;
+		ck_assert_int_eq(ez_send(C.conn, &seq, sizeof(seq), cli_op, (void *)(uintptr_t)i), 0);
+	}
+	ck_assert_int_eq(ez_write(C.conn, t.lmr, 0, PIECE, &t.key, 0, cli_op,
+				  (void *)(uintptr_t)SEND_DEPTH), 0);
+	ck_assert_int_eq(ez_mr_dereg(t.lmr), -EBUSY);
+	snprintf(want, sizeof(want), "ez_mr_dereg: 1 operations posted or queued still use the MR at %p (wait for their callbacks)",
+		 (void *)t.local);
+	ck_assert_str_eq(ez_errmsg(), want);
+	ck_assert_msg(fb_run(&t.b, &C.done, SEND_DEPTH + 1, 120), "%d callbacks", C.done);
+	ck_assert_int_eq(C.order[SEND_DEPTH], SEND_DEPTH);
+	ck_assert_int_eq(C.status[SEND_DEPTH], 0);
+	bench_down(&t);
+}
+END_TEST
+
 /* Closed with calls queued: each call ends exactly once; those still
  * queued with -ECANCELED (the window's may have completed), all before
  * on_disconnect. */
@@ -264,6 +292,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, mixed_calls_in_order);
 	tcase_add_test(tc, large_sends_queued);
+	tcase_add_test(tc, queued_call_holds_its_mr);
 	tcase_add_test(tc, close_ends_queued_calls);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_VERBOSE);
