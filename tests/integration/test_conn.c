@@ -1483,11 +1483,19 @@ static void many_on_disconnect(struct ez_conn *conn, int status, void *arg)
 START_TEST(hundred_connections)
 {
 	struct bench b;
-	/* NCONN handshakes from one address at once (default: 64 per peer). */
-	struct ez_listen_opts lo = { .backlog = 256, .max_pending = NCONN, .max_pending_per_peer = NCONN };
+	/* NCONN handshakes from one address at once (default: 64 per peer).
+	 * Both ends share this process's one loop, which answers the
+	 * requests one by one: under load (ASan, a TCG guest beside two busy
+	 * processes and another VM) the 94th waited 5.9 s for its reply and
+	 * the default connect_timeout_ms (5 s) ended 7 of them. The test is
+	 * of 100 connections working at once, not of the CM's speed: its
+	 * timeouts only catch a hang (60 s both ways). */
+	struct ez_listen_opts lo = { .backlog = 256, .max_pending = NCONN, .max_pending_per_peer = NCONN,
+				     .handshake_timeout_ms = 60000 };
 	static struct server s;
 	struct many m = { 0 };
-	struct ez_conn_opts o = { .send_depth = 4, .recv_depth = 4, .max_msg_size = 256 };
+	struct ez_conn_opts o = { .send_depth = 4, .recv_depth = 4, .max_msg_size = 256,
+				  .connect_timeout_ms = 60000 };
 	struct ez_conn_cbs cbs = { .on_connect = many_on_connect, .on_recv = many_on_recv, .on_disconnect = many_on_disconnect };
 	double t0;
 	int i;
@@ -1505,7 +1513,7 @@ START_TEST(hundred_connections)
 	for (i = 0; i < NCONN; i++)
 		ck_assert_int_eq(ez_connect(b.ctx, test_addr(), b.port, &o, &cbs, (void *)(intptr_t)i,
 					    &m.conn[i]), 0);
-	ck_assert_msg(bench_run(&b, &m.echoed, NCONN, 50), "%d connected, %d failed, %d echoed",
+	ck_assert_msg(bench_run(&b, &m.echoed, NCONN, 120), "%d connected, %d failed, %d echoed",
 		      m.connected, m.failed, m.echoed);
 	printf("%d connections at once: all connected and echoed in %.0f ms\n", NCONN,
 	       (now_s() - t0) * 1e3);
@@ -1963,7 +1971,7 @@ int main(int argc, char **argv)
 	tcase_set_timeout(close_tc, 30);
 	tcase_set_timeout(errors, 30);
 	tcase_set_timeout(modes, 180);
-	tcase_set_timeout(scale, 120);
+	tcase_set_timeout(scale, 300);
 	tcase_add_test(basic, connect_accept_pingpong);
 	tcase_add_test(basic, stream_respects_credits);
 	tcase_add_test(basic, message_size_limits);

@@ -836,7 +836,12 @@ static void ecli_disconnect(struct ez_conn *conn, int status, void *arg)
 
 static void echo_open(struct echo_bench *b, int idx, struct ez_srqpool *pool, struct ez_conn **out)
 {
-	struct ez_conn_opts o = { .send_depth = 2, .max_msg_size = 64, .srqpool = pool };
+	/* 204 connects at once into this process's own listener (one loop
+	 * answers them in turn): under load the 193rd waited 5.8 s for its
+	 * reply, past the default connect_timeout_ms of 5 s. The listener
+	 * allows 120 s; the connects 60 s, a ceiling that only catches a hang. */
+	struct ez_conn_opts o = { .send_depth = 2, .max_msg_size = 64, .srqpool = pool,
+				  .connect_timeout_ms = 60000 };
 	struct ez_conn_cbs cbs = { .on_connect = ecli_connect, .on_recv = ecli_recv,
 				   .on_disconnect = ecli_disconnect };
 	struct echo_peer *p = &echo_peers[idx];
