@@ -176,6 +176,12 @@ struct ez_srqpool_stats {
 	uint64_t large_bytes;	   /* bytes of them fetching or held by the application now */
 	uint64_t large_max_bytes;  /* the bound (ez_srqpool_opts.large_max_bytes) */
 	uint64_t large_waits;	   /* fetches that waited for the bound */
+	/* The device's registered large-message buffers kept for reuse once
+	 * given back (by every pool and connection of the context on the
+	 * device, sends' copies too; at most 64 MiB), and the bytes freed
+	 * because none was taken for 5 s (ez_srqpool_new(3)). */
+	uint64_t large_cached_bytes;
+	uint64_t large_trimmed_bytes;
 };
 
 /* One SRQ and its registered buffers on the device named (NULL: the first). */
@@ -355,6 +361,20 @@ struct ez_conn_opts {
 	 * a full window]. A queued send holds a copy of its bytes. */
 	uint32_t queue_depth;
 	uint32_t reserved2;	   /* must be 0 */
+	/* Large messages (ez_conn_opts(3), "Large messages"): this side
+	 * fetches each one in RDMA READs of at most fetch_chunk bytes, up to
+	 * four in flight, each retried by the transport on its own [0: 256
+	 * KiB; 4096..2^30 taken exactly]. */
+	uint32_t fetch_chunk;
+	uint32_t flags;		   /* EZ_CONN_* below [0] */
+};
+
+/* ez_conn_opts.flags. */
+enum {
+	/* Messages up to the receive buffer's size are delivered as they
+	 * arrive, ahead of large messages still being fetched; each kind
+	 * keeps its own send order [off: every message in send order]. */
+	EZ_CONN_SMALL_FIRST = 1u << 0,
 };
 
 /* ez_conn_opts.comp_mask: the field is taken as given even when it is 0. */
@@ -654,6 +674,10 @@ struct ez_conn_stats {
 	/* The op queue (ez_conn_opts.queue_depth): ops accepted into it, and
 	 * the most it held at once. */
 	uint64_t ops_queued, ops_queued_most;
+	/* Large messages received: the RDMA READs that fetched them
+	 * (fetch_chunk each at most), and small messages delivered ahead of
+	 * one still being fetched (EZ_CONN_SMALL_FIRST). */
+	uint64_t fetch_reads, small_first;
 };
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats,
 		     size_t stats_size);

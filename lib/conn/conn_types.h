@@ -62,6 +62,7 @@ struct conn_path;
 struct conn_pd;
 struct bigbuf;
 struct rndv_rx;
+struct rndv_read;
 
 /* WRs beyond send_depth: callback-less small sends posted unsignalled
  * with no op of their own, at most SIG_EVERY - 1 waiting on a path (msg.c):
@@ -226,9 +227,10 @@ struct conn_sendq {
  * handshake's verdict, conn.c): both sides set HS_CAP_RNDV; the most the
  * peer takes that way; our transfers awaiting its acknowledgement (posted,
  * in id order); the receive side's queue of messages in arrival order
- * (small ones held behind a fetch, so that delivery keeps the send order)
- * and its fetches (slots: a READ or its acknowledgement on the send
- * queue). */
+ * (small ones held behind a fetch, so that delivery keeps the send order,
+ * unless EZ_CONN_SMALL_FIRST) and its fetches (slots: a READ of a chunk or
+ * an acknowledgement on the send queue; reads: the RNDV_SLOTS READ ops,
+ * made at the first fetch). */
 struct conn_rndv {
 	uint8_t ok;
 	uint8_t delivering;
@@ -240,7 +242,8 @@ struct conn_rndv {
 		uint32_t head, n, cap;
 	} rq;
 	struct rndv_rx *all;	/* every fetch not yet freed */
-	uint32_t slots;		/* fetches with a WR on the send queue */
+	uint32_t slots;		/* READs and acknowledgements on the send queue */
+	struct rndv_read *reads;	/* RNDV_SLOTS of them (NULL before the first fetch) */
 	struct loop_timer timer;	/* the transfers' deadline ticks while any is unacknowledged */
 	/* Several paths: transfer ids count per path (path << 24 | its
 	 * count), sent and received. */

@@ -11,6 +11,7 @@
 #include "base/owner.h"
 #include "pool.h"
 #include "srqpool/srqpool.h"
+#include "device/bigbuf.h"
 
 /* Pools are made on setup paths only; one short list for the process (the
  * pool type is srqpool's, so the extra facts live here). */
@@ -73,6 +74,8 @@ static int pool_new(struct ez_ctx *ctx, const struct ezi_owner *owner, struct de
 		return ret;
 	}
 	srqpool_set_owner(rec->pool, owner);
+	/* Its stats show the device's large-message cache it fetches into. */
+	srqpool_set_big_report(rec->pool, bigbuf_report(dev));
 	pthread_mutex_lock(&pools_lock);
 	rec->next = pools;
 	pools = rec;

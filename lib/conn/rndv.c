@@ -9,6 +9,7 @@
 #include "conn_export.h"
 #include "conn_fsm.h"
 #include "sendq.h"
+#include "base/assert.h"
 #include "base/log.h"
 #include "device/bigbuf.h"
 #include "keepalive.h"
@@ -16,16 +17,30 @@
 #include "staging.h"
 
 /* One fetch of the receiver: the header it answers, the memory it lands
- * in, and its op (the READ, then the acknowledgement). */
+ * in, how much of it is asked for and arrived (in READs of fetch_chunk
+ * bytes at most, several in flight: each is retried by the transport on
+ * its own, so a lossy link that defeats one READ of 16 MiB carries it),
+ * and its op (the acknowledgement, once every byte arrived). */
 struct rndv_rx {
 	struct op op;
 	struct rndv_hdr h;
 	struct bigbuf *bb;	/* set while the pool's bound counts it (reserved) */
+	uint32_t asked;		/* bytes [0, asked) have a READ posted or done */
+	uint32_t fetched;	/* bytes whose READ completed */
+	uint8_t reads;		/* its READs on the send queue */
 	uint8_t state;		/* RX_WAIT, RX_READING, RX_FETCHED */
-	uint8_t busy;		/* op is on the send queue */
+	uint8_t busy;		/* op (the acknowledgement) is on the send queue */
 	uint8_t queued;		/* in the delivery queue */
 	uint8_t path;		/* the header's path: the window is bound to its QP */
 	struct rndv_rx *all_next;
+};
+
+/* One READ of a chunk of a fetch: conn->rndv.reads[RNDV_SLOTS], free
+ * while e is NULL. */
+struct rndv_read {
+	struct op op;
+	struct rndv_rx *e;
+	uint32_t off;		/* of the chunk in the message */
 };
 
 enum { RX_WAIT, RX_READING, RX_FETCHED };
@@ -540,8 +555,9 @@ static void deliver_ready(struct ez_conn *conn)
 	conn->rndv.delivering = 0;
 }
 
-/* The oldest fetch not started: fetches start in arrival order. */
-static struct rndv_rx *next_waiting(struct ez_conn *conn)
+/* The oldest fetch with bytes not yet asked for: fetches go in arrival
+ * order, the next one's first chunks behind the last of the one before. */
+static struct rndv_rx *next_to_read(struct ez_conn *conn)
 {
 	struct rndv_queue *q = &conn->rndv.rq;
 
@@ -549,21 +565,50 @@ static struct rndv_rx *next_waiting(struct ez_conn *conn)
 		uintptr_t item = q->item[(q->head + i) % q->cap];
 		struct rndv_rx *e = (struct rndv_rx *)(item & ~(uintptr_t)1);
 
-		if ((item & 1) && e->state == RX_WAIT)
+		if ((item & 1) && e->state != RX_FETCHED && e->asked < e->h.len)
 			return e;
 	}
 	return NULL;
 }
 
-static int post_read(struct ez_conn *conn, struct rndv_rx *e)
+/* A READ op of the connection's RNDV_SLOTS not on the send queue (there is
+ * one while slots < RNDV_SLOTS: each READ holds a slot), made at the first
+ * fetch. NULL: out of memory. */
+static struct rndv_read *read_take(struct ez_conn *conn)
 {
-	struct op *op = &e->op;
+	struct rndv_read *r;
+
+	if (!conn->rndv.reads) {
+		conn->rndv.reads = calloc(RNDV_SLOTS, sizeof(*conn->rndv.reads));
+		if (!conn->rndv.reads)
+			return NULL;
+		for (int i = 0; i < RNDV_SLOTS; i++) {
+			conn->rndv.reads[i].op.conn = conn;
+			conn->op_bind(&conn->rndv.reads[i].op);
+		}
+	}
+	for (r = conn->rndv.reads; r < conn->rndv.reads + RNDV_SLOTS; r++)
+		if (!r->e)
+			return r;
+	return NULL;
+}
+
+/* The READ of e's next chunk, [asked, +fetch_chunk) of the offer, into the
+ * same offset of its buffer, on the header's path (its window is bound
+ * to that QP). */
+static int post_read(struct ez_conn *conn, struct rndv_rx *e, struct rndv_read *r)
+{
+	struct op *op = &r->op;
 	struct conn_path *p = &conn->paths[e->path];
+	uint32_t len = e->h.len - e->asked;
 	struct ibv_send_wr *bad;
 	int err;
 
+	/* Resolved options always have a chunk; 0 (a connection made by
+	 * hand, as the unit tests' fake one) reads the rest at once. */
+	if (conn->o.fetch_chunk && len > conn->o.fetch_chunk)
+		len = conn->o.fetch_chunk;
 	conn_op_fill(op, OP_RNDV_READ, NULL, NULL);
-	op->conn = conn;
 	op->path = p;
 	op->aged = 0;
 	op->wr.sg_list = &op->sge;
@@ -571,15 +616,20 @@ static int post_read(struct ez_conn *conn, struct rndv_rx *e)
 	op->wr.opcode = IBV_WR_RDMA_READ;
 	op->wr.send_flags = IBV_SEND_SIGNALED;
 	op->wr.imm_data = 0;
-	op->wr.wr.rdma.remote_addr = e->h.addr;
+	op->wr.wr.rdma.remote_addr = e->h.addr + e->asked;
 	op->wr.wr.rdma.rkey = e->h.rkey;
-	op->sge.addr = (uintptr_t)e->bb->mem;
-	op->sge.length = e->h.len;
+	op->sge.addr = (uintptr_t)e->bb->mem + e->asked;
+	op->sge.length = len;
 	op->sge.lkey = e->bb->mr->mr->lkey;
 	err = conn_sq_post(p, &op->wr, &bad);
 	if (err)
 		return err;
 	conn_sq_append(conn, op);
+	r->e = e;
+	r->off = e->asked;
+	e->asked += len;
+	e->reads++;
+	conn->stats.fetch_reads++;	/* owner: the fetch counts its READs, as the receive path its messages */
 	return 0;
 }
 
@@ -596,39 +646,48 @@ static void path_lost(struct ez_conn *conn, struct rndv_rx *e)
 		  e->h.id, e->h.len, e->path, ez_strerror(p->down_status ? -p->down_status : ECONNRESET));
 }
 
-/* Starts the fetches a slot and the pool's bound allow, oldest first. At
- * the bound the rest wait (the peer's sends wait on their
+/* Starts the READs the slots and the pool's bound allow, oldest fetch
+ * first, chunk by chunk. A fetch's memory is reserved whole at its first
+ * chunk. At the bound the rest wait (the peer's sends wait on their
  * acknowledgements, and the receive buffers held behind them on credits)
  * until released memory kicks the connection (conn_rndv_kick). */
 static void pump(struct ez_conn *conn)
 {
+	struct rndv_read *r;
 	struct rndv_rx *e;
 	int ret;
 
 	while (conn->state == CS_CONNECTED && conn->rndv.slots < RNDV_SLOTS &&
-	       (e = next_waiting(conn))) {
+	       (e = next_to_read(conn))) {
 		if (!conn->paths[e->path].live) {
 			path_lost(conn, e);
 			return;
 		}
-		if (srqpool_big_reserve(conn->pool, e->h.len))
-			return;
-		ret = bigbuf_get(conn->dev, e->h.len, &e->bb);
-		if (ret) {
-			srqpool_big_unreserve(conn->pool, e->h.len);
-			e->bb = NULL;
-			conn_fail(conn, ret, "rendezvous fetch of transfer %u (%u bytes): %s", e->h.id,
-				  e->h.len, ez_errmsg());
+		if (!e->bb) {
+			if (srqpool_big_reserve(conn->pool, e->h.len))
+				return;
+			ret = bigbuf_get(conn->dev, e->h.len, &e->bb);
+			if (ret) {
+				srqpool_big_unreserve(conn->pool, e->h.len);
+				e->bb = NULL;
+				conn_fail(conn, ret, "rendezvous fetch of transfer %u (%u bytes): %s",
+					  e->h.id, e->h.len, ez_errmsg());
+				return;
+			}
+		}
+		r = read_take(conn);
+		if (!r) {
+			conn_fail(conn, -ENOMEM, "rendezvous fetch of transfer %u (%u bytes): out of memory for its READs",
+				  e->h.id, e->h.len);
 			return;
 		}
-		ret = post_read(conn, e);
+		ret = post_read(conn, e, r);
 		if (ret) {
-			conn_fail(conn, ret, "ibv_post_send(RDMA READ of rendezvous transfer %u, %u bytes): %s",
-				  e->h.id, e->h.len, ez_strerror(-ret));
+			conn_fail(conn, ret, "ibv_post_send(RDMA READ of rendezvous transfer %u, %u bytes, at offset %u): %s",
+				  e->h.id, e->h.len, e->asked, ez_strerror(-ret));
 			return;
 		}
 		e->state = RX_READING;
-		e->busy = 1;
 		conn->rndv.slots++;
 	}
 }
@@ -660,6 +719,12 @@ void conn_rndv_on_small(struct ez_conn *conn, struct ez_buf *buf, uint32_t len)
 		deliver_one(conn, buf, len, 0);
 		return;
 	}
+	/* Only large messages wait in the queue then: a small one passes. */
+	if (conn->o.flags & EZ_CONN_SMALL_FIRST) {
+		conn->stats.small_first++;	/* owner: delivery counts what it let pass */
+		deliver_one(conn, buf, len, 0);
+		return;
+	}
 	if (q_push(conn, (uintptr_t)buf)) {
 		ez_buf_release(buf);
 		conn_fail(conn, -ENOMEM, "a message queued behind a rendezvous fetch: out of memory");
@@ -675,45 +740,66 @@ static int read_refused_by_peer(int status)
 	return status == -EACCES || status == -EMSGSIZE || status == -EREMOTEIO;
 }
 
-static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
+/* A READ failed: the connection ends, named by its cause. */
+static void read_failed(struct ez_conn *conn, struct rndv_rx *e, uint32_t off, uint32_t len,
+			int status)
 {
-	struct op *op = &e->op;
-	uint8_t id[RNDV_ACK_LEN];
 	char why[200];
 	struct rx_view v = { .t = &conn->rxt, .rndv_max = conn->o.max_msg_size };
-	int ret;
 
-	if (status) {
-		e->busy = 0;
-		conn->rndv.slots--;
-		if (status == -ECANCELED || conn_is_ended(conn))
-			return;
-		/* The READ's own refusal (a key or range the peer's device
-		 * rejects) is the peer's lie even when it took the path down;
-		 * anything else on a dead path is the path. */
-		if (!conn->paths[e->path].live && status != -EACCES && status != -EMSGSIZE) {
-			path_lost(conn, e);
-			return;
-		}
-		if (!read_refused_by_peer(status)) {
-			/* The link, not the peer's offer: named as such, with
-			 * the transport's own status (issue 42: a lossy link's
-			 * timeout was reported as the peer's protocol error). */
-			conn_fail(conn, status, "fetching the peer's large message (rendezvous transfer %u, %u bytes) on path %u: RDMA READ failed on the transport: %s",
-				  e->h.id, e->h.len, e->path,
-				  status == -ETIMEDOUT ? "transport retry counter exceeded" :
-				  ez_strerror(-status));
-			return;
-		}
-		/* The peer's key or address does not hold what it offered. */
-		rx_rndv_fault_format(RX_F_RNDV_READ, &e->h, &v, why, sizeof(why));
-		conn_fail(conn, -EPROTO, "%s (%s)", why, ez_strerror(-status));
+	if (status == -ECANCELED || conn_is_ended(conn))
+		return;
+	/* The READ's own refusal (a key or range the peer's device rejects)
+	 * is the peer's lie even when it took the path down; anything else
+	 * on a dead path is the path. */
+	if (!conn->paths[e->path].live && status != -EACCES && status != -EMSGSIZE) {
+		path_lost(conn, e);
 		return;
 	}
+	if (!read_refused_by_peer(status)) {
+		/* The link, not the peer's offer: named as such, with the
+		 * transport's own status (issue 42: a lossy link's timeout was
+		 * reported as the peer's protocol error). */
+		conn_fail(conn, status, "fetching the peer's large message (rendezvous transfer %u, %u bytes) on path %u: RDMA READ of bytes %u..%u failed on the transport: %s",
+			  e->h.id, e->h.len, e->path, off, off + len,
+			  status == -ETIMEDOUT ? "transport retry counter exceeded" :
+			  ez_strerror(-status));
+		return;
+	}
+	/* The peer's key or address does not hold what it offered. */
+	rx_rndv_fault_format(RX_F_RNDV_READ, &e->h, &v, why, sizeof(why));
+	conn_fail(conn, -EPROTO, "%s (%s)", why, ez_strerror(-status));
+}
+
+/* A READ of a chunk completed. The last one's slot goes to the fetch's
+ * acknowledgement (the sender's window and copy are released by it), and
+ * what is ready is delivered. */
+static void read_done(struct ez_conn *conn, struct rndv_read *r, int status)
+{
+	struct rndv_rx *e = r->e;
+	uint32_t len = r->op.sge.length;
+	uint8_t id[RNDV_ACK_LEN];
+	int ret;
+
+	r->e = NULL;
+	e->reads--;
+	if (status) {
+		conn->rndv.slots--;
+		read_failed(conn, e, r->off, len, status);
+		return;
+	}
+	e->fetched += len;
+	if (e->fetched < e->h.len) {
+		conn->rndv.slots--;
+		pump(conn);
+		return;
+	}
+	EZ_ASSERT(e->reads == 0 && e->asked == e->h.len);
 	e->state = RX_FETCHED;
+	e->busy = 1;
 	rndv_ack_encode(e->h.id, id);
 	/* Any live path: the ack names the transfer (and so its path). */
-	ret = conn_post_ctrl(conn, op, OP_RNDV_ACK, path_pick(conn), IMM_RNDV_ACK, id, sizeof(id));
+	ret = conn_post_ctrl(conn, &e->op, OP_RNDV_ACK, path_pick(conn), IMM_RNDV_ACK, id, sizeof(id));
 	if (ret) {
 		e->busy = 0;
 		conn->rndv.slots--;
@@ -726,12 +812,13 @@ static void read_done(struct ez_conn *conn, struct rndv_rx *e, int status)
 
 void conn_rndv_op_done(struct ez_conn *conn, struct op *op, int status)
 {
-	struct rndv_rx *e = container_of(op, struct rndv_rx, op);
+	struct rndv_rx *e;
 
 	if (op->kind == OP_RNDV_READ) {
-		read_done(conn, e, status);
+		read_done(conn, container_of(op, struct rndv_read, op), status);
 		return;
 	}
+	e = container_of(op, struct rndv_rx, op);
 	conn_op_release_copy(conn, op);
 	e->busy = 0;
 	conn->rndv.slots--;
@@ -762,6 +849,8 @@ void conn_rndv_fini(struct ez_conn *conn)
 	conn->rndv.rq.cap = 0;
 	while (conn->rndv.all)
 		rx_free(conn, conn->rndv.all);
+	free(conn->rndv.reads);
+	conn->rndv.reads = NULL;
 }
 
 void conn_rndv_path_reset(struct ez_conn *conn, unsigned int idx)

@@ -102,6 +102,10 @@ struct ez_srqpool {
 	 * refusals; waiting: a connection was refused since the last kick. */
 	uint64_t big_bytes, big_max, big_waits;
 	int big_waiting;
+	/* The device's cache of large-message buffers the pool's fetches
+	 * draw from (a layer above keeps it and points here; NULL: none),
+	 * for ez_srqpool_stats(). */
+	const struct srqpool_big_report *big_report;
 
 	uint64_t limit_events;
 	uint64_t refills;

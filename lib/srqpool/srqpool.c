@@ -499,6 +499,11 @@ const char *ez_srqpool_errmsg(const struct ez_srqpool *pool)
 	return srqpool_errmsg(pool);
 }
 
+void srqpool_set_big_report(struct ez_srqpool *pool, const struct srqpool_big_report *rep)
+{
+	pool->big_report = rep;
+}
+
 /* Filled at the library's layout, handed over at the caller's (doc/abi.md). */
 int ez_srqpool_stats_sz(const struct ez_srqpool *pool, struct ez_srqpool_stats *stats,
 			size_t stats_size)
@@ -535,6 +540,10 @@ int ez_srqpool_stats_sz(const struct ez_srqpool *pool, struct ez_srqpool_stats *
 	st->large_bytes = pool->big_bytes;
 	st->large_max_bytes = pool->big_max;
 	st->large_waits = pool->big_waits;
+	if (pool->big_report) {
+		st->large_cached_bytes = pool->big_report->cached;
+		st->large_trimmed_bytes = pool->big_report->trimmed;
+	}
 	srqpool_rnr_counters(pool, &st->rnr_naks_sent, &st->rnr_naks_received);
 	ezi_struct_out(stats, stats_size, st, sizeof(*st));
 	return 0;

@@ -199,4 +199,15 @@ struct ez_buf *srqpool_big_deliver(struct ez_srqpool *pool, struct ez_buf *desc,
 /* The pool's last error message (same as ez_srqpool_errmsg()). */
 const char *srqpool_errmsg(const struct ez_srqpool *pool);
 
+/* What a device keeps of registered large-message buffers once they are
+ * given back (lib/device/bigbuf.c fills it): bytes kept for reuse now, and
+ * bytes freed because the cache sat idle. */
+struct srqpool_big_report {
+	uint64_t cached;
+	uint64_t trimmed;
+};
+
+/* Where ez_srqpool_stats() reads the device's cache (NULL: it reports 0). */
+void srqpool_set_big_report(struct ez_srqpool *pool, const struct srqpool_big_report *rep);
+
 #endif

@@ -105,6 +105,15 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 		return ezi_fail(-EINVAL, "ez_conn_opts.reserved is %u, must be 0", out->reserved);
 	if (out->reserved2)
 		return ezi_fail(-EINVAL, "ez_conn_opts.reserved2 is %u, must be 0", out->reserved2);
+	if (!out->fetch_chunk)
+		out->fetch_chunk = CONN_DEF_FETCH_CHUNK;
+	if (out->fetch_chunk < CONN_MIN_FETCH_CHUNK || out->fetch_chunk > CONN_MAX_FETCH_CHUNK)
+		return ezi_fail(-EINVAL, "ez_conn_opts.fetch_chunk %u not in %u..%u (0: %u)",
+				out->fetch_chunk, CONN_MIN_FETCH_CHUNK, CONN_MAX_FETCH_CHUNK,
+				CONN_DEF_FETCH_CHUNK);
+	if (out->flags & ~CONN_FLAGS_KNOWN)
+		return ezi_fail(-EINVAL, "ez_conn_opts.flags 0x%x has bits this library does not know (0x%x)",
+				out->flags, out->flags & ~CONN_FLAGS_KNOWN);
 	if (out->queue_depth > CONN_MAX_QUEUE_DEPTH)
 		return ezi_fail(-EINVAL, "ez_conn_opts.queue_depth %u above %d", out->queue_depth,
 				CONN_MAX_QUEUE_DEPTH);

@@ -29,6 +29,17 @@
 /* A private pool's receive buffers are at most this large; larger
  * messages come by rendezvous (lib/conn/rndv.c). */
 #define CONN_EAGER_MAX (64u << 10)
+/* Large messages are fetched in RDMA READs of this many bytes at most
+ * (ez_conn_opts.fetch_chunk): small enough that one READ's packets rarely
+ * meet a loss (0.26 of one at 0.1 % and a 1024-byte MTU; its retry count
+ * starts afresh with each completed READ) and that the others go on while
+ * one retries, large enough that a READ per chunk costs nothing next to
+ * its bytes. */
+#define CONN_DEF_FETCH_CHUNK (256u << 10)
+#define CONN_MIN_FETCH_CHUNK 4096u
+#define CONN_MAX_FETCH_CHUNK (1u << 30)
+/* Every EZ_CONN_* flag this library knows. */
+#define CONN_FLAGS_KNOWN (EZ_CONN_SMALL_FIRST)
 /* Every EZ_CONN_OPTS_* bit this library knows. */
 #define CONN_OPTS_KNOWN (EZ_CONN_OPTS_INLINE_THRESHOLD | EZ_CONN_OPTS_QP_TIMEOUT | \
 			 EZ_CONN_OPTS_RETRY_COUNT | EZ_CONN_OPTS_RNR_RETRY | \

@@ -62,7 +62,13 @@ check_PROGRAMS += tests/faults/liveness_pair
 tests_faults_liveness_pair_SOURCES = tests/faults/liveness_pair.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_liveness_pair_LDADD = lib/libezcore.la
 
-dist_noinst_SCRIPTS += tests/faults/liveness-pair.sh tests/faults/cluster.sh
+# Two VMs on a link that drops packets (netem): large messages in chunks
+# (tests/faults/lossy.sh).
+check_PROGRAMS += tests/faults/lossy
+tests_faults_lossy_SOURCES = tests/faults/lossy.c tests/faults/pair.c tests/faults/pair.h
+tests_faults_lossy_LDADD = lib/libezcore.la
+
+dist_noinst_SCRIPTS += tests/faults/liveness-pair.sh tests/faults/cluster.sh tests/faults/lossy.sh
 dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/deadpeer.sh tests/faults/linkdown-rping.sh tests/faults/hang-loop.sh
 EXTRA_DIST += tests/lsan.supp
 

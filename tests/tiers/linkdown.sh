@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/tiers/linkdown.sh: two hosts, the link goes down on one of them (tests/faults/linkdown.sh), or for good (tests/faults/deadpeer.sh), and the loop's liveness (tests/faults/liveness-pair.sh).
+# tests/tiers/linkdown.sh: two hosts, the link goes down on one of them (tests/faults/linkdown.sh), or for good (tests/faults/deadpeer.sh), the loop's liveness (tests/faults/liveness-pair.sh), and large messages on a lossy link (tests/faults/lossy.sh).
 # usage: tests/tiers/linkdown.sh
 set -uo pipefail
 # shellcheck source=tests/tiers/lib.sh
@@ -31,9 +31,20 @@ liveness() {
 	echo "(liveness: $((SECONDS - t)) s)"
 }
 
+# Issue 42: large messages in chunks on a link that drops 0.1 % of its
+# packets, small messages beside them.
+lossy() {
+	local t=$SECONDS
+	say "two hosts: a lossy link (netem 0.1 %), 1-16 MiB objects (tests/faults/lossy.sh)"
+	pass_fail "lossy link: chunked large messages (two hosts)" \
+		env EZ_TESTBED_TIMEOUT=900 "$top/tests/faults/lossy.sh" "$build"
+	echo "(lossy: $((SECONDS - t)) s)"
+}
+
 [ $# -eq 0 ] || { echo "usage: $0" >&2; exit 2; }
 tier_begin
 linkdown
 deadpeer
 liveness
+lossy
 tier_status

@@ -31,6 +31,8 @@ START_TEST(null_gives_all_defaults)
 	ck_assert_int_eq(o.path_mtu, 0);	/* the path's own */
 	ck_assert_uint_eq(o.udp_sport, 0);
 	ck_assert_ptr_null(o.srqpool);
+	ck_assert_uint_eq(o.fetch_chunk, 256 * 1024);
+	ck_assert_uint_eq(o.flags, 0);	/* every message in send order */
 }
 END_TEST
 
@@ -80,6 +82,19 @@ START_TEST(out_of_range_named)
 	BAD(.reserved = 1, 1, "ez_conn_opts.reserved is 1, must be 0");
 	BAD(.reserved2 = 1, 1, "ez_conn_opts.reserved2 is 1, must be 0");
 	BAD(.queue_depth = 65537, 0, "ez_conn_opts.queue_depth 65537 above 65536");
+	BAD(.fetch_chunk = 4095, 1, "ez_conn_opts.fetch_chunk 4095 not in 4096..1073741824 (0: 262144)");
+	BAD(.fetch_chunk = (1u << 30) + 1, 0,
+	    "ez_conn_opts.fetch_chunk 1073741825 not in 4096..1073741824 (0: 262144)");
+	BAD(.flags = EZ_CONN_SMALL_FIRST | 0x40, 0,
+	    "ez_conn_opts.flags 0x41 has bits this library does not know (0x40)");
+	{
+		/* Taken exactly: no rounding to a page or a power of two. */
+		struct ez_conn_opts in = { .fetch_chunk = 12289, .flags = EZ_CONN_SMALL_FIRST }, o;
+
+		ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+		ck_assert_uint_eq(o.fetch_chunk, 12289);
+		ck_assert_uint_eq(o.flags, EZ_CONN_SMALL_FIRST);
+	}
 	BAD(.rnr_retry = 9, 0, "ez_conn_opts.rnr_retry 9 exceeds 7");
 	BAD(.qp_timeout = 32, 0, "ez_conn_opts.qp_timeout 32 exceeds 31");
 	BAD(.recv_depth = 1, 0, "ez_conn_opts.recv_depth 1 not in 2..16384");
@@ -279,7 +294,7 @@ START_TEST(struct_in_longer_set_tail_refused)
 	ck_assert_uint_eq(dst.send_depth, 0);	/* nothing taken */
 	/* On x86_64: the exact text a program sees. */
 	if (sizeof(void *) == 8)
-		ck_assert_str_eq(ez_errmsg(), "ez_accept: struct ez_conn_opts of 128 bytes has byte 120 set, beyond the 120 this library knows (a field of a newer easyrdma.h)");
+		ck_assert_str_eq(ez_errmsg(), "ez_accept: struct ez_conn_opts of 136 bytes has byte 128 set, beyond the 128 this library knows (a field of a newer easyrdma.h)");
 }
 END_TEST
 
