@@ -322,6 +322,19 @@ enum ez_sport_mech {
 	EZ_SPORT_MECH_MLX5DV,	/* mlx5dv_modify_qp_udp_sport() in RTS (mlx5 devices) */
 };
 
+/* A region given to the peer with the connection (ez_conn_opts.exports):
+ * mr[off, off+len) with access (EZ_MR_REMOTE_*, a subset of the MR's),
+ * confined to that connection as ez_conn_export() confines it. */
+struct ez_export {
+	struct ez_mr *mr;
+	uint64_t off;
+	uint64_t len;
+	uint32_t access;
+	uint32_t reserved;	/* must be 0 */
+};
+/* The most regions a side gives with the connection. */
+#define EZ_CONN_EXPORTS_MAX 8
+
 /* Zero in any field means its default (given in brackets), unless the
  * field's bit is set in comp_mask: then the value is taken as given, 0
  * included. */
@@ -367,6 +380,15 @@ struct ez_conn_opts {
 	 * KiB; 4096..2^30 taken exactly]. */
 	uint32_t fetch_chunk;
 	uint32_t flags;		   /* EZ_CONN_* below [0] */
+	/* Regions given to the peer with the connection (ez_conn_opts(3),
+	 * "Exports with the connection"): bound to this connection alone once
+	 * it is up on this side, their keys in the peer's hands
+	 * (ez_conn_peer_exports()) when its on_connect runs. The array is
+	 * copied at the call; the MRs must stay registered until on_connect
+	 * [none]. */
+	const struct ez_export *exports;
+	uint32_t nexports;	   /* 0..EZ_CONN_EXPORTS_MAX [0] */
+	uint32_t reserved3;	   /* must be 0 */
 };
 
 /* ez_conn_opts.flags. */
@@ -750,6 +772,16 @@ int ez_mr_export(const struct ez_mr *mr, struct ez_rkey *out);
  * connection's end. -EOPNOTSUPP when the device has no type-2 windows. */
 int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 		   unsigned int access, struct ez_rkey *out);
+/* The regions the peer gave with the connection (its
+ * ez_conn_opts.exports, in its order), as ez_conn_export() gives keys:
+ * valid from on_connect on until ez_conn_close(), untrusted like any key a
+ * peer sends (a wrong one fails the op, not this side). NULL with *n 0 when
+ * it gave none. */
+const struct ez_rkey *ez_conn_peer_exports(const struct ez_conn *conn, unsigned int *n);
+/* This side's: the keys made from ez_conn_opts.exports (for
+ * ez_conn_revoke()), valid from on_connect on until ez_conn_close(); a
+ * revoked one keeps its place. NULL with *n 0 when there are none. */
+const struct ez_rkey *ez_conn_own_exports(const struct ez_conn *conn, unsigned int *n);
 /* Invalidates an export of this connection at once (the window is freed):
  * the peer's later ops with it fail. -ENOENT if it is not (or no longer) one. */
 int ez_conn_revoke(struct ez_conn *conn, const struct ez_rkey *rkey);

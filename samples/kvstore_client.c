@@ -1,4 +1,4 @@
-/* kvstore_client.c: the key-value store's client: the table's key from the accept data, GET by RDMA READ checked against the slot's version (read atomically before and after), PUT and DEL by message; a stress mode that verifies every value it reads. */
+/* kvstore_client.c: the key-value store's client: the table's shape from the accept data and its key given with the connection, GET by RDMA READ checked against the slot's version (read atomically before and after), PUT and DEL by message; a stress mode that verifies every value it reads. */
 #include <errno.h>
 #include <ev.h>
 #include <getopt.h>
@@ -12,6 +12,7 @@
 
 static struct ez_conn *conn;
 static struct kv_hello hello;
+static struct ez_rkey table;	/* given with the connection */
 static struct ez_mr *copy_mr;
 static struct kv_slot copy;	/* the slot as one GET read it */
 static int failed, up;
@@ -86,11 +87,11 @@ static void get_slot(struct get *g)
 	int ret;
 
 	g->status = 0;
-	ret = ez_atomic_fadd(conn, &hello.table, off, 0, got_v1, g);
+	ret = ez_atomic_fadd(conn, &table, off, 0, got_v1, g);
 	if (!ret)
-		ret = ez_read(conn, copy_mr, 0, sizeof(copy), &hello.table, off, got_copy, g);
+		ret = ez_read(conn, copy_mr, 0, sizeof(copy), &table, off, got_copy, g);
 	if (!ret)
-		ret = ez_atomic_fadd(conn, &hello.table, off, 0, got_v2, g);
+		ret = ez_atomic_fadd(conn, &table, off, 0, got_v2, g);
 	if (ret) {
 		fprintf(stderr, "kvstore_client: GET: %s\n", ez_errmsg());
 		failed = 1;
@@ -276,7 +277,9 @@ static void on_recv(struct ez_conn *c, struct ez_buf *buf, void *arg)
 static void on_connect(struct ez_conn *c, int status, void *arg)
 {
 	static struct get single;
+	const struct ez_rkey *k;
 	const void *d;
+	unsigned int nk;
 	size_t len;
 
 	(void)arg;
@@ -286,16 +289,19 @@ static void on_connect(struct ez_conn *c, int status, void *arg)
 		ev_break(EV_DEFAULT, EVBREAK_ALL);
 		return;
 	}
-	/* The table's key came with the reply: no HELLO message, no wait. */
+	/* The table's shape came with the reply and its key with the
+	 * connection: no HELLO message, no wait. */
 	d = ez_conn_accept_data(c, &len);
+	k = ez_conn_peer_exports(c, &nk);
 	if (!d || len != sizeof(hello) || (memcpy(&hello, d, sizeof(hello)), hello.magic != KV_MAGIC) ||
-	    hello.nslots < KV_PROBE ||
-	    hello.table.len < (uint64_t)hello.nslots * sizeof(struct kv_slot)) {
-		fprintf(stderr, "kvstore_client: the server's accept data is not a kvstore hello\n");
+	    hello.nslots < KV_PROBE || nk != 1 ||
+	    k[0].len < (uint64_t)hello.nslots * sizeof(struct kv_slot)) {
+		fprintf(stderr, "kvstore_client: the server's accept data and regions are not a kvstore's\n");
 		failed = 1;
 		ev_break(EV_DEFAULT, EVBREAK_ALL);
 		return;
 	}
+	table = k[0];
 	up = 1;
 	if (strcmp(cmd, "get") == 0)
 		get_start(&single, arg_key, single_got);

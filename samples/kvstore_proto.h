@@ -28,11 +28,12 @@ struct kv_slot {
 _Static_assert(sizeof(struct kv_slot) == 128, "a slot is 128 bytes");
 
 /* What the server's reply to the connect carries (ez_conn_accept_data()):
- * the table's key and shape, so the first GET needs no message. */
+ * the table's shape. Its key comes with the connection too, confined to
+ * that connection (ez_conn_opts.exports, ez_conn_peer_exports()), so the
+ * first GET needs no message. */
 struct kv_hello {
 	uint32_t magic;
 	uint32_t nslots;
-	struct ez_rkey table;	/* EZ_MR_REMOTE_READ | EZ_MR_REMOTE_ATOMIC */
 };
 
 enum { KV_PUT = 1, KV_DEL = 2 };

@@ -1,4 +1,4 @@
-/* kvstore_server.c: a key-value store whose table clients read with RDMA READ: PUT and DEL arrive as messages, the table's key travels in the accept data, each slot's version is a sequence lock. */
+/* kvstore_server.c: a key-value store whose table clients read with RDMA READ: PUT and DEL arrive as messages, the table's key is given with each connection (to it alone), each slot's version is a sequence lock. */
 #include <errno.h>
 #include <ev.h>
 #include <getopt.h>
@@ -16,6 +16,7 @@ static struct kv_slot *table;
 static uint32_t nslots = 1024;
 static unsigned int slow_us;	/* test aid: pause mid-write, so readers meet torn slots */
 static struct kv_hello hello;
+static struct ez_mr *table_mr;
 static unsigned long n_puts, n_dels, conns, bad;
 
 /* The slot holding key, or (want_free) the first free one on its probe. */
@@ -142,8 +143,12 @@ static void on_disconnect(struct ez_conn *conn, int status, void *arg)
 
 static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {
-	/* The table's key goes in the reply: the client can GET at once. */
-	struct ez_conn_opts o = { .private_data = &hello, .private_data_len = sizeof(hello) };
+	/* The table's shape goes in the reply and its key with the
+	 * connection, for this client alone: it can GET at once. */
+	struct ez_export table_ex = { .mr = table_mr, .len = (uint64_t)nslots * sizeof(*table),
+				      .access = EZ_MR_REMOTE_READ | EZ_MR_REMOTE_ATOMIC };
+	struct ez_conn_opts o = { .private_data = &hello, .private_data_len = sizeof(hello),
+				  .exports = &table_ex, .nexports = 1 };
 	struct ez_conn_cbs cbs = { .on_connect = on_connect, .on_recv = on_recv,
 				   .on_disconnect = on_disconnect };
 	struct ez_conn *conn;
@@ -168,7 +173,6 @@ int main(int argc, char **argv)
 	/* static: what the process still holds at exit stays reachable */
 	static struct ez_listener *l;
 	static struct ez_ctx *ctx;
-	static struct ez_mr *mr;
 	ev_signal sigterm, sigint;
 	int c;
 
@@ -199,11 +203,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kvstore_server: ez_ctx_new: %s\n", ez_errmsg());
 		return 1;
 	}
-	/* Every client reads the table (and reads the versions atomically):
-	 * one shared key, in every accept's reply. */
+	/* Every client reads the table (and reads the versions atomically),
+	 * each through a key of its own connection's (on_request): a client
+	 * that leaves takes its key with it, and no other peer of the
+	 * context reaches the table. */
 	if (ez_mr_reg(ctx, NULL, table, (size_t)nslots * sizeof(*table),
-		      EZ_MR_SHARED | EZ_MR_REMOTE_READ | EZ_MR_REMOTE_ATOMIC, &mr) ||
-	    ez_mr_export(mr, &hello.table)) {
+		      EZ_MR_REMOTE_READ | EZ_MR_REMOTE_ATOMIC, &table_mr)) {
 		fprintf(stderr, "kvstore_server: table: %s\n", ez_errmsg());
 		return 1;
 	}

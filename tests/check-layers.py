@@ -252,6 +252,9 @@ OWNERS = {
     'conn_sendq': 'lib/conn/sendq.c',
     # A connection's keepalive state, embedded in ez_conn as conn->ka.
     'conn_keepalive': 'lib/conn/keepalive.c',
+    # Messages held until the peer's exports came, embedded in ez_conn as
+    # conn->park: the receive path's.
+    'rx_park': 'lib/conn/recv.c',
 }
 BASELINE = os.path.join('tests', 'owner-baseline.txt')
 REPORT_DEFAULT = ['ez_conn']

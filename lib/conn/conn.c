@@ -24,6 +24,7 @@
 #include "device/mr.h"
 #include "wire/flow.h"
 #include "wire/addr.h"
+#include "wire/bye.h"
 #include "listener.h"
 #include "base/abi.h"
 #include "base/log.h"
@@ -70,6 +71,8 @@ static void conn_free(struct ez_conn *conn)
 	conn_live_stop(conn);
 	rebuild_free(conn);
 	conn_auth_free(conn);
+	conn_exports_free(conn);
+	conn_recv_unpark(conn);
 	listener_hs_leave(&conn->pend);
 	staging_leave(conn);
 	if (conn->dev)
@@ -132,6 +135,8 @@ static void mark_end(struct ez_conn *conn, enum conn_state from, int status)
 	loop_defer_cancel(&conn->ctx->loop, &conn->step_defer);
 	listener_hs_leave(&conn->pend);
 	conn_live_stop(conn);
+	conn_exports_end(conn);
+	conn_recv_unpark(conn);
 }
 
 static int was_connected(const struct ez_conn *conn)
@@ -491,9 +496,17 @@ static struct ez_conn *conn_alloc(struct ez_ctx *ctx, const struct ez_conn_opts 
 		return NULL;
 	}
 	conn->o.auth_key = NULL;	/* kept in conn->auth, wiped when done */
+	conn->ctx = ctx;
+	*err = conn_exports_take(conn, &conn->o);
+	if (*err) {
+		conn_auth_free(conn);
+		path_free(conn);
+		free(conn);
+		return NULL;
+	}
+	conn->o.exports = NULL;		/* copied: the caller's array may go away */
 	conn->cm.on_event = conn_on_cm;
 	conn->fsm_run = take_transition;
-	conn->ctx = ctx;
 	conn->arg = arg;
 	if (cbs)
 		conn->cbs = *cbs;
@@ -759,7 +772,8 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 {
 	struct hs_msg m = {
 		.kind = kind,
-		.caps = HS_CAP_CREDITS | HS_CAP_KEEPALIVE,	/* we answer probes, always */
+		/* We answer probes and take a goodbye that says why, always. */
+		.caps = HS_CAP_CREDITS | HS_CAP_KEEPALIVE | HS_CAP_BYE_REASON,
 		.credits = (uint16_t)conn->my_credits,
 		.max_msg = conn->my_max_msg,
 		.user_len = (uint8_t)conn->o.private_data_len,
@@ -774,6 +788,7 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 	}
 	if (kind == HS_REP)
 		conn_rndv_settle(conn);
+	conn_exports_hs_caps(conn, &m.caps);
 
 	memcpy(m.user, conn->pdata, conn->o.private_data_len);
 	/* The path block is filled first: the shared-secret MAC covers it. */
@@ -862,6 +877,13 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	/* Nothing in an unproven reply is acted on, its path block included. */
 	if (conn->auth && conn_auth_check_rep(conn, &m))
 		return;
+	if (conn_exports_peer_caps(conn, m.caps)) {
+		static const char old[] = "the listener's easyrdma cannot take regions given with the connection";
+
+		rdma_reject(conn->id, old, sizeof(old) - 1);
+		conn_fail(conn, -EPROTONOSUPPORT, "%s", conn->errmsg);
+		return;
+	}
 	keep_accept_data(conn, &m);
 	ret = path_take_reply(conn, &m);
 	if (ret) {
@@ -881,7 +903,7 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	if (conn->auth)
 		conn_auth_send_proof(conn);
 	else
-		conn_fire(conn, CE_REPLY_OK, 0);
+		conn_up_after_exports(conn, CE_REPLY_OK);
 }
 
 static void on_rejected(struct ez_conn *conn, const struct cm_event *ev)
@@ -945,7 +967,11 @@ static void on_disconnected(struct ez_conn *conn)
 	conn_poll_cqs(conn);
 	if (conn_is_ended(conn))
 		return;
-	if (conn->state == CS_CONNECTED && conn->peer_bye) {
+	if (conn->state == CS_CONNECTED && conn->peer_bye &&
+	    conn->peer_bye_reason == BYE_KEEPALIVE) {
+		conn_fail(conn, -ETIMEDOUT, "peer %s ended the connection: its keepalive heard nothing from this side in %u ms (this side's loop or the link stalled; the peer is alive)",
+			  conn->host, conn->peer_bye_ms);
+	} else if (conn->state == CS_CONNECTED && conn->peer_bye) {
 		snprintf(conn->errmsg, sizeof(conn->errmsg), "peer %s closed the connection",
 			 conn->host);
 		conn_end(conn, 0);
@@ -1018,7 +1044,7 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		/* A keyed peer's proof, not the RTU, establishes the passive
 		 * side: the table ignores the RTU in CS_AWAITING_PROOF. */
-		conn_fire(conn, CE_RTU, 0);
+		conn_up_after_exports(conn, CE_RTU);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		on_rejected(conn, ev);
@@ -1206,6 +1232,9 @@ static int accept_checks(struct ez_conn *conn)
 		return conn_fail_ret(conn, ezi_fail(-EINVAL,
 			"ez_accept: receive buffers of %u bytes cannot take the %d-byte shared-secret proof",
 			max, AUTH_PROOF_LEN));
+	ret = conn_exports_check_device(conn);
+	if (ret)
+		return conn_fail_ret(conn, ezi_fail(ret, "ez_accept: %s", ez_errmsg()));
 	return 0;
 }
 
@@ -1333,6 +1362,8 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	path_grant(conn, &req->hs);
 	conn_live_peer_caps(conn, req->hs.caps);
 	conn_rndv_peer(conn, req->hs.caps, req->hs.rndv_shift);
+	if (!ret && conn_exports_peer_caps(conn, req->hs.caps))
+		ret = ezi_fail(-EPROTONOSUPPORT, "%s", conn->errmsg);
 	conn->pen = req->pen;
 	listener_hs_move(&req->pend, &conn->pend, on_handshake_deadline);
 	listener_req_free(req);

@@ -186,7 +186,7 @@ static void server_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t im
 			  conn->host, ez_strerror(ret));
 		return;
 	}
-	conn_fire(conn, CE_PROOF_OK, 0);
+	conn_up_after_exports(conn, CE_PROOF_OK);
 }
 
 static void client_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t imm)
@@ -194,7 +194,7 @@ static void client_on_recv(struct ez_conn *conn, struct ez_buf *buf, uint32_t im
 	ez_buf_release(buf);
 	if (imm == IMM_AUTH_OK) {
 		settle(conn);
-		conn_fire(conn, CE_PROOF_OK, 0);
+		conn_up_after_exports(conn, CE_PROOF_OK);
 	} else if (imm == IMM_AUTH_REFUSED) {
 		settle(conn);
 		conn_fail(conn, -EACCES, "rdma_connect(%s): listener refused the shared-secret proof",

@@ -16,6 +16,8 @@
 #include "base/log.h"
 #include "device/mr.h"
 #include "peer_penalty.h"
+#include "wire/exports.h"
+#include "wire/handshake.h"
 
 #define REMOTE (EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE | EZ_MR_REMOTE_ATOMIC)
 
@@ -140,6 +142,40 @@ void conn_exports_drop(struct ez_conn *conn)
 		export_free(conn->ex.list);
 }
 
+/* What an MR region must be to be exported, whoever asks (who: the
+ * caller's words, "ez_conn_export", "ez_conn_opts.exports[2]"); the
+ * device's part only once the connection has one. */
+static int region_check(const struct ez_conn *conn, const char *who, const struct ez_mr *mr,
+			uint64_t off, uint64_t len, unsigned int access)
+{
+	if (mr->dead)
+		return ezi_fail(-EBADF, "%s: the MR at %p was deregistered", who, mr->addr);
+	if (mr->ctx != conn->ctx)
+		return ezi_fail(-EINVAL, "%s: the MR at %p belongs to another context", who,
+				mr->addr);
+	if (!access || (access & ~(unsigned int)REMOTE))
+		return ezi_fail(-EINVAL, "%s: access 0x%x (EZ_MR_REMOTE_READ, EZ_MR_REMOTE_WRITE, EZ_MR_REMOTE_ATOMIC)",
+				who, access);
+	if (access & ~mr->access)
+		return ezi_fail(-EPERM, "%s: access 0x%x exceeds the MR's registration (0x%x)", who,
+				access, mr->access & REMOTE);
+	if (!len || off > mr->len || len > mr->len - off)
+		return ezi_fail(-EINVAL, "%s: [%llu, +%llu) is not inside the MR's %zu bytes", who,
+				(unsigned long long)off, (unsigned long long)len, mr->len);
+	if (!conn->dev)
+		return 0;
+	if (mr->dev != conn->dev)
+		return ezi_fail(-EINVAL, "%s: MR is registered on %s, the connection runs on %s", who,
+				mr->dev->name, conn->dev->name);
+	/* Whether the connection has a PD of its own is settled with its
+	 * pool: judged once it has a QP. */
+	if (conn->qp && !conn->own_pd && !device_has_mw2(conn->dev))
+		return ezi_fail(-EOPNOTSUPP, "%s: device %s has no type-2 memory windows (device_cap_flags 0x%llx, max_mw %d) and the connection receives from a shared pool, so it has no PD of its own (EZ_EXPORT_PD needs a private pool): register with EZ_MR_SHARED and use ez_mr_export()",
+				who, conn->dev->name, (unsigned long long)conn->dev->attr.device_cap_flags,
+				conn->dev->attr.max_mw);
+	return 0;
+}
+
 static int export_check(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
 			unsigned int access, struct ez_rkey *out)
 {
@@ -155,25 +191,7 @@ static int export_check(struct ez_conn *conn, struct ez_mr *mr, size_t off, size
 		return ezi_fail(-ENOTCONN, "ez_conn_export: connection is not established (%s)",
 				conn->app_closed ? "closed" : conn->state < CS_CONNECTED ?
 				"connecting" : "down");
-	if (mr->dead)
-		return ezi_fail(-EBADF, "ez_conn_export: the MR at %p was deregistered", mr->addr);
-	if (mr->dev != conn->dev)
-		return ezi_fail(-EINVAL, "ez_conn_export: MR is registered on %s, the connection runs on %s",
-				mr->dev->name, conn->dev->name);
-	if (!access || (access & ~(unsigned int)REMOTE))
-		return ezi_fail(-EINVAL, "ez_conn_export: access 0x%x (EZ_MR_REMOTE_READ, EZ_MR_REMOTE_WRITE, EZ_MR_REMOTE_ATOMIC)",
-				access);
-	if (access & ~mr->access)
-		return ezi_fail(-EPERM, "ez_conn_export: access 0x%x exceeds the MR's registration (0x%x)",
-				access, mr->access & REMOTE);
-	if (!len || off > mr->len || len > mr->len - off)
-		return ezi_fail(-EINVAL, "ez_conn_export: [%zu, +%zu) is not inside the MR's %zu bytes",
-				off, len, mr->len);
-	if (!conn->own_pd && !device_has_mw2(conn->dev))
-		return ezi_fail(-EOPNOTSUPP, "ez_conn_export: device %s has no type-2 memory windows (device_cap_flags 0x%llx, max_mw %d) and the connection receives from a shared pool, so it has no PD of its own (EZ_EXPORT_PD needs a private pool): register with EZ_MR_SHARED and use ez_mr_export()",
-				conn->dev->name, (unsigned long long)conn->dev->attr.device_cap_flags,
-				conn->dev->attr.max_mw);
-	return 0;
+	return region_check(conn, "ez_conn_export", mr, off, len, access);
 }
 
 /* The first live path: a type-2 window is bound to one QP. */
@@ -252,16 +270,16 @@ static int export_on_own_pd(struct ez_conn *conn, struct ez_mr *mr, size_t off, 
 	return 0;
 }
 
-int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
-		   unsigned int access, struct ez_rkey *out)
+/* The export itself, its arguments checked: a window bound on the first
+ * live path, or a registration on the connection's own PD. */
+static int export_make(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+		       unsigned int access, struct ez_rkey *out)
 {
 	struct conn_export *e;
 	struct conn_path *p;
 	uint64_t addr;
-	int ret = export_check(conn, mr, off, len, access, out);
+	int ret;
 
-	if (ret)
-		return ret;
 	p = export_path(conn);
 	if (!p)
 		return ezi_fail(-ENOTCONN, "ez_conn_export: no live path");
@@ -295,6 +313,14 @@ int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t le
 				   .path_binding = EZ_RKEY_PATH_BOUND | p->idx };
 	export_link(conn, e, out);
 	return 0;
+}
+
+int ez_conn_export(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len,
+		   unsigned int access, struct ez_rkey *out)
+{
+	int ret = export_check(conn, mr, off, len, access, out);
+
+	return ret ? ret : export_make(conn, mr, off, len, access, out);
 }
 
 int ez_conn_revoke(struct ez_conn *conn, const struct ez_rkey *rkey)
@@ -374,4 +400,217 @@ int conn_access_check(struct ez_conn *conn)
 		return 0;
 	conn_access_report(conn, p);
 	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Regions given with the connection (ez_conn_opts.exports)            */
+/* ------------------------------------------------------------------ */
+
+static void given_unhold(struct ez_conn *conn)
+{
+	if (!conn->ex.held)
+		return;
+	for (unsigned int i = 0; i < conn->ex.ngive; i++)
+		mr_unhold(conn->ex.give[i].mr);
+	conn->ex.held = 0;
+}
+
+int conn_exports_take(struct ez_conn *conn, const struct ez_conn_opts *o)
+{
+	char who[40];
+	int ret;
+
+	if (!o->nexports)
+		return 0;
+	for (uint32_t i = 0; i < o->nexports; i++) {
+		const struct ez_export *e = &o->exports[i];
+
+		snprintf(who, sizeof(who), "ez_conn_opts.exports[%u]", i);
+		ret = region_check(conn, who, e->mr, e->off, e->len, e->access);
+		if (ret)
+			return ret;
+	}
+	conn->ex.give = calloc(o->nexports, sizeof(*conn->ex.give));
+	conn->ex.own = calloc(o->nexports, sizeof(*conn->ex.own));
+	if (!conn->ex.give || !conn->ex.own) {
+		free(conn->ex.give);
+		free(conn->ex.own);
+		conn->ex.give = NULL;
+		conn->ex.own = NULL;
+		return ezi_fail(-ENOMEM, "ez_conn_opts.exports: out of memory");
+	}
+	memcpy(conn->ex.give, o->exports, o->nexports * sizeof(*conn->ex.give));
+	conn->ex.ngive = (uint8_t)o->nexports;
+	/* ez_mr_dereg() refuses (-EBUSY) until they are bound or the
+	 * connection ends: the copy points at them. */
+	for (unsigned int i = 0; i < conn->ex.ngive; i++)
+		mr_hold(conn->ex.give[i].mr);
+	conn->ex.held = 1;
+	return 0;
+}
+
+int conn_exports_check_device(struct ez_conn *conn)
+{
+	char who[40];
+	int ret;
+
+	for (unsigned int i = 0; i < conn->ex.ngive; i++) {
+		const struct ez_export *e = &conn->ex.give[i];
+
+		snprintf(who, sizeof(who), "ez_conn_opts.exports[%u]", i);
+		ret = region_check(conn, who, e->mr, e->off, e->len, e->access);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void conn_exports_end(struct ez_conn *conn)
+{
+	given_unhold(conn);
+}
+
+void conn_exports_free(struct ez_conn *conn)
+{
+	given_unhold(conn);
+	free(conn->ex.give);
+	free(conn->ex.own);
+	free(conn->ex.peer);
+	conn->ex.give = NULL;
+	conn->ex.own = NULL;
+	conn->ex.peer = NULL;
+	conn->ex.ngive = 0;
+	conn->ex.npeer = 0;
+}
+
+void conn_exports_hs_caps(const struct ez_conn *conn, uint16_t *caps)
+{
+	*caps |= HS_CAP_EXPORTS;
+	if (conn->ex.ngive)
+		*caps |= HS_CAP_EXPORTS_SENT;
+}
+
+int conn_exports_peer_caps(struct ez_conn *conn, uint16_t caps)
+{
+	conn->ex.peer_takes = !!(caps & HS_CAP_EXPORTS);
+	/* A peer that cannot read our message would refuse it as unknown
+	 * immediate bits: say so before anything is made. */
+	if (conn->ex.ngive && !conn->ex.peer_takes)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -EPROTONOSUPPORT,
+				     "%s(%s): the peer's easyrdma predates regions given with the connection (ez_conn_opts.exports, %u of them): give them with ez_conn_export() once connected",
+				     conn->step, conn->host, conn->ex.ngive);
+	conn->ex.peer_due = !!(caps & HS_CAP_EXPORTS_SENT);
+	return 0;
+}
+
+/* Binds each region to this connection and posts their keys on path 0:
+ * the first message of ours the peer receives there. */
+static int exports_send(struct ez_conn *conn)
+{
+	uint8_t msg[EXPORTS_MAX_LEN];
+	char who[40];
+	size_t len;
+	int ret;
+
+	conn->ex.sent = 1;
+	ret = conn_exports_check_device(conn);
+	for (unsigned int i = 0; !ret && i < conn->ex.ngive; i++) {
+		const struct ez_export *e = &conn->ex.give[i];
+
+		snprintf(who, sizeof(who), "ez_conn_opts.exports[%u]", i);
+		ret = export_make(conn, e->mr, e->off, e->len, e->access, &conn->ex.own[i]);
+		if (ret)
+			ret = ezi_fail(ret, "%s: %s", who, ez_errmsg());
+	}
+	if (ret) {
+		conn_fail(conn, ret, "%s(%s): %s", conn->step, conn->host, ez_errmsg());
+		return ret;
+	}
+	/* Bound: a window keeps its MR's dereg in order from here on, as for
+	 * ez_conn_export(). */
+	given_unhold(conn);
+	len = exports_encode(conn->ex.own, conn->ex.ngive, msg, sizeof(msg));
+	if (len > conn->peer_max_msg) {
+		conn_fail(conn, -EMSGSIZE, "%s(%s): the keys of %u regions given with the connection take %zu bytes, more than the peer's max_msg_size %u",
+			  conn->step, conn->host, conn->ex.ngive, len, conn->peer_max_msg);
+		return -EMSGSIZE;
+	}
+	ret = conn_post_ctrl(conn, NULL, OP_EXPORTS, &conn->paths[0], IMM_EXPORTS_MSG, msg,
+			     (uint32_t)len);
+	if (ret) {
+		conn_fail(conn, ret, "%s(%s): ibv_post_send(exports message, %zu bytes): %s",
+			  conn->step, conn->host, len, ez_strerror(ret));
+		return ret;
+	}
+	return 0;
+}
+
+void conn_up_after_exports(struct ez_conn *conn, enum conn_event ev)
+{
+	/* An event the state does not take (a second RTU) is ignored, and
+	 * sends nothing. */
+	if (!conn_fsm_row(conn->state, ev)->valid) {
+		conn_fire(conn, ev, 0);
+		return;
+	}
+	if (conn->ex.ngive && !conn->ex.sent && exports_send(conn))
+		return;
+	conn_fire(conn, conn->ex.peer_due ? CE_EXPORTS_DUE : ev, 0);
+}
+
+int conn_exports_on_msg(struct ez_conn *conn, const void *data, uint32_t len)
+{
+	struct ez_rkey keys[EZ_CONN_EXPORTS_MAX];
+	enum exports_fault f;
+	unsigned int n;
+
+	conn->ex.peer_due = 0;
+	f = exports_decode(data, len, conn->npaths, keys, &n);
+	if (f) {
+		conn_fail(conn, -EPROTO, "peer %s: its exports message (%u bytes) has %s", conn->host,
+			  len, exports_fault_str(f));
+		return -EPROTO;
+	}
+	conn->ex.peer = malloc(n * sizeof(*keys));
+	if (!conn->ex.peer) {
+		conn_fail(conn, -ENOMEM, "peer %s: keeping the %u regions it gave: out of memory",
+			  conn->host, n);
+		return -ENOMEM;
+	}
+	memcpy(conn->ex.peer, keys, n * sizeof(*keys));
+	conn->ex.npeer = (uint8_t)n;
+	return 0;
+}
+
+static const struct ez_rkey *keys_out(const struct ez_conn *conn, const char *fn,
+				      const struct ez_rkey *keys, unsigned int count,
+				      unsigned int *n)
+{
+	if (n)
+		*n = 0;
+	if (!conn || !n) {
+		ezi_fail(-EINVAL, "%s: conn %p, n %p", fn, (const void *)conn, (void *)n);
+		return NULL;
+	}
+	if (conn_check_handle(conn, fn))
+		return NULL;
+	if (conn->state < CS_CONNECTED && !conn_is_ended(conn)) {
+		ezi_fail(-ENOTCONN, "%s: the connection is not up yet (keys from on_connect on)", fn);
+		return NULL;
+	}
+	*n = count;
+	return count ? keys : NULL;
+}
+
+const struct ez_rkey *ez_conn_peer_exports(const struct ez_conn *conn, unsigned int *n)
+{
+	return keys_out(conn, "ez_conn_peer_exports", conn ? conn->ex.peer : NULL,
+			conn ? conn->ex.npeer : 0, n);
+}
+
+const struct ez_rkey *ez_conn_own_exports(const struct ez_conn *conn, unsigned int *n)
+{
+	/* Made only once ours went out: before that, none. */
+	return keys_out(conn, "ez_conn_own_exports", conn ? conn->ex.own : NULL,
+			conn && conn->ex.sent ? conn->ex.ngive : 0, n);
 }

@@ -2,6 +2,7 @@
 #ifndef EZ_CONN_CONN_EXPORT_H
 #define EZ_CONN_CONN_EXPORT_H
 
+#include "conn_fsm.h"
 #include "conn_types.h"
 
 /* The IBV_ACCESS_REMOTE_* a QP of conn may have now: what was exported to
@@ -41,5 +42,32 @@ int conn_access_check(struct ez_conn *conn);
  * (NULL when none); conn_access_report() ends conn with that -EACCES. */
 struct conn_path *conn_access_suspect(struct ez_conn *conn);
 void conn_access_report(struct ez_conn *conn, const struct conn_path *p);
+
+/* Regions given with the connection (ez_conn_opts.exports, wire/exports.h).
+ * At ez_connect()/ez_accept(): checks each region against its MR (range,
+ * access, context), copies the array and holds the MRs (ez_mr_dereg()
+ * refuses until they are bound or the connection ends). 0 or -errno. */
+int conn_exports_take(struct ez_conn *conn, const struct ez_conn_opts *o);
+/* The same checks once the connection has its device (and, with a QP,
+ * the device's means of confining them). 0 or -errno. */
+int conn_exports_check_device(struct ez_conn *conn);
+/* The connection ended: the MRs not yet bound are let go. */
+void conn_exports_end(struct ez_conn *conn);
+/* The handle is freed: the copies and keys go. */
+void conn_exports_free(struct ez_conn *conn);
+/* Our handshake's bits: HS_CAP_EXPORTS always, HS_CAP_EXPORTS_SENT when
+ * we give regions. */
+void conn_exports_hs_caps(const struct ez_conn *conn, uint16_t *caps);
+/* The peer's handshake bits: whether its exports message is due; a peer
+ * that cannot take ours is -EPROTONOSUPPORT (conn->errmsg set). */
+int conn_exports_peer_caps(struct ez_conn *conn, uint16_t caps);
+/* In place of conn_fire(conn, ev) where ev brings the connection up on
+ * this side (REPLY_OK, RTU, PROOF_OK): binds and posts ours first (once),
+ * then fires ev, or CE_EXPORTS_DUE while the peer's have not come. */
+void conn_up_after_exports(struct ez_conn *conn, enum conn_event ev);
+/* The peer's exports message (recv.c, after rx_check()): its keys kept
+ * for ez_conn_peer_exports(). 0, or the connection ended (-EPROTO naming
+ * the fault, -ENOMEM). The caller fires CE_EXPORTS_IN. */
+int conn_exports_on_msg(struct ez_conn *conn, const void *data, uint32_t len);
 
 #endif

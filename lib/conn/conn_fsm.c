@@ -41,12 +41,21 @@ static const struct conn_fsm_row table[CS_COUNT][CE_COUNT] = {
 	/* The refusal of a wrong proof goes out like a goodbye. */
 	[CS_AWAITING_PROOF][CE_END_BYE] = ROW(CS_SAYING_BYE, CA_END | CA_BYE_TIMER),
 
+	/* Regions given with the connection: a side whose peer announced
+	 * them comes up once they came (conn_export.c's conn_up_after_exports()
+	 * fires CE_EXPORTS_DUE in place of the event that would bring it up). */
+	[CS_CONNECTING][CE_EXPORTS_DUE] = ROW(CS_AWAITING_EXPORTS, 0),
+	[CS_AUTHENTICATING][CE_EXPORTS_DUE] = ROW(CS_AWAITING_EXPORTS, 0),
+	[CS_ACCEPTING][CE_EXPORTS_DUE] = ROW(CS_AWAITING_EXPORTS, 0),
+	[CS_AWAITING_PROOF][CE_EXPORTS_DUE] = ROW(CS_AWAITING_EXPORTS, 0),
+	[CS_AWAITING_EXPORTS][CE_EXPORTS_IN] = ROW(CS_CONNECTED, CA_REPORT_UP),
+
 	[CS_CONNECTED][CE_END_BYE] = ROW(CS_SAYING_BYE, CA_END | CA_BYE_TIMER),
 
 	LIVE(CS_NEW), LIVE(CS_RESOLVING_NAME), LIVE(CS_RESOLVING_ADDR), LIVE(CS_RESOLVING_ROUTE),
 	LIVE(CS_CONNECTING), LIVE(CS_AUTHENTICATING), LIVE(CS_ACCEPT_POOL), LIVE(CS_ACCEPT_QP),
 	LIVE(CS_ACCEPT_REPLY), LIVE(CS_ACCEPTING), LIVE(CS_AWAITING_PROOF),
-	LIVE(CS_CONNECTED),
+	LIVE(CS_AWAITING_EXPORTS), LIVE(CS_CONNECTED),
 
 	/* The teardown, one way. */
 	[CS_SAYING_BYE][CE_BYE_DONE] = ROW(CS_DRAINING, CA_TEARDOWN),
@@ -75,6 +84,7 @@ const char *conn_state_name(enum conn_state s)
 		[CS_ACCEPT_POOL] = "ACCEPT_POOL", [CS_ACCEPT_QP] = "ACCEPT_QP",
 		[CS_ACCEPT_REPLY] = "ACCEPT_REPLY",
 		[CS_ACCEPTING] = "ACCEPTING", [CS_AWAITING_PROOF] = "AWAITING_PROOF",
+		[CS_AWAITING_EXPORTS] = "AWAITING_EXPORTS",
 		[CS_CONNECTED] = "CONNECTED", [CS_SAYING_BYE] = "SAYING_BYE",
 		[CS_DRAINING] = "DRAINING", [CS_FINISHING] = "FINISHING",
 		[CS_REPORTING] = "REPORTING", [CS_DEAD] = "DEAD",
@@ -99,6 +109,7 @@ const char *conn_state_awaits(enum conn_state s)
 		[CS_ACCEPT_REPLY] = "this side's accept: its reply (a step a loop pass)",
 		[CS_ACCEPTING] = "the peer's RTU (the CM's ready-to-use)",
 		[CS_AWAITING_PROOF] = "the peer's shared-secret proof",
+		[CS_AWAITING_EXPORTS] = "the regions the peer gives with the connection (its exports message)",
 	};
 
 	return (unsigned int)s < CS_CONNECTED ? awaits[s] : "nothing (established or ended)";
@@ -112,7 +123,8 @@ const char *conn_event_name(enum conn_event e)
 		[CE_REPLY_OK] = "REPLY_OK", [CE_PROOF_SENT] = "PROOF_SENT",
 		[CE_ACCEPT_TAKEN] = "ACCEPT_TAKEN", [CE_POOL_MADE] = "POOL_MADE",
 		[CE_QP_READY] = "QP_READY", [CE_REP_SENT] = "REP_SENT", [CE_REP_SENT_KEYED] = "REP_SENT_KEYED",
-		[CE_RTU] = "RTU", [CE_PROOF_OK] = "PROOF_OK", [CE_CLOSE] = "CLOSE",
+		[CE_RTU] = "RTU", [CE_PROOF_OK] = "PROOF_OK", [CE_EXPORTS_DUE] = "EXPORTS_DUE",
+		[CE_EXPORTS_IN] = "EXPORTS_IN", [CE_CLOSE] = "CLOSE",
 		[CE_END] = "END", [CE_END_BYE] = "END_BYE", [CE_BYE_DONE] = "BYE_DONE",
 		[CE_DRAINED] = "DRAINED", [CE_FINISH] = "FINISH", [CE_REPORTED] = "REPORTED",
 	};

@@ -24,6 +24,9 @@ enum conn_state {
 	CS_ACCEPT_REPLY,	/* passive: QP in RTS; the reply (rdma_accept) is next */
 	CS_ACCEPTING,		/* passive: REP sent, waiting for the RTU */
 	CS_AWAITING_PROOF,	/* keyed passive: REP sent, waiting for the client's proof */
+	/* Either side, up on its side (ours posted, if any): waiting for the
+	 * regions the peer gives with the connection (HS_CAP_EXPORTS_SENT). */
+	CS_AWAITING_EXPORTS,
 	CS_CONNECTED,
 	CS_SAYING_BYE,		/* ended; a goodbye (or a refusal) is on the send queue */
 	CS_DRAINING,		/* QPs in ERR, CM disconnected: waiting for the flushes */
@@ -50,6 +53,8 @@ enum conn_event {
 	CE_REP_SENT_KEYED,	/* passive with a shared secret: the same */
 	CE_RTU,			/* passive: the CM's ESTABLISHED, or a message that overtook it */
 	CE_PROOF_OK,		/* the client's proof matched (passive) / the verdict is "accepted" (active) */
+	CE_EXPORTS_DUE,		/* up on this side, but the peer's exports message has not come */
+	CE_EXPORTS_IN,		/* the peer's exports message came and passed its checks */
 	CE_CLOSE,		/* ez_conn_close() */
 	CE_END,			/* an error, or an end with nothing to send first: tear down now */
 	CE_END_BYE,		/* an end with a goodbye (or refusal) posted: wait for it first */
@@ -96,7 +101,7 @@ static inline int conn_state_live(enum conn_state s)
 static inline int conn_state_cm_connected(enum conn_state s)
 {
 	return s == CS_AUTHENTICATING || s == CS_ACCEPTING || s == CS_AWAITING_PROOF ||
-	       s == CS_CONNECTED;
+	       s == CS_AWAITING_EXPORTS || s == CS_CONNECTED;
 }
 
 const char *conn_state_name(enum conn_state s);

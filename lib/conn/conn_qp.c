@@ -26,7 +26,9 @@ static void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
 static void conn_on_comm_est(struct ez_conn *conn)
 {
 	/* Data arrived before the RTU: tell the CM, which then reports ESTABLISHED. */
-	if (conn && (conn->state == CS_ACCEPTING || conn->state == CS_AWAITING_PROOF) && conn->id)
+	if (conn && !conn->active && conn->id &&
+	    (conn->state == CS_ACCEPTING || conn->state == CS_AWAITING_PROOF ||
+	     conn->state == CS_AWAITING_EXPORTS))
 		rdma_notify(conn->id, IBV_EVENT_COMM_EST);
 }
 

@@ -30,6 +30,8 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 	       OP_SEND_RNDV, OP_RNDV_READ, OP_RNDV_ACK,
 	       /* A step of a failed path's rebuild (rebuild.c). */
 	       OP_PATH_UP,
+	       /* The regions given with the connection (conn_export.c). */
+	       OP_EXPORTS,
 	       /* The send queue's last WR after the QP entered ERR, when the
 	        * one before it went unsignalled (msg.c's conn_seal()). */
 	       OP_SEAL };
@@ -52,7 +54,7 @@ enum op_kind { OP_SEND, OP_SEND_MR, OP_WRITE, OP_WRITE_IMM, OP_READ, OP_CREDIT, 
 		       OP_KIND_BIT(OP_CREDIT) | OP_KIND_BIT(OP_BYE) | OP_KIND_BIT(OP_PATH_DOWN) | \
 		       OP_KIND_BIT(OP_AUTH) | OP_KIND_BIT(OP_KA_PROBE) | OP_KIND_BIT(OP_KA_ANSWER) | \
 		       OP_KIND_BIT(OP_SEND_RNDV) | OP_KIND_BIT(OP_RNDV_ACK) | OP_KIND_BIT(OP_PATH_UP) | \
-		       OP_KIND_BIT(OP_SEAL))
+		       OP_KIND_BIT(OP_EXPORTS) | OP_KIND_BIT(OP_SEAL))
 _Static_assert(OP_SEAL < 32, "op kinds fit a 32-bit mask");
 
 /* One send-queue operation; preallocated per connection (send_depth of them
@@ -190,6 +192,7 @@ struct device;
 struct conn_auth;
 struct conn_rebuild;
 struct conn_export;
+struct rx_parked;
 
 /* The send queue (sendq.c; msg.c writes it too as it posts and completes,
  * the owner baseline's lines): send_depth ops and their free list,
@@ -250,12 +253,31 @@ struct conn_rndv {
 	uint32_t tx_seq[EZ_MAX_PATHS], rx_seq[EZ_MAX_PATHS];
 };
 
+/* Messages for the application that came before the peer's exports
+ * message, in arrival order (recv.c, the only writer). */
+struct rx_park {
+	struct rx_parked *head;
+	struct rx_parked **tail;
+};
+
 /* Remote access (conn_export.c, the only writer): the regions exported to
  * this connection, and the EZ_MR_REMOTE_* its QPs admit for them. */
 struct conn_exports {
 	struct conn_export *list;
 	uint32_t n;
 	unsigned int access;
+	/* Regions given with the connection (ez_conn_opts.exports): copied at
+	 * the call, their MRs held until bound (ngive, held); the keys made
+	 * of them (own); the peer's, from its exports message (peer). */
+	struct ez_export *give;
+	struct ez_rkey *own;
+	struct ez_rkey *peer;
+	uint8_t ngive;
+	uint8_t npeer;
+	uint8_t held;		/* give's MRs are held (mr_hold) */
+	uint8_t sent;		/* ours went out (or failed: the connection ended) */
+	uint8_t peer_takes;	/* the peer set HS_CAP_EXPORTS */
+	uint8_t peer_due;	/* the peer set HS_CAP_EXPORTS_SENT; its message has not come */
 };
 
 /* RDMA atomics (atomic.c, the only writer): one 8-byte result word per
@@ -275,6 +297,7 @@ struct conn_keepalive {
 	uint32_t missed;	/* ticks in a row that saw nothing */
 	uint32_t sent;		/* probes posted since something came */
 	uint8_t peer;		/* the peer answers probes (HS_CAP_KEEPALIVE) */
+	uint8_t peer_why;	/* the peer takes a goodbye that says why (HS_CAP_BYE_REASON) */
 	uint8_t probe_busy;	/* our probe is posted, not complete */
 	uint8_t answer_busy;	/* our answer is posted, not complete */
 	struct rate rate;	/* the peer's probes against their rate */
@@ -328,6 +351,9 @@ struct ez_conn {
 	struct op_queue oq;	/* ops accepted past a full window (op_queue.c's) */
 	struct op bye_op;
 	int peer_bye;
+	/* Why, when the goodbye said (wire/bye.h; recv.c writes them). */
+	uint8_t peer_bye_reason;
+	uint32_t peer_bye_ms;
 
 	uint32_t my_credits;	/* advertised to the peer */
 	/* Our receive credits: what the peer holds and what it has earned
@@ -392,6 +418,7 @@ struct ez_conn {
 	char errmsg[EZ_ERRMSG_MAX];
 
 	struct conn_exports ex;	/* remote access (conn_export.c's) */
+	struct rx_park park;	/* messages before the peer's exports (recv.c's) */
 	/* The listener's penalty options copied at accept (0: no refusals). */
 	struct peer_penalty_opts pen;
 

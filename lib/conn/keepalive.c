@@ -2,11 +2,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 
 #include "keepalive.h"
 #include "conn_fsm.h"
 #include "peer_penalty.h"
 #include "wire/opts.h"
+#include "wire/bye.h"
+#include "wire/handshake.h"
 #include "wire/rate.h"
 #include "base/log.h"
 #include "path.h"
@@ -44,6 +47,29 @@
 void conn_live_peer_caps(struct ez_conn *conn, uint16_t caps)
 {
 	conn->ka.peer = (uint8_t)hs_peer_keepalive(caps);
+	conn->ka.peer_why = !!(caps & HS_CAP_BYE_REASON);
+}
+
+/* Nothing came for ms: the connection ends. A peer that is alive after
+ * all (its loop or the link stalled) is told why in the goodbye, so it
+ * does not report a peer that vanished. */
+static void ka_end(struct ez_conn *conn, uint32_t ms)
+{
+	char msg[EZ_ERRMSG_MAX];
+	uint8_t why[BYE_REASON_LEN];
+
+	snprintf(msg, sizeof(msg),
+		 "peer %s: nothing received in %u ms (%u keepalive probe%s sent, none answered; keepalive_interval_ms %u, keepalive_probes %u)",
+		 conn->host, ms, conn->ka.sent, conn->ka.sent == 1 ? "" : "s",
+		 conn->o.keepalive_interval_ms, conn->o.keepalive_probes);
+	if (conn->ka.peer_why) {
+		bye_reason_encode(BYE_KEEPALIVE, ms, why);
+		if (conn_post_bye_why(conn, why, sizeof(why)) == 0) {
+			conn_fail_after_bye(conn, -ETIMEDOUT, "%s", msg);
+			return;
+		}
+	}
+	conn_fail(conn, -ETIMEDOUT, "%s", msg);
 }
 
 static void ka_probe(struct ez_conn *conn)
@@ -87,10 +113,7 @@ static void ka_tick(struct loop_timer *t)
 		/* Nothing came since the tick that last saw traffic, missed + 1
 		 * intervals ago. Fewer probes than intervals went out when one
 		 * stayed unacknowledged (the transport was retrying it). */
-		conn_fail(conn, -ETIMEDOUT,
-			  "peer %s: nothing received in %llu ms (%u keepalive probe%s sent, none answered; keepalive_interval_ms %u, keepalive_probes %u)",
-			  conn->host, (unsigned long long)iv * (conn->ka.missed + 1u), conn->ka.sent,
-			  conn->ka.sent == 1 ? "" : "s", iv, conn->o.keepalive_probes);
+		ka_end(conn, iv * (conn->ka.missed + 1u));
 		return;
 	} else {
 		conn->ka.missed++;

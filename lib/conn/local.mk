@@ -41,3 +41,5 @@ dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_c
 # Issue 24 (api).
 dist_man3_MANS += doc/man3/ez_conn_accept_data.3 doc/man3/ez_atomic_cas.3 \
 	doc/man3/ez_atomic_fadd.3
+# Regions given with the connection (issue 42).
+dist_man3_MANS += doc/man3/ez_conn_peer_exports.3 doc/man3/ez_conn_own_exports.3

@@ -320,6 +320,7 @@ static const struct op_kind_ops kind_ops[] = {
 	[OP_RNDV_READ] = { .done = conn_rndv_op_done, .own_report = 1 },
 	[OP_RNDV_ACK] = { .done = conn_rndv_op_done, .own_report = 1 },
 	[OP_PATH_UP] = { .done = op_complete },
+	[OP_EXPORTS] = { .done = op_complete },
 	[OP_SEAL] = { .done = nothing_done },
 };
 _Static_assert(sizeof(kind_ops) / sizeof(kind_ops[0]) == OP_SEAL + 1,

@@ -9,6 +9,9 @@ void conn_on_send_wc(struct op *op, const struct ibv_wc *wc);
 /* The completion of a silent send (an error or a flush) on p. */
 void conn_on_silent_wc(struct conn_path *p, const struct ibv_wc *wc);
 void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc);
+/* Gives back the buffers of messages held until the peer's exports came
+ * (recv.c): the connection ended first. */
+void conn_recv_unpark(struct ez_conn *conn);
 int conn_ops_init(struct ez_conn *conn);
 void conn_ops_fini(struct ez_conn *conn);
 void conn_kick(struct ez_conn *conn);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -15,6 +16,7 @@
 #include "base/log.h"
 #include "path.h"
 #include "rebuild.h"
+#include "wire/bye.h"
 #include "wire/settle.h"
 #include "rndv.h"
 #include "peer_penalty.h"
@@ -80,6 +82,7 @@ static void rx_view_of(const struct ez_conn *conn, struct rx_view *v)
 		if (conn->paths[i].live)
 			v->live |= (uint8_t)(1u << i);
 	v->rndv_max = conn->o.max_msg_size;
+	v->exports_due = conn->ex.peer_due;
 	conn_live_view(conn, v);
 }
 
@@ -160,6 +163,138 @@ static void deliver(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_w
 		ez_buf_release(buf);
 }
 
+/* An accepted message, acted on: the connection is CONNECTED. */
+static void dispatch(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc,
+		     const struct rx_msg *m, const struct rndv_hdr *rh)
+{
+	enum rx_fault f;
+
+	switch (m->kind) {
+	case RX_DATA:
+		if (conn->rndv.rq.n)
+			conn_rndv_on_small(conn, buf, wc->byte_len);
+		else
+			deliver(conn, buf, wc);
+		break;
+	case RX_RNDV:
+		ez_buf_release(buf);
+		conn_rndv_on_header(conn, rh, path_index(conn, wc->qp_num));
+		break;
+	case RX_RNDV_ACK: {
+		struct op *op;
+
+		ez_buf_release(buf);
+		conn->stats.credit_msgs_recv++;
+		op = conn_rndv_on_ack(conn, rh->id, &f);
+		if (op)
+			conn_op_complete(conn, op, 0);
+		break;
+	}
+	case RX_WRITE_IMM:
+		deliver_write_imm(conn, buf, wc);
+		break;
+	case RX_PATH_UP: {
+		uint8_t b[PATH_UP_LEN];
+
+		memcpy(b, ez_buf_data(buf), sizeof(b));
+		conn->stats.credit_msgs_recv++;	/* owner: the receive path counts what came in */
+		ez_buf_release(buf);
+		rebuild_on_msg(conn, m->path, b, wc->qp_num);
+		break;
+	}
+	case RX_PATH_DOWN: {
+		/* With exact failover, the peer's count of receives on the path. */
+		uint32_t count = conn->paths_exact ? path_count_decode(ez_buf_data(buf)) : 0;
+
+		conn->stats.credit_msgs_recv++;
+		ez_buf_release(buf);
+		conn_settle_path(conn, path_on_peer_down(conn, m->path, count));
+		break;
+	}
+	default:
+		conn->stats.credit_msgs_recv++;
+		if (m->kind == RX_BYE && wc->byte_len == BYE_REASON_LEN)
+			/* owner: the receive path records what the goodbye said */
+			conn->peer_bye_reason = bye_reason_decode(ez_buf_data(buf), &conn->peer_bye_ms);
+		ez_buf_release(buf);
+		if (m->kind == RX_BYE)
+			conn->peer_bye = 1;
+		else if (m->kind == RX_KA_PROBE)
+			conn_live_on_probe(conn, m->answer);
+		break;
+	}
+}
+
+/* A message for the application that came before the peer's exports
+ * message: the peer's other paths may overtake path 0, where the exports
+ * travel first. Held in arrival order (at most the credits we granted:
+ * they are our receive buffers already) until the exports came. */
+struct rx_parked {
+	struct rx_parked *next;
+	struct ez_buf *buf;
+	struct ibv_wc wc;
+	struct rx_msg m;
+	struct rndv_hdr rh;
+};
+
+static int parks(const struct rx_msg *m)
+{
+	return m->kind == RX_DATA || m->kind == RX_RNDV || m->kind == RX_WRITE_IMM;
+}
+
+static void park(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc,
+		 const struct rx_msg *m, const struct rndv_hdr *rh)
+{
+	struct rx_parked *p = malloc(sizeof(*p));
+
+	if (!p) {
+		ez_buf_release(buf);
+		conn_fail(conn, -ENOMEM, "peer %s: holding a message that came before its exports: out of memory",
+			  conn->host);
+		return;
+	}
+	*p = (struct rx_parked){ .buf = buf, .wc = *wc, .m = *m };
+	if (m->kind == RX_RNDV)
+		p->rh = *rh;	/* read from the header only for RX_RNDV */
+	if (!conn->park.head)
+		conn->park.tail = &conn->park.head;
+	*conn->park.tail = p;
+	conn->park.tail = &p->next;
+}
+
+void conn_recv_unpark(struct ez_conn *conn)
+{
+	while (conn->park.head) {
+		struct rx_parked *p = conn->park.head;
+
+		conn->park.head = p->next;
+		ez_buf_release(p->buf);
+		free(p);
+	}
+}
+
+/* The peer's exports message: its keys kept, the connection up on this
+ * side, then what came before it, in order. */
+static void exports_in(struct ez_conn *conn, struct ez_buf *buf, const struct ibv_wc *wc)
+{
+	int ret = conn_exports_on_msg(conn, ez_buf_data(buf), wc->byte_len);
+
+	conn->stats.credit_msgs_recv++;	/* owner: the receive path counts what came in */
+	ez_buf_release(buf);
+	if (ret)
+		return;
+	conn_fire(conn, CE_EXPORTS_IN, 0);
+	while (conn->park.head && conn->state == CS_CONNECTED) {
+		struct rx_parked *p = conn->park.head;
+
+		conn->park.head = p->next;
+		dispatch(conn, p->buf, &p->wc, &p->m, &p->rh);
+		free(p);
+	}
+	if (conn->state == CS_CONNECTED)
+		conn_kick_if_needed(conn);
+}
+
 void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 {
 	struct ez_buf *buf = srqpool_take(((struct ez_buf *)(uintptr_t)wc->wr_id)->pool, wc->wr_id,
@@ -231,62 +366,20 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	/* A message can overtake the RTU: the QP is in RTS, so the peer has
 	 * already seen our reply and counts the connection as established. */
 	if (conn->state == CS_ACCEPTING)
-		conn_fire(conn, CE_RTU, 0);
+		conn_up_after_exports(conn, CE_RTU);
+	if (m.kind == RX_EXPORTS && conn->state == CS_AWAITING_EXPORTS) {
+		exports_in(conn, buf, wc);
+		return;
+	}
+	if (conn->state == CS_AWAITING_EXPORTS && parks(&m)) {
+		park(conn, buf, wc, &m, &rh);
+		return;
+	}
 	if (conn->state != CS_CONNECTED) {
 		ez_buf_release(buf);
 		return;
 	}
-	switch (m.kind) {
-	case RX_DATA:
-		if (conn->rndv.rq.n)
-			conn_rndv_on_small(conn, buf, wc->byte_len);
-		else
-			deliver(conn, buf, wc);
-		break;
-	case RX_RNDV:
-		ez_buf_release(buf);
-		conn_rndv_on_header(conn, &rh, path_index(conn, wc->qp_num));
-		break;
-	case RX_RNDV_ACK: {
-		struct op *op;
-
-		ez_buf_release(buf);
-		conn->stats.credit_msgs_recv++;
-		op = conn_rndv_on_ack(conn, rh.id, &f);
-		if (op)
-			conn_op_complete(conn, op, 0);
-		break;
-	}
-	case RX_WRITE_IMM:
-		deliver_write_imm(conn, buf, wc);
-		break;
-	case RX_PATH_UP: {
-		uint8_t b[PATH_UP_LEN];
-
-		memcpy(b, ez_buf_data(buf), sizeof(b));
-		conn->stats.credit_msgs_recv++;	/* owner: the receive path counts what came in */
-		ez_buf_release(buf);
-		rebuild_on_msg(conn, m.path, b, wc->qp_num);
-		break;
-	}
-	case RX_PATH_DOWN: {
-		/* With exact failover, the peer's count of receives on the path. */
-		uint32_t count = conn->paths_exact ? path_count_decode(ez_buf_data(buf)) : 0;
-
-		conn->stats.credit_msgs_recv++;
-		ez_buf_release(buf);
-		conn_settle_path(conn, path_on_peer_down(conn, m.path, count));
-		break;
-	}
-	default:
-		conn->stats.credit_msgs_recv++;
-		ez_buf_release(buf);
-		if (m.kind == RX_BYE)
-			conn->peer_bye = 1;
-		else if (m.kind == RX_KA_PROBE)
-			conn_live_on_probe(conn, m.answer);
-		break;
-	}
+	dispatch(conn, buf, wc, &m, &rh);
 	if (conn->state == CS_CONNECTED)
 		conn_kick_if_needed(conn);
 }

@@ -157,6 +157,22 @@ refused:
 	return err;
 }
 
+int conn_post_bye_why(struct ez_conn *conn, const void *why, uint32_t len)
+{
+	int ret;
+
+	/* One goodbye on path 0, behind its work; the other paths' work is
+	 * flushed by the teardown as on any end. */
+	if (!conn->paths[0].live)
+		return -ENOTCONN;
+	ret = conn_post_ctrl(conn, &conn->bye_op, OP_BYE, &conn->paths[0],
+			     IMM_CREDIT_ONLY | IMM_BYE, why, len);
+	if (ret)
+		return ret;
+	conn->byes_left = 1;	/* owner: the goodbye's poster counts what the teardown waits for */
+	return 0;
+}
+
 /* What an op is, in the words of the connection's messages (a failed or
  * overdue op, a post that failed). */
 static const char *const op_kind_names[] = {
@@ -178,6 +194,7 @@ static const char *const op_kind_names[] = {
 	[OP_RNDV_READ] = "RDMA READ of a rendezvous transfer",
 	[OP_RNDV_ACK] = "rendezvous acknowledgement",
 	[OP_PATH_UP] = "path rebuild message",
+	[OP_EXPORTS] = "exports message",
 	[OP_SEAL] = "send-queue seal",
 };
 _Static_assert(sizeof(op_kind_names) / sizeof(op_kind_names[0]) == OP_SEAL + 1,

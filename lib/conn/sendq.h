@@ -105,4 +105,9 @@ int conn_post_ctrl(struct ez_conn *conn, struct op *op, enum op_kind kind,
 
 const char *op_kind_name(enum op_kind kind);
 
+/* A goodbye that says why (wire/bye.h; only to a peer that set
+ * HS_CAP_BYE_REASON), on path 0; the caller then ends the connection with
+ * conn_fail_after_bye(). 0 or -errno (nothing posted). */
+int conn_post_bye_why(struct ez_conn *conn, const void *why, uint32_t len);
+
 #endif

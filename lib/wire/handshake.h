@@ -64,6 +64,16 @@ enum {
 	 * (wire/settle.h), and each side settles the failed path's ops by
 	 * the other's count. No bytes here. */
 	HS_CAP_FAILOVER = 1u << 5,
+	/* The sender takes an exports message (imm.h IMM_EXPORTS, exports.h):
+	 * a side sends one only to a peer that set it. No bytes. */
+	HS_CAP_EXPORTS = 1u << 6,
+	/* The sender gives regions with the connection: its exports message
+	 * comes before anything else of its own, and the receiver reports the
+	 * connection up only once it came. No bytes. */
+	HS_CAP_EXPORTS_SENT = 1u << 7,
+	/* The sender takes a goodbye that says why (wire/bye.h: 8 bytes, a
+	 * keepalive's end). No bytes here. */
+	HS_CAP_BYE_REASON = 1u << 8,
 };
 
 /* The largest shift a rendezvous peer may announce: 2 GiB, a RoCE message's most. */

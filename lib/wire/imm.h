@@ -8,6 +8,9 @@
  * A SEND's immediate (network order on the wire) carries:
  *   bits  0..15  credits handed back to the receiver of this message
  *   bits 16..18  a path index (with IMM_PATH_DOWN)
+ *   bit  23      IMM_EXPORTS: with IMM_CREDIT_ONLY, the regions the sender
+ *                gives with the connection (exports.h; HS_CAP_EXPORTS peers
+ *                only, once, from a side that set HS_CAP_EXPORTS_SENT)
  *   bit  24      IMM_PATH_UP: with IMM_CREDIT_ONLY and a path index, a step of
  *                that failed path's rebuild (HS_CAP_FAILOVER peers only; 8
  *                bytes, settle.h)
@@ -20,6 +23,8 @@
  *   bit  29      IMM_PATH_DOWN: the sender took path (bits 16..18) out
  *   bit  30      IMM_BYE: the sender is closing on purpose (ez_conn_close)
  *   bit  31      IMM_CREDIT_ONLY: consumed by the library, never delivered
+ * A goodbye is empty, or to a peer that set HS_CAP_BYE_REASON carries why
+ * (BYE_REASON_LEN bytes, bye.h).
  * A path-down notice between peers that both set HS_CAP_FAILOVER carries
  * 4 bytes (the sender's count of receives on that path, settle.h); it is
  * empty otherwise.
@@ -33,6 +38,7 @@
 #define IMM_PATH_SHIFT 16
 #define IMM_PATH_MASK 0x7u
 #define IMM_PATH_FIELD (IMM_PATH_MASK << IMM_PATH_SHIFT)
+#define IMM_EXPORTS 0x00800000u
 #define IMM_PATH_UP 0x01000000u
 #define IMM_RNDV 0x02000000u
 #define IMM_KA_REPLY 0x04000000u
@@ -52,6 +58,9 @@
  * the peer's library answers with the reply, likewise empty. */
 #define IMM_KA_PROBE (IMM_CREDIT_ONLY | IMM_KEEPALIVE)
 #define IMM_KA_ANSWER (IMM_CREDIT_ONLY | IMM_KEEPALIVE | IMM_KA_REPLY)
+
+/* The regions given with the connection (lib/conn/conn_export.c). */
+#define IMM_EXPORTS_MSG (IMM_CREDIT_ONLY | IMM_EXPORTS)
 
 /* Rendezvous (lib/conn/rndv.c): the header a large send posts in place of
  * its bytes, and the acknowledgement that the receiver has fetched them. */
@@ -76,6 +85,9 @@ _Static_assert((IMM_RNDV & (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_KA_REPLY | I
 _Static_assert((IMM_PATH_UP & (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_RNDV | IMM_KA_REPLY | IMM_KEEPALIVE |
 			      IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0,
 	       "the path-up flag shares a bit with another field");
+_Static_assert((IMM_EXPORTS & (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_PATH_UP | IMM_RNDV | IMM_KA_REPLY |
+			      IMM_KEEPALIVE | IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY)) == 0,
+	       "the exports flag shares a bit with another field");
 _Static_assert((IMM_PATH_MASK + 1) >= 8, "the path field cannot name EZ_MAX_PATHS paths");
 
 /* The path a IMM_PATH_DOWN notice names. */

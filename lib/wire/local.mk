@@ -11,6 +11,8 @@ lib_libezcore_la_SOURCES += \
 	lib/wire/budget.c lib/wire/budget.h lib/wire/rate.h \
 	lib/wire/rndv.c lib/wire/rndv.h \
 	lib/wire/settle.c lib/wire/settle.h \
+	lib/wire/exports.c lib/wire/exports.h \
+	lib/wire/bye.h \
 	lib/wire/imm.h
 # The shared-secret check (auth.c) uses OpenSSL's libcrypto.
 AM_CPPFLAGS += $(CRYPTO_CFLAGS)

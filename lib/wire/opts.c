@@ -21,10 +21,46 @@ static uint32_t pow2_below(uint32_t v)
 	return 1u << (31 - __builtin_clz(v));
 }
 
+/* The regions given with the connection, as far as options can tell (the
+ * MRs' own ranges and access are the connection's to check): each bind
+ * takes an op of the window (send_depth), the message one more, and a
+ * keyed client's proof may still hold one. */
+static int exports_check(const struct ez_conn_opts *o)
+{
+	static const unsigned int remote = EZ_MR_REMOTE_READ | EZ_MR_REMOTE_WRITE |
+					   EZ_MR_REMOTE_ATOMIC;
+
+	if (o->reserved3)
+		return ezi_fail(-EINVAL, "ez_conn_opts.reserved3 is %u, must be 0", o->reserved3);
+	if (!o->nexports)
+		return 0;
+	if (o->nexports > EZ_CONN_EXPORTS_MAX || !o->exports)
+		return ezi_fail(-EINVAL, "ez_conn_opts.nexports %u with exports %s (0..%d regions)",
+				o->nexports, o->exports ? "set" : "NULL", EZ_CONN_EXPORTS_MAX);
+	if (o->send_depth < o->nexports + 2)
+		return ezi_fail(-EINVAL, "ez_conn_opts.nexports %u needs send_depth %u or more (it is %u): each region's bind, the message that carries the keys and a shared-secret proof take an op",
+				o->nexports, o->nexports + 2, o->send_depth);
+	for (uint32_t i = 0; i < o->nexports; i++) {
+		const struct ez_export *e = &o->exports[i];
+
+		if (!e->mr || e->reserved)
+			return ezi_fail(-EINVAL, "ez_conn_opts.exports[%u]: %s", i,
+					e->mr ? "reserved must be 0" : "mr is NULL");
+		if (!e->access || (e->access & ~remote))
+			return ezi_fail(-EINVAL, "ez_conn_opts.exports[%u].access 0x%x (EZ_MR_REMOTE_READ, EZ_MR_REMOTE_WRITE, EZ_MR_REMOTE_ATOMIC)",
+					i, e->access);
+		if (!e->len || e->off + e->len < e->off)
+			return ezi_fail(-EINVAL, "ez_conn_opts.exports[%u]: [%llu, +%llu) is empty or wraps",
+					i, (unsigned long long)e->off, (unsigned long long)e->len);
+	}
+	return 0;
+}
+
 int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_opts *out)
 {
 	size_t pmax;
 	uint32_t m;
+	int ret;
 
 	if (in)
 		*out = *in;
@@ -114,6 +150,9 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 	if (out->flags & ~CONN_FLAGS_KNOWN)
 		return ezi_fail(-EINVAL, "ez_conn_opts.flags 0x%x has bits this library does not know (0x%x)",
 				out->flags, out->flags & ~CONN_FLAGS_KNOWN);
+	ret = exports_check(out);
+	if (ret)
+		return ret;
 	if (out->queue_depth > CONN_MAX_QUEUE_DEPTH)
 		return ezi_fail(-EINVAL, "ez_conn_opts.queue_depth %u above %d", out->queue_depth,
 				CONN_MAX_QUEUE_DEPTH);

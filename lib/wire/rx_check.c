@@ -5,18 +5,21 @@
 #include <string.h>
 
 #include "auth.h"
+#include "bye.h"
+#include "exports.h"
 #include "imm.h"
 #include "rndv.h"
 #include "rx_check.h"
 #include "settle.h"
 
-_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_PATH_UP | IMM_RNDV | IMM_KA_REPLY | IMM_KEEPALIVE |
-				IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | IMM_CREDIT_ONLY),
+_Static_assert(RX_IMM_KNOWN == (IMM_CREDITS_MASK | IMM_PATH_FIELD | IMM_EXPORTS | IMM_PATH_UP | IMM_RNDV |
+				IMM_KA_REPLY | IMM_KEEPALIVE | IMM_AUTH | IMM_PATH_DOWN | IMM_BYE |
+				IMM_CREDIT_ONLY),
 	       "RX_IMM_KNOWN is every bit of imm.h");
 _Static_assert(RX_MAX_CREDITS == IMM_CREDITS_MASK, "credits travel in 16 bits");
 
 #define KA_FLAGS (IMM_KEEPALIVE | IMM_KA_REPLY)
-#define CONTROL_FLAGS (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | KA_FLAGS | IMM_PATH_UP)
+#define CONTROL_FLAGS (IMM_AUTH | IMM_PATH_DOWN | IMM_BYE | KA_FLAGS | IMM_PATH_UP | IMM_EXPORTS)
 
 uint64_t rx_return_room(const struct rx_track *t)
 {
@@ -223,12 +226,34 @@ static enum rx_fault check_path_up(const struct rx_in *in, const struct rx_view 
 	return RX_OK;
 }
 
+/* The regions the peer gives with the connection: once, from a peer that
+ * announced them (so the receive buffer it takes without a credit is one
+ * per connection), after the shared-secret exchange, no credits, no other
+ * bit, at most EXPORTS_MAX_LEN bytes (its contents: exports_decode()). */
+static enum rx_fault check_exports(const struct rx_in *in, const struct rx_view *v,
+				   struct rx_msg *out)
+{
+	if (in->imm != IMM_EXPORTS_MSG)
+		return in->imm & ~IMM_EXPORTS_MSG & (CONTROL_FLAGS | IMM_RNDV | IMM_PATH_FIELD) ?
+		       RX_F_FLAG_MIX : RX_F_CONTROL_CREDITS;
+	if (awaiting_auth(v))
+		return RX_F_AUTH_WRONG;
+	if (!v->exports_due)
+		return RX_F_EXPORTS_UNASKED;
+	if (in->byte_len < EXPORTS_HDR_LEN || in->byte_len > EXPORTS_MAX_LEN)
+		return RX_F_EXPORTS_LEN;
+	out->kind = RX_EXPORTS;
+	return RX_OK;
+}
+
 static enum rx_fault check_control(const struct rx_in *in, const struct rx_view *v,
 				   struct rx_msg *out)
 {
 	uint32_t flags = in->imm & CONTROL_FLAGS, credits = in->imm & IMM_CREDITS_MASK;
 	enum rx_fault f;
 
+	if (in->imm & IMM_EXPORTS)
+		return check_exports(in, v, out);
 	if ((in->imm & IMM_PATH_FIELD) && !(flags & (IMM_PATH_DOWN | IMM_PATH_UP)))
 		return RX_F_PATH_BITS;
 	if (flags & IMM_PATH_UP)
@@ -249,7 +274,10 @@ static enum rx_fault check_control(const struct rx_in *in, const struct rx_view 
 	 * the path (settle.h); every other credit-only message is empty. */
 	if (flags == IMM_PATH_DOWN && in->byte_len != (v->exact ? PATH_COUNT_LEN : 0))
 		return RX_F_PATH_COUNT_LEN;
-	if (in->byte_len && flags != IMM_PATH_DOWN)
+	/* A goodbye may say why (bye.h): this library takes it from anyone,
+	 * and sends it only to a peer that announced it takes it. */
+	if (in->byte_len && flags != IMM_PATH_DOWN &&
+	    !(flags == IMM_BYE && in->byte_len == BYE_REASON_LEN))
 		return RX_F_CONTROL_PAYLOAD;
 	if (flags == IMM_BYE) {
 		if (v->t->byes >= v->npaths)
@@ -383,6 +411,8 @@ static const char *const names[RX_NFAULTS] = {
 	[RX_F_PATH_COUNT_LEN] = "path-down of the wrong length",
 	[RX_F_PATH_UP_OFF] = "path rebuild without exact failover",
 	[RX_F_PATH_UP_LEN] = "path rebuild message of the wrong length",
+	[RX_F_EXPORTS_UNASKED] = "exports message not announced, or a second",
+	[RX_F_EXPORTS_LEN] = "exports message of an impossible length",
 };
 
 const char *rx_fault_name(enum rx_fault f)
@@ -478,6 +508,14 @@ char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_v
 	case RX_F_PATH_UP_LEN:
 		snprintf(buf, len, "peer's path rebuild message for path %u carries %u bytes (%u)",
 			 imm_path(imm), in->byte_len, PATH_UP_LEN);
+		break;
+	case RX_F_EXPORTS_UNASKED:
+		snprintf(buf, len, "peer sent an exports message (%u bytes) that its handshake did not announce, or a second one",
+			 in->byte_len);
+		break;
+	case RX_F_EXPORTS_LEN:
+		snprintf(buf, len, "peer's exports message carries %u bytes (%u..%zu)", in->byte_len,
+			 EXPORTS_HDR_LEN, (size_t)EXPORTS_MAX_LEN);
 		break;
 	case RX_F_PATH_COUNT_LEN:
 		snprintf(buf, len, "peer's path-down for path %u carries %u bytes (%u %s)", imm_path(imm),

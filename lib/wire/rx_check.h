@@ -28,6 +28,7 @@ enum rx_kind {
 	RX_RNDV,	/* a large message's rendezvous header (takes a receive credit) */
 	RX_RNDV_ACK,	/* the peer fetched one of our large messages */
 	RX_PATH_UP,	/* a step of a failed path's rebuild (out->path; bytes: settle.h) */
+	RX_EXPORTS,	/* the regions the peer gives with the connection (bytes: exports.h) */
 };
 
 /* Which rule the peer broke (RX_OK: none). */
@@ -70,6 +71,8 @@ enum rx_fault {
 	RX_F_PATH_COUNT_LEN,	/* a path-down without its count (exact failover), or one with bytes (without) */
 	RX_F_PATH_UP_OFF,	/* a path rebuild without exact failover */
 	RX_F_PATH_UP_LEN,	/* a path rebuild message of the wrong length */
+	RX_F_EXPORTS_UNASKED,	/* an exports message the peer's handshake did not announce, or a second */
+	RX_F_EXPORTS_LEN,	/* an exports message shorter than its header or longer than its most */
 	RX_NFAULTS
 };
 
@@ -125,10 +128,11 @@ struct rx_view {
 	uint8_t rndv;		/* both sides announced HS_CAP_RNDV */
 	uint8_t exact;		/* both sides announced HS_CAP_FAILOVER (several paths) */
 	uint32_t rndv_max;	/* the largest message this side takes by rendezvous */
+	uint8_t exports_due;	/* the peer announced HS_CAP_EXPORTS_SENT and it has not come */
 };
 
 /* Every bit an easyrdma SEND's immediate may have. */
-#define RX_IMM_KNOWN 0xff07ffffu
+#define RX_IMM_KNOWN 0xff87ffffu
 
 /* A peer's receive window can never exceed what the handshake and the
  * immediate carry (16 bits), which is also the largest share a pool gives. */

@@ -1,4 +1,4 @@
-/* test_hostile_imm.c: a raw-verbs peer completes the easyrdma handshake, then sends one forged message each: the server ends that connection with the exact status and reason; an honest connection on the same pool keeps echoing. */
+/* test_hostile_imm.c: a raw-verbs peer completes the easyrdma handshake, then sends one forged message each (exports messages too: unannounced, malformed, announced and never sent): the server ends that connection with the exact status and reason; an honest connection on the same pool keeps echoing. */
 #include "config.h"
 
 #include <check.h>
@@ -8,6 +8,7 @@
 
 #include "fault.h"
 #include "rawcm.h"
+#include "wire/handshake.h"
 #include "wire/imm.h"
 #include "../checkmain.h"
 
@@ -137,8 +138,8 @@ START_TEST(unknown_bits)
 	struct hbench t;
 
 	bench_start(&t, 4096);
-	attack(&t, 0x00800000u, 8, -EPROTO,
-	       "peer's immediate 0x00800000 has bits 0x00800000 no easyrdma message uses", 1);
+	attack(&t, 0x00400000u, 8, -EPROTO,
+	       "peer's immediate 0x00400000 has bits 0x00400000 no easyrdma message uses", 1);
 	attack(&t, IMM_BYE, 8, -EPROTO,
 	       "peer's message (immediate 0x40000000) has control flags 0x40000000 without IMM_CREDIT_ONLY", 1);
 	attack(&t, IMM_CREDIT_ONLY | IMM_BYE | IMM_PATH_DOWN, 0, -EPROTO,
@@ -221,11 +222,164 @@ START_TEST(violators_refused_for_a_while)
 	hbench_start_penalized(&t, 4096, 4, 2, 30000);
 	attack(&t, IMM_CREDIT_ONLY | 0xffff, 0, -EPROTO,
 	       "peer returned 65535 credits; this side sent 0 messages, so at most 0 more could come back", 1);
-	attack(&t, 0x00800000u, 8, -EPROTO,
-	       "peer's immediate 0x00800000 has bits 0x00800000 no easyrdma message uses", 1);
+	attack(&t, 0x00400000u, 8, -EPROTO,
+	       "peer's immediate 0x00400000 has bits 0x00400000 no easyrdma message uses", 1);
 	raw_expect_penalized(&t.b, t.s.port, 2, why, sizeof(why));
 	printf("after 2 violations: \"%s\"\n", why);
 	hbench_echo(&t, 20);
+	hbench_stop(&t);
+}
+END_TEST
+
+/* ---- regions given with the connection: a raw peer lies --------------- */
+
+/* The raw peer's next send carries these bytes (raw_ez_send() sends from
+ * xbuf). */
+static void raw_fill(struct raw *r, const void *data, uint32_t len)
+{
+	ck_assert_uint_le(len, r->xlen);
+	memcpy(r->xbuf, data, len);
+}
+
+/* A raw peer whose handshake announced its regions (HS_CAP_EXPORTS_SENT):
+ * the server's side of it, not yet up. */
+static struct ep *dial_announcing(struct hbench *t, struct raw *r)
+{
+	int idx = t->s.neps;
+
+	t->s.no_echo = 1;
+	raw_ez_caps = HS_CAP_CREDITS | HS_CAP_EXPORTS | HS_CAP_EXPORTS_SENT;
+	raw_ez_connect(&t->b, r, t->s.port, 8, 65536, 16, 16384);
+	raw_ez_caps = HS_CAP_CREDITS;
+	ck_assert_msg(r->rep_caps & HS_CAP_EXPORTS, "the reply's caps 0x%x lack HS_CAP_EXPORTS",
+		      r->rep_caps);
+	ck_assert(fb_run(&t->b, &t->s.neps, idx + 1, 5));
+	return &t->s.eps[idx];
+}
+
+/* Unannounced: an exports message from a peer whose handshake did not say
+ * it gives regions is refused like any forged message. */
+START_TEST(exports_unannounced)
+{
+	struct hbench t;
+
+	bench_start(&t, 4096);
+	attack(&t, IMM_EXPORTS_MSG, 28, -EPROTO,
+	       "peer sent an exports message (28 bytes) that its handshake did not announce, or a second one", 1);
+	attack(&t, IMM_EXPORTS_MSG | 3, 28, -EPROTO,
+	       "peer's control message (immediate 0x80800003) carries 3 credits", 1);
+	hbench_stop(&t);
+}
+END_TEST
+
+/* Announced, then malformed (a version this library does not know, a
+ * region that wraps): the server's side never comes up, on_connect says
+ * why, the honest connection is untouched. */
+START_TEST(exports_malformed)
+{
+	static const uint8_t bad_version[28] = { 9, 1 };
+	uint8_t wraps[28] = { 1, 1, 0, 0,
+			      0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf0, 0,	/* address */
+			      0, 0, 0, 0, 0, 0, 0x10, 0,			/* 4096 bytes */
+			      0, 0, 0, 7,  0, 0, 0, 0 };
+	const uint8_t *msgs[2] = { bad_version, wraps };
+	const char *why[2] = { "has a version this library does not know",
+			       "has a region that wraps the address space" };
+	struct hbench t;
+
+	bench_start(&t, 4096);
+	for (int i = 0; i < 2; i++) {
+		struct raw r;
+		struct ep *e = dial_announcing(&t, &r);
+		char want[200];
+
+		raw_fill(&r, msgs[i], 28);
+		ck_assert_int_eq(raw_ez_send(&r, IMM_EXPORTS_MSG, 28), 0);
+		ck_assert(fb_run(&t.b, &e->connected, 1, 10));
+		ck_assert_int_eq(e->connect_status, -EPROTO);
+		snprintf(want, sizeof(want), ": its exports message (28 bytes) %s", why[i]);
+		ck_assert_msg(strncmp(e->connect_msg, "peer ", 5) == 0 && strstr(e->connect_msg, want),
+			      "%s", e->connect_msg);
+		printf("announced, then malformed: server on_connect(%d) \"%s\"\n", e->connect_status,
+		       e->connect_msg);
+		raw_ez_wait_disconnect(&t.b, &r, 5);
+		hbench_echo(&t, 10);
+		raw_free(&r);
+	}
+	t.s.no_echo = 0;
+	hbench_stop(&t);
+}
+END_TEST
+
+/* Announced and never sent: the listener's handshake timeout ends it and
+ * names what it waited for. */
+START_TEST(exports_announced_never_sent)
+{
+	struct hbench t;
+	struct raw r;
+	struct ep *e;
+
+	bench_start(&t, 4096);
+	e = dial_announcing(&t, &r);
+	ck_assert(fb_run(&t.b, &e->connected, 1, 30));
+	ck_assert_int_eq(e->connect_status, -ETIMEDOUT);
+	ck_assert_msg(strstr(e->connect_msg, "handshake not completed within 2000 ms (the listener's handshake_timeout_ms): waiting for the regions the peer gives with the connection (its exports message)"),
+		      "%s", e->connect_msg);
+	printf("announced, never sent: server on_connect(%d) \"%s\"\n", e->connect_status,
+	       e->connect_msg);
+	raw_ez_wait_disconnect(&t.b, &r, 5);
+	hbench_echo(&t, 10);
+	raw_free(&r);
+	t.s.no_echo = 0;
+	hbench_stop(&t);
+}
+END_TEST
+
+/* A message before the regions (as one on another path can overtake them)
+ * waits for them: delivered after on_connect, not lost, not early. */
+START_TEST(exports_message_before_them_held)
+{
+	static const uint8_t one[28] = { 1, 1, 0, 0,  0, 0, 0x7f, 0, 0, 0, 0x10, 0,
+					 0, 0, 0, 0, 0, 0, 0x10, 0,  0, 0, 0x12, 0x34,  0, 0, 0, 0 };
+	struct hbench t;
+	struct raw r;
+	struct ep *e;
+
+	bench_start(&t, 4096);
+	e = dial_announcing(&t, &r);
+	ck_assert_int_eq(raw_ez_send(&r, 0, 16), 0);	/* data, before the regions */
+	{
+		double end = now_s() + 10;
+
+		while (r.sends_ok < 1 && !r.send_err && now_s() < end) {
+			raw_ez_poll(&r);
+			fb_spin(&t.b, 0.01);
+		}
+	}
+	ck_assert_uint_eq(r.sends_ok, 1);	/* in the server's receive queue */
+	fb_spin(&t.b, 0.2);
+	ck_assert_int_eq(e->connected, 0);	/* not up: the regions are due */
+	ck_assert_int_eq(e->received, 0);	/* so nothing delivered */
+	raw_fill(&r, one, sizeof(one));
+	ck_assert_int_eq(raw_ez_send(&r, IMM_EXPORTS_MSG, sizeof(one)), 0);
+	ck_assert(fb_run(&t.b, &e->connected, 1, 10));
+	ck_assert_msg(e->connect_status == 0, "%s", e->connect_msg);
+	ck_assert(fb_run(&t.b, &e->received, 1, 10));
+	ck_assert_int_eq(e->received, 1);
+	{
+		unsigned int n = 0;
+		const struct ez_rkey *k = ez_conn_peer_exports(e->conn, &n);
+
+		ck_assert_uint_eq(n, 1);
+		ck_assert_uint_eq(k[0].addr, 0x7f0000001000ull);
+		ck_assert_uint_eq(k[0].len, 4096);
+		ck_assert_uint_eq(k[0].rkey, 0x1234);
+		ck_assert_uint_eq(k[0].path_binding, 0);
+	}
+	printf("a message before the regions: held, delivered after on_connect\n");
+	raw_free(&r);
+	t.s.no_echo = 0;
+	hbench_echo(&t, 10);
 	hbench_stop(&t);
 }
 END_TEST
@@ -245,6 +399,10 @@ int main(void)
 	tcase_add_test(tc, larger_than_the_buffer);
 	tcase_add_test(tc, larger_than_max_msg_size);
 	tcase_add_test(tc, violators_refused_for_a_while);
+	tcase_add_test(tc, exports_unannounced);
+	tcase_add_test(tc, exports_malformed);
+	tcase_add_test(tc, exports_announced_never_sent);
+	tcase_add_test(tc, exports_message_before_them_held);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }

@@ -129,6 +129,64 @@ START_TEST(hung_peer_found_by_probes)
 }
 END_TEST
 
+/* Two contexts on two loops of this thread: one runs while the other is
+ * stalled, as a peer whose loop hangs. */
+static int run_both(struct fb *a, struct fb *b, const volatile int *flag, int want, double secs)
+{
+	double end = now_s() + hang_ceiling(secs);
+
+	while (*flag < want && now_s() < end) {
+		ev_run(a->loop, EVRUN_NOWAIT);
+		ev_run(b->loop, EVRUN_NOWAIT);
+	}
+	return *flag >= want;
+}
+
+/* A peer that is alive but whose loop stalled is ended by the other side's
+ * keepalive, and told so in the goodbye: it reports -ETIMEDOUT naming the
+ * peer's keepalive, not "disconnected without closing (process ended or
+ * reset)", which is what a crashed peer looks like. */
+START_TEST(stalled_peer_told_why)
+{
+	struct ez_conn_opts o = { .keepalive_interval_ms = 200, .keepalive_probes = 3 };
+	struct fb bs, bc;
+	struct srv s = { 0 };
+	struct ep e = { 0 };
+	char want[256];
+	const char *got;
+
+	fb_init(&bs);
+	fb_init(&bc);
+	s.no_echo = 1;
+	srv_start(&bs, &s, 1);
+	ck_assert_int_eq(ep_connect(&bc, &e, s.port, &o), 0);
+	ck_assert(run_both(&bs, &bc, &e.connected, 1, 20));
+	ck_assert_msg(e.connect_status == 0, "%s", e.connect_msg);
+	ck_assert(run_both(&bs, &bc, &s.connected, 1, 20));
+	/* The server's loop stalls: its HCA acknowledges the probes, its
+	 * library answers none. */
+	ck_assert(fb_run(&bc, &e.disconnected, 1, 20));
+	ck_assert_int_eq(e.disconnect_status, -ETIMEDOUT);
+	ck_assert_msg(strstr(e.disconnect_msg, ": nothing received in 800 ms (3 keepalive probes sent, none answered"),
+		      "%s", e.disconnect_msg);
+	/* It comes back: the goodbye says why it was cut off. */
+	ck_assert(fb_run(&bs, &s.disconnected, 1, 20));
+	ck_assert_int_eq(s.eps[0].disconnect_status, -ETIMEDOUT);
+	got = s.eps[0].disconnect_msg;
+	snprintf(want, sizeof(want),
+		 " ended the connection: its keepalive heard nothing from this side in 800 ms (this side's loop or the link stalled; the peer is alive)");
+	ck_assert_msg(strncmp(got, "peer ", 5) == 0 && strstr(got, want) &&
+		      strlen(strstr(got, want)) == strlen(want), "%s", got);
+	printf("stalled peer, on its return: on_disconnect(%d, \"%s\")\n",
+	       s.eps[0].disconnect_status, got);
+	ep_close(&e);
+	srv_stop(&s);
+	fb_spin(&bc, 0.2);
+	fb_fini(&bc);
+	fb_fini(&bs);
+}
+END_TEST
+
 /* A send the hung peer's credits hold back ends the connection after
  * op_timeout_ms; its callback says -ETIMEDOUT, the others' -ECANCELED. */
 static int cb_ok, cb_timedout, cb_canceled, cb_other;
@@ -542,6 +600,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, hung_peer_found_by_probes);
+	tcase_add_test(tc, stalled_peer_told_why);
 	tcase_add_test(tc, stuck_send_ends_at_op_timeout);
 	tcase_add_test(tc, keepalive_on_client_only);
 	tcase_add_test(tc, keepalive_on_server_only);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "wire/auth.h"
+#include "wire/bye.h"
+#include "wire/exports.h"
 #include "wire/imm.h"
 #include "wire/rndv.h"
 #include "wire/rx_check.h"
@@ -68,9 +70,20 @@ static void check_accepted(const struct rx_in *in, const struct rx_view *v, cons
 			abort();
 		break;
 	case RX_BYE:
+		/* empty, or why (bye.h); no credits */
+		if ((in->byte_len && in->byte_len != BYE_REASON_LEN) || (in->imm & IMM_CREDITS_MASK))
+			abort();
+		break;
 	case RX_AUTH_OK:
 	case RX_AUTH_REFUSED:
 		if (in->byte_len || (in->imm & IMM_CREDITS_MASK))
+			abort();
+		break;
+	case RX_EXPORTS:
+		/* once, announced, after the auth step, exactly its immediate, a bounded length */
+		if (!v->exports_due || in->imm != IMM_EXPORTS_MSG || in->byte_len < EXPORTS_HDR_LEN ||
+		    in->byte_len > EXPORTS_MAX_LEN || v->auth == RX_AUTH_AWAIT_PROOF ||
+		    v->auth == RX_AUTH_AWAIT_VERDICT)
 			abort();
 		break;
 	case RX_AUTH_PROOF:
@@ -137,6 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	v.rndv_max = v.max_msg << (hdr[2] >> 4);
 	v.max_msg = 32u << (hdr[2] % 16);
 	v.recv_granted = v.recv_max_granted = hdr[3];
+	v.exports_due = hdr[0] >> 6 & 1;
 	v.max_send_credits = RX_MAX_CREDITS;
 	t.granted = hdr[3];
 	/* Then events: a message in, or this side sending / a path of ours failing. */

@@ -17,6 +17,7 @@ targets="
 qpfsm_validate lib/qpfsm/validate.c lib/qpfsm/table.c lib/qpfsm/names.c
 handshake lib/wire/handshake.c lib/wire/auth.c
 rx_check lib/wire/rx_check.c lib/wire/rndv.c lib/wire/settle.c
+exports lib/wire/exports.c
 "
 
 status=0

@@ -13,6 +13,8 @@ INTEGRATION_TESTS += tests/integration/test_conn
 INTEGRATION_TESTS += tests/integration/test_flow_policy
 # Issue 24 (api): send readiness, accept data, atomics.
 INTEGRATION_TESTS += tests/integration/test_api24
+# Regions given with the connection (issue 42).
+INTEGRATION_TESTS += tests/integration/test_conn_exports
 INTEGRATION_TESTS += tests/integration/test_multipath
 # Connection requests handed to worker threads' contexts (issue 21).
 INTEGRATION_TESTS += tests/integration/test_workers

@@ -20,6 +20,7 @@ UNIT_TESTS += tests/unit/test_credit_share
 # whose post_send, post_srq_recv and poll_cq are the test's (fakeverbs.c).
 UNIT_TESTS += tests/unit/test_datapath
 UNIT_TESTS += tests/unit/test_error
+UNIT_TESTS += tests/unit/test_exports
 UNIT_TESTS += tests/unit/test_flow
 UNIT_TESTS += tests/unit/test_handshake
 UNIT_TESTS += tests/unit/test_heap

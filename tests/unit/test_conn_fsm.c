@@ -220,6 +220,41 @@ START_TEST(keyed_sides_come_up_only_on_the_proof)
 }
 END_TEST
 
+/* Regions given with the connection: a side up on its side waits in
+ * AWAITING_EXPORTS for the peer's, and only their arrival brings it up. */
+START_TEST(exports_hold_the_connection_up)
+{
+	static const enum conn_state up_on_our_side[] = { CS_CONNECTING, CS_AUTHENTICATING,
+							  CS_ACCEPTING, CS_AWAITING_PROOF };
+	int s;
+
+	for (unsigned int i = 0; i < sizeof(up_on_our_side) / sizeof(up_on_our_side[0]); i++) {
+		const struct conn_fsm_row *r = row(up_on_our_side[i], CE_EXPORTS_DUE);
+
+		ck_assert_int_eq(r->valid, 1);
+		ck_assert_uint_eq(r->next, CS_AWAITING_EXPORTS);
+		ck_assert_uint_eq(r->actions, 0);
+	}
+	/* Nothing but their arrival brings it up: a second RTU, a reply or a
+	 * verdict is ignored. */
+	ck_assert_int_eq(row(CS_AWAITING_EXPORTS, CE_RTU)->valid, 0);
+	ck_assert_int_eq(row(CS_AWAITING_EXPORTS, CE_REPLY_OK)->valid, 0);
+	ck_assert_int_eq(row(CS_AWAITING_EXPORTS, CE_PROOF_OK)->valid, 0);
+	ck_assert_int_eq(row(CS_AWAITING_EXPORTS, CE_EXPORTS_DUE)->valid, 0);
+	ck_assert_uint_eq(row(CS_AWAITING_EXPORTS, CE_EXPORTS_IN)->next, CS_CONNECTED);
+	ck_assert_uint_eq(row(CS_AWAITING_EXPORTS, CE_EXPORTS_IN)->actions, CA_REPORT_UP);
+	/* It is a setup state: a timeout names it, a close or an error ends it. */
+	ck_assert_str_eq(conn_state_awaits(CS_AWAITING_EXPORTS),
+			 "the regions the peer gives with the connection (its exports message)");
+	ck_assert_int_eq(conn_state_cm_connected(CS_AWAITING_EXPORTS), 1);
+	ck_assert_uint_eq(row(CS_AWAITING_EXPORTS, CE_END)->next, CS_DRAINING);
+	/* Their arrival means nothing in any other state. */
+	for (s = 0; s < CS_COUNT; s++)
+		if (s != CS_AWAITING_EXPORTS)
+			ck_assert_int_eq(row((enum conn_state)s, CE_EXPORTS_IN)->valid, 0);
+}
+END_TEST
+
 /* The teardown's order: goodbye, drain, finish (deferred), report, dead. */
 START_TEST(teardown_order)
 {
@@ -252,6 +287,7 @@ int main(void)
 	tcase_add_test(tc, every_state_reachable_and_every_state_ends);
 	tcase_add_test(tc, exactly_once_over_every_sequence);
 	tcase_add_test(tc, keyed_sides_come_up_only_on_the_proof);
+	tcase_add_test(tc, exports_hold_the_connection_up);
 	tcase_add_test(tc, teardown_order);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -143,6 +144,65 @@ static void bad_key(uint32_t key_len, int accept, uint32_t max_msg, uint32_t pda
 	ck_assert_int_eq(conn_opts_resolve(&in, accept, &o), -EINVAL);
 	ck_assert_str_eq(ez_errmsg(), msg);
 }
+
+/* Regions given with the connection: what the options alone can tell
+ * (the MRs' ranges are the connection's to check, on a device). */
+START_TEST(exports_checked)
+{
+	struct ez_mr *fake = (struct ez_mr *)(uintptr_t)0x1000;	/* never read here */
+	struct ez_export ex[EZ_CONN_EXPORTS_MAX + 1];
+	struct ez_conn_opts in = { 0 }, o;
+
+	for (int i = 0; i <= EZ_CONN_EXPORTS_MAX; i++)
+		ex[i] = (struct ez_export){ .mr = fake, .len = 64, .access = EZ_MR_REMOTE_READ };
+	in.exports = ex;
+	in.nexports = EZ_CONN_EXPORTS_MAX;
+	ck_assert_int_eq(conn_opts_resolve(&in, 1, &o), 0);
+	ck_assert_ptr_eq(o.exports, ex);	/* the connection copies them */
+	in.nexports = EZ_CONN_EXPORTS_MAX + 1;
+	ck_assert_int_eq(conn_opts_resolve(&in, 1, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.nexports 9 with exports set (0..8 regions)");
+	in.nexports = 1;
+	in.exports = NULL;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.nexports 1 with exports NULL (0..8 regions)");
+	in.exports = ex;
+	in.send_depth = 2;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.nexports 1 needs send_depth 3 or more (it is 2): each region's bind, the message that carries the keys and a shared-secret proof take an op");
+	in.send_depth = 3;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+	ex[0].mr = NULL;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.exports[0]: mr is NULL");
+	ex[0].mr = fake;
+	ex[0].reserved = 1;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.exports[0]: reserved must be 0");
+	ex[0].reserved = 0;
+	ex[0].access = 0;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ex[0].access = EZ_MR_SHARED;	/* not a remote access */
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.exports[0].access 0x4 (EZ_MR_REMOTE_READ, EZ_MR_REMOTE_WRITE, EZ_MR_REMOTE_ATOMIC)");
+	ex[0].access = EZ_MR_REMOTE_WRITE;
+	ex[0].len = 0;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ex[0].len = 16;
+	ex[0].off = UINT64_MAX - 8;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.exports[0]: [18446744073709551607, +16) is empty or wraps");
+	ex[0].off = 0;
+	in.reserved3 = 1;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), -EINVAL);
+	ck_assert_str_eq(ez_errmsg(), "ez_conn_opts.reserved3 is 1, must be 0");
+	/* nexports 0 ignores the pointer, as an older program's zeros do. */
+	in.reserved3 = 0;
+	in.nexports = 0;
+	in.exports = (const struct ez_export *)(uintptr_t)0x1;
+	ck_assert_int_eq(conn_opts_resolve(&in, 0, &o), 0);
+}
+END_TEST
 
 START_TEST(auth_key_checked)
 {
@@ -294,7 +354,7 @@ START_TEST(struct_in_longer_set_tail_refused)
 	ck_assert_uint_eq(dst.send_depth, 0);	/* nothing taken */
 	/* On x86_64: the exact text a program sees. */
 	if (sizeof(void *) == 8)
-		ck_assert_str_eq(ez_errmsg(), "ez_accept: struct ez_conn_opts of 136 bytes has byte 128 set, beyond the 128 this library knows (a field of a newer easyrdma.h)");
+		ck_assert_str_eq(ez_errmsg(), "ez_accept: struct ez_conn_opts of 152 bytes has byte 144 set, beyond the 144 this library knows (a field of a newer easyrdma.h)");
 }
 END_TEST
 
@@ -330,6 +390,7 @@ int main(void)
 	tcase_add_test(tc, null_gives_all_defaults);
 	tcase_add_test(tc, set_fields_are_kept);
 	tcase_add_test(tc, out_of_range_named);
+	tcase_add_test(tc, exports_checked);
 	tcase_add_test(tc, auth_key_checked);
 	tcase_add_test(tc, comp_mask_keeps_zero);
 	tcase_add_test(tc, comp_mask_range_still_checked);

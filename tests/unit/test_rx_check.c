@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "wire/auth.h"
+#include "wire/bye.h"
+#include "wire/exports.h"
 #include "wire/imm.h"
 #include "wire/rndv.h"
 #include "wire/rx_check.h"
@@ -130,8 +132,8 @@ START_TEST(unknown_bits)
 		ck_assert_int_eq(check(&v, bit, 0, &m), RX_F_UNKNOWN_BITS);
 		ck_assert_int_eq(check(&v, bit | IMM_CREDIT_ONLY | 1, 0, &m), RX_F_UNKNOWN_BITS);
 	}
-	want_msg(RX_F_UNKNOWN_BITS, &v, 0x00800001u, 0,
-		 "peer's immediate 0x00800001 has bits 0x00800000 no easyrdma message uses");
+	want_msg(RX_F_UNKNOWN_BITS, &v, 0x00400001u, 0,
+		 "peer's immediate 0x00400001 has bits 0x00400000 no easyrdma message uses");
 }
 END_TEST
 
@@ -269,6 +271,42 @@ START_TEST(bye)
 	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, 0, &m), RX_OK);
 	rx_commit(&t, &v, &m);
 	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, 0, &m), RX_F_BYE_AGAIN);
+}
+END_TEST
+
+/* A goodbye may say why: exactly BYE_REASON_LEN bytes, and it counts
+ * as the goodbye it is; any other length is a payload it cannot have. */
+START_TEST(bye_may_say_why)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+	uint8_t b[BYE_REASON_LEN];
+	uint32_t ms = 0;
+
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, BYE_REASON_LEN, &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_BYE);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, BYE_REASON_LEN - 1, &m),
+			 RX_F_CONTROL_PAYLOAD);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, BYE_REASON_LEN + 1, &m),
+			 RX_F_CONTROL_PAYLOAD);
+	/* Only a goodbye: a credit message of 8 bytes is still refused. */
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | 1, BYE_REASON_LEN, &m), RX_F_CONTROL_PAYLOAD);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, BYE_REASON_LEN, &m), RX_OK);
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.byes, 1);
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_BYE, BYE_REASON_LEN, &m), RX_F_BYE_AGAIN);
+	/* The codec: big-endian milliseconds; a reason not known is a plain goodbye. */
+	bye_reason_encode(BYE_KEEPALIVE, 0x01020304u, b);
+	ck_assert_uint_eq(b[0], 1);
+	ck_assert_uint_eq(b[4], 1);
+	ck_assert_uint_eq(b[7], 4);
+	ck_assert_uint_eq(bye_reason_decode(b, &ms), BYE_KEEPALIVE);
+	ck_assert_uint_eq(ms, 0x01020304u);
+	b[0] = 7;
+	ck_assert_uint_eq(bye_reason_decode(b, &ms), BYE_CLOSED);
+	b[0] = BYE_KEEPALIVE;
+	b[2] = 1;
+	ck_assert_uint_eq(bye_reason_decode(b, &ms), BYE_CLOSED);
 }
 END_TEST
 
@@ -568,6 +606,46 @@ static enum rx_fault model(uint32_t imm, uint32_t len, enum rx_auth auth)
 	return RX_OK;
 }
 
+/* The exports message: once, announced, after the shared-secret
+ * exchange, exactly its immediate, a length within its header..its most. */
+START_TEST(exports_rules)
+{
+	struct rx_view v = view();
+	struct rx_msg m;
+
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG, EXPORTS_LEN(1), &m), RX_F_EXPORTS_UNASKED);
+	want_msg(RX_F_EXPORTS_UNASKED, &v, IMM_EXPORTS_MSG, 28,
+		 "peer sent an exports message (28 bytes) that its handshake did not announce, or a second one");
+	v.exports_due = 1;
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG, EXPORTS_LEN(1), &m), RX_OK);
+	ck_assert_int_eq(m.kind, RX_EXPORTS);
+	ck_assert_uint_eq(m.credits, 0);
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG, EXPORTS_MAX_LEN, &m), RX_OK);
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG, EXPORTS_HDR_LEN, &m), RX_OK);
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG, EXPORTS_HDR_LEN - 1, &m), RX_F_EXPORTS_LEN);
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG, EXPORTS_MAX_LEN + 1, &m), RX_F_EXPORTS_LEN);
+	want_msg(RX_F_EXPORTS_LEN, &v, IMM_EXPORTS_MSG, 3,
+		 "peer's exports message carries 3 bytes (4..196)");
+	/* Credits, a path, another flag: not an exports message. */
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG | 1, 28, &m), RX_F_CONTROL_CREDITS);
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG | IMM_BYE, 28, &m), RX_F_FLAG_MIX);
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG | IMM_RNDV, 28, &m), RX_F_FLAG_MIX);
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG | (1u << IMM_PATH_SHIFT), 28, &m),
+			 RX_F_FLAG_MIX);
+	/* Without IMM_CREDIT_ONLY it is a data message with a control flag. */
+	ck_assert_int_eq(check(&v, IMM_EXPORTS, 28, &m), RX_F_FLAG_NOT_CONTROL);
+	/* Not before the shared secret is settled. */
+	v.auth = RX_AUTH_AWAIT_VERDICT;
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG, 28, &m), RX_F_AUTH_WRONG);
+	v.auth = RX_AUTH_DONE;
+	ck_assert_int_eq(check(&v, IMM_EXPORTS_MSG, 28, &m), RX_OK);
+	/* Counted as a message, no credit used. */
+	rx_commit(&t, &v, &m);
+	ck_assert_uint_eq(t.rx_msgs, 1);
+	ck_assert_uint_eq(t.used, 0);
+}
+END_TEST
+
 START_TEST(every_combination)
 {
 	static const uint32_t flagset[] = { IMM_AUTH, IMM_PATH_DOWN, IMM_BYE, IMM_CREDIT_ONLY,
@@ -686,6 +764,7 @@ int main(void)
 	tcase_add_test(tc, credit_only);
 	tcase_add_test(tc, returns_bounded);
 	tcase_add_test(tc, bye);
+	tcase_add_test(tc, bye_may_say_why);
 	tcase_add_test(tc, path_down_single_path);
 	tcase_add_test(tc, path_down_multi_path);
 	tcase_add_test(tc, path_down_crossing);
@@ -693,6 +772,7 @@ int main(void)
 	tcase_add_test(tc, path_up_exact);
 	tcase_add_test(tc, auth_states);
 	tcase_add_test(tc, keepalive);
+	tcase_add_test(tc, exports_rules);
 	tcase_add_test(tc, every_combination);
 	tcase_add_test(tc, every_fault_named);
 	tcase_add_test(tc, plain_data_is_rx_checks_verdict);
