@@ -230,27 +230,31 @@ static void bench_fini(void)
 	for (int i = 0; i < B.nsrv; i++)
 		ez_conn_close(B.srv[i]);
 	ez_listener_close(B.listener);
-	/* The MRs go once the connections that use them are gone. */
-	for (int tries = 0; tries < 100000; tries++) {
-		int busy = 0;
+	/* The MRs go once the posted ops that use them are done: wait for
+	 * that, with a ceiling that only catches a hang. */
+	{
+		struct ez_mr **mrs[3 * MAXC + 2];
+		int n = 0, left;
+		double end = now_s() + CTX_FREE_CEILING_S;
 
 		for (int i = 0; i < MAXC; i++) {
-			if (B.cli_mr[i] && ez_mr_dereg(B.cli_mr[i]) == 0)
-				B.cli_mr[i] = NULL;
-			if (B.cli_read_mr[i] && ez_mr_dereg(B.cli_read_mr[i]) == 0)
-				B.cli_read_mr[i] = NULL;
-			if (B.cli_src_mr[i] && ez_mr_dereg(B.cli_src_mr[i]) == 0)
-				B.cli_src_mr[i] = NULL;
-			busy += !!B.cli_mr[i] + !!B.cli_read_mr[i] + !!B.cli_src_mr[i];
+			mrs[n++] = &B.cli_mr[i];
+			mrs[n++] = &B.cli_read_mr[i];
+			mrs[n++] = &B.cli_src_mr[i];
 		}
-		if (B.arena_mr && ez_mr_dereg(B.arena_mr) == 0)
-			B.arena_mr = NULL;
-		if (B.srv_src_mr && ez_mr_dereg(B.srv_src_mr) == 0)
-			B.srv_src_mr = NULL;
-		busy += !!B.arena_mr + !!B.srv_src_mr;
-		if (!busy)
-			break;
-		ev_run(B.loop, EVRUN_ONCE);
+		mrs[n++] = &B.arena_mr;
+		mrs[n++] = &B.srv_src_mr;
+		do {
+			left = 0;
+			for (int i = 0; i < n; i++) {
+				if (*mrs[i] && ez_mr_dereg(*mrs[i]) == 0)
+					*mrs[i] = NULL;
+				left += *mrs[i] != NULL;
+			}
+			if (left)
+				ev_run(B.loop, EVRUN_ONCE);
+		} while (left && now_s() < end);
+		ck_assert_msg(left == 0, "%d MRs still busy: %s", left, ez_errmsg());
 	}
 	ck_assert_msg(ctx_free_when_idle(B.loop, B.ctx, CTX_FREE_CEILING_S) == 0, "ez_ctx_free: %s",
 		      ez_errmsg());
