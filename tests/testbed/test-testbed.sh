@@ -5,7 +5,9 @@
 # the other's, and a VM that wrote its status but does not stop is killed
 # after EZ_VM_POWEROFF_GRACE, and a cluster VM whose NIC stalls voids the run
 # (75), and a pair with EZ_VM_RAILS=2 has two rails (eth0/rxe0, eth1/rxe1),
-# separate segments, both carrying RoCEv2. Boots VMs (about 7 boots: minutes
+# separate segments, both carrying RoCEv2, and a boot whose clock runs fast is
+# given up before its command, and a failed run with a fast clock is void and
+# runs again once. Boots VMs (about 7 boots: minutes
 # under TCG), so it is not part of CI; run it after changing the test bed:
 #   tests/testbed/test-testbed.sh [BUILD_DIR]
 # Prints PASS/FAIL per case and exits 0 only if all passed.
@@ -182,6 +184,24 @@ check "pair, EZ_VM_RAILS=2: rxe0 on eth0 and rxe1 on eth1, separate rails, both 
 	"[a] ping-pong over rxe1 ok" "[b] rxe1 ping-pong: " \
 	"[a] eth1 down: ping-pong over rxe0 ok" "[b] eth1 of a down: ping-pong over rxe0 ok" \
 	"testbed: pair: both VMs succeeded"
+
+# 8. run: VM a's first boot measures its clock 20x the host's (EZ_TESTBED_FAULT):
+#    that boot is given up before the command and a second boot runs it.
+EZ_TESTBED=vm EZ_TESTBED_FAULT=fast-clock:a "$tb" run --cwd "$cwd" --timeout 600 -- \
+	bash -c 'echo "command ran"; exit 7' >"$out" 2>&1
+check "run: a boot whose clock runs fast is given up before the command and booted again" 7 $? \
+	"testbed: VM a died before its command started (QEMU exited 0; guest: this guest's clock runs 20." \
+	"x the host's (more than 1.5x, EZ_VM_CLOCK_MAX)" "retrying (1 of 2)" "command ran"
+[ "$(grep -cx "command ran" "$out")" = 1 ] || { echo "FAIL: the command ran more than once"; fails=$((fails + 1)); }
+
+# 9. run: a failed command while the clock ran "fast" (EZ_VM_CLOCK_VOID=0.5: any
+#    clock) is void (75), run again once, whole, and void again: 75.
+EZ_TESTBED=vm EZ_VM_CLOCK_VOID=0.5 "$tb" run --cwd "$cwd" --timeout 600 -- \
+	bash -c 'echo "command ran"; sleep 1.5; exit 3' >"$out" 2>&1
+check "run: a failed run with a fast clock is void (75) and runs again once" 75 $? \
+	"ran more than 0.5x the host's (EZ_VM_CLOCK_VOID)" \
+	"testbed: the test bed voided that run (why: above); running it again, whole (try 2 of 2)"
+[ "$(grep -cx "command ran" "$out")" = 2 ] || { echo "FAIL: the command did not run twice"; fails=$((fails + 1)); }
 
 echo "test-testbed: $passes passed, $fails failed"
 [ $fails = 0 ]
