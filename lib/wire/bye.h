@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "be.h"
+
 /*
  * A goodbye (imm.h IMM_BYE) is empty: the sender closes on purpose. To a
  * peer that set HS_CAP_BYE_REASON it may carry BYE_REASON_LEN bytes, when
@@ -27,16 +29,13 @@ static inline void bye_reason_encode(uint8_t reason, uint32_t ms, uint8_t out[BY
 {
 	out[0] = reason;
 	out[1] = out[2] = out[3] = 0;
-	out[4] = (uint8_t)(ms >> 24);
-	out[5] = (uint8_t)(ms >> 16);
-	out[6] = (uint8_t)(ms >> 8);
-	out[7] = (uint8_t)ms;
+	be_put32(out + 4, ms);
 }
 
 /* The reason (BYE_CLOSED for one not known here) and its milliseconds. */
 static inline uint8_t bye_reason_decode(const uint8_t in[BYE_REASON_LEN], uint32_t *ms)
 {
-	*ms = (uint32_t)in[4] << 24 | (uint32_t)in[5] << 16 | (uint32_t)in[6] << 8 | in[7];
+	*ms = be_get32(in + 4);
 	return in[0] == BYE_KEEPALIVE && !in[1] && !in[2] && !in[3] ? BYE_KEEPALIVE : BYE_CLOSED;
 }
 

@@ -4,30 +4,11 @@
 #include <string.h>
 
 #include "exports.h"
+#include "be.h"
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
 
-static void put_u64(uint8_t *p, uint64_t v)
-{
-	put_u32(p, (uint32_t)(v >> 32));
-	put_u32(p + 4, (uint32_t)v);
-}
 
-static uint32_t get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	return (uint64_t)get_u32(p) << 32 | get_u32(p + 4);
-}
 
 size_t exports_encode(const struct ez_rkey *keys, unsigned int n, uint8_t *out, size_t room)
 {
@@ -40,10 +21,10 @@ size_t exports_encode(const struct ez_rkey *keys, unsigned int n, uint8_t *out, 
 	for (unsigned int i = 0; i < n; i++) {
 		uint8_t *r = out + EXPORTS_LEN(i);
 
-		put_u64(r, keys[i].addr);
-		put_u64(r + 8, keys[i].len);
-		put_u32(r + 16, keys[i].rkey);
-		put_u32(r + 20, keys[i].path_binding);
+		be_put64(r, keys[i].addr);
+		be_put64(r + 8, keys[i].len);
+		be_put32(r + 16, keys[i].rkey);
+		be_put32(r + 20, keys[i].path_binding);
 	}
 	return EXPORTS_LEN(n);
 }
@@ -76,10 +57,10 @@ enum exports_fault exports_decode(const uint8_t *in, size_t len, unsigned int np
 		struct ez_rkey k;
 
 		memset(&k, 0, sizeof(k));
-		k.addr = get_u64(r);
-		k.len = get_u64(r + 8);
-		k.rkey = get_u32(r + 16);
-		k.path_binding = get_u32(r + 20);
+		k.addr = be_get64(r);
+		k.len = be_get64(r + 8);
+		k.rkey = be_get32(r + 16);
+		k.path_binding = be_get32(r + 20);
 		if (k.len == 0)
 			return EXPORTS_F_EMPTY;
 		if (k.addr + k.len < k.addr)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "handshake.h"
+#include "be.h"
 
 size_t hs_user_max(enum hs_kind kind)
 {
@@ -51,29 +52,9 @@ size_t hs_auth_len(enum hs_kind kind, uint16_t caps)
 	return 0;
 }
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
 
-static uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
 
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 {
@@ -91,14 +72,14 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 	if (m->user_len + alen + block > max ||
 	    buflen < HS_HDR_LEN + alen + (size_t)m->user_len + block)
 		return -EMSGSIZE;
-	put32(p, HS_MAGIC);
+	be_put32(p, HS_MAGIC);
 	p[4] = HS_VERSION;
 	p[5] = m->kind;
 	p[6] = m->user_len;
 	p[7] = (m->caps & HS_CAP_RNDV) ? m->rndv_shift : 0;
-	put16(p + 8, m->caps);
-	put16(p + 10, m->credits);
-	put32(p + 12, m->max_msg);
+	be_put16(p + 8, m->caps);
+	be_put16(p + 10, m->credits);
+	be_put32(p + 12, m->max_msg);
 	memcpy(p + HS_HDR_LEN, m->auth, alen);
 	memcpy(p + HS_HDR_LEN + alen, m->user, m->user_len);
 	if (block) {
@@ -142,7 +123,7 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 			 buf ? len : 0, HS_HDR_LEN);
 		return -EPROTO;
 	}
-	magic = get32(p);
+	magic = be_get32(p);
 	if (magic != HS_MAGIC) {
 		snprintf(why, whylen, "not an easyrdma handshake: magic 0x%08x, expected 0x%08x",
 			 magic, HS_MAGIC);
@@ -161,9 +142,9 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 	m->version = p[4];
 	m->kind = p[5];
 	m->user_len = p[6];
-	m->caps = get16(p + 8);
-	m->credits = get16(p + 10);
-	m->max_msg = get32(p + 12);
+	m->caps = be_get16(p + 8);
+	m->credits = be_get16(p + 10);
+	m->max_msg = be_get32(p + 12);
 	/* A rendezvous peer's large maximum; a shift no peer could mean
 	 * (0, or above 2 GiB) reads as 0, which turns rendezvous off rather
 	 * than fail. The caps stay as sent: the shared-secret MAC covers them. */

@@ -12,6 +12,7 @@ lib_libezcore_la_SOURCES += \
 	lib/wire/rndv.c lib/wire/rndv.h \
 	lib/wire/settle.c lib/wire/settle.h \
 	lib/wire/exports.c lib/wire/exports.h \
+	lib/wire/be.h \
 	lib/wire/bye.h \
 	lib/wire/imm.h
 # The shared-secret check (auth.c) uses OpenSSL's libcrypto.

@@ -2,18 +2,16 @@
 #include "config.h"
 
 #include "settle.h"
+#include "be.h"
 
 void path_count_encode(uint32_t count, uint8_t out[PATH_COUNT_LEN])
 {
-	out[0] = (uint8_t)(count >> 24);
-	out[1] = (uint8_t)(count >> 16);
-	out[2] = (uint8_t)(count >> 8);
-	out[3] = (uint8_t)count;
+	be_put32(out, count);
 }
 
 uint32_t path_count_decode(const uint8_t in[PATH_COUNT_LEN])
 {
-	return (uint32_t)in[0] << 24 | (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | in[3];
+	return be_get32(in);
 }
 
 enum settle_fault settle_check_count(uint32_t count, uint32_t tx, uint32_t unacked)
