@@ -292,6 +292,15 @@ enum ez_ctx_limit {
 	EZ_LIMIT_STAGED = 1,
 	/* The same, for each peer address [64 MiB] */
 	EZ_LIMIT_STAGED_PER_PEER = 2,
+	/* Receive buffers the connections this context accepted registered
+	 * in pools of their own (no ez_conn_opts.srqpool): recv_depth x
+	 * min(max_msg_size, 64 KiB) each, counted at ez_accept(), which
+	 * refuses a connection beyond it (-ENOBUFS; the peer reads why).
+	 * [1 GiB: 4096 connections at the default options] */
+	EZ_LIMIT_RECV_BUFS = 3,
+	/* The same, for the connections accepted from each peer address
+	 * [256 MiB: 1024 connections at the default options] */
+	EZ_LIMIT_RECV_BUFS_PER_PEER = 4,
 };
 /* ez_ctx_set_limit() value: no limit. */
 #define EZ_LIMIT_NONE UINT64_MAX

@@ -75,6 +75,7 @@ static void conn_free(struct ez_conn *conn)
 	conn_recv_unpark(conn);
 	listener_hs_leave(&conn->pend);
 	staging_leave(conn);
+	recvbufs_give(conn);
 	if (conn->dev)
 		conn_unqueue_kick(conn);
 	/* Its registrations on its own PD go before the pool that holds it. */
@@ -1226,6 +1227,11 @@ static int accept_checks(struct ez_conn *conn)
 	} else {
 		buf_size = conn->o.max_msg_size < CONN_EAGER_MAX ? conn->o.max_msg_size :
 			   CONN_EAGER_MAX;
+		/* Its whole recv_depth, though a crowded listener's pool
+		 * starts with a few (conn_setup_pool): it grows to them. */
+		ret = recvbufs_take(conn, conn->o.recv_depth, buf_size);
+		if (ret)
+			return conn_fail_ret(conn, ret);
 	}
 	max = buf_size < conn->o.max_msg_size ? buf_size : conn->o.max_msg_size;
 	if (conn->auth && max < AUTH_PROOF_LEN)

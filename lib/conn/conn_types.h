@@ -433,6 +433,9 @@ struct ez_conn {
 	 * staged bytes come back, whichever connection gave them. */
 	uint8_t staged_wait;
 	uint64_t staged;	/* bytes of its large messages staged now */
+	/* Accepted with a pool of its own: the bytes of its receive buffers
+	 * counted against the context's budget (staging.c's recvbufs_take). */
+	uint64_t recvbufs;
 	/* Active side: the application bytes of the listener's reply
 	 * (ez_conn_accept_data()), kept once the reply passed its checks
 	 * (keyed: its MAC). */

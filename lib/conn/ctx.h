@@ -90,6 +90,10 @@ struct ez_ctx {
 	 * connections told -ENOBUFS for it, woken when bytes come back. */
 	struct budget staged;
 	uint32_t staged_waiters;
+	/* Receive buffers of the connections it accepted that have pools of
+	 * their own: bytes counted at ez_accept() against the context's and
+	 * each peer address's limits (staging.c, ez_ctx_set_limit()). */
+	struct budget recvbufs;
 	/* Taking connection requests from other threads (ez_ctx_take_requests):
 	 * the inbox and its hook; NULL when not. */
 	struct handoff *handoff;
@@ -102,6 +106,13 @@ struct ez_ctx {
  * messages). */
 #define STAGED_DEF_MAX (256ull << 20)
 #define STAGED_DEF_PEER_MAX (64ull << 20)
+/* The accepted connections' receive buffers: the connection caps'
+ * defaults (ez_listen: 1024 per address, 4096 in all) at the default
+ * options (64 x 4 KiB, 256 KiB each), so only larger buffers meet them:
+ * at 64 KiB messages (4 MiB each) one address gets 64 connections, not
+ * the 1,024 (4 GiB) that would take a 2 GiB server down. */
+#define RECVBUFS_DEF_MAX (1ull << 30)
+#define RECVBUFS_DEF_PEER_MAX (256ull << 20)
 
 /* The one check of every entry point: 0 when the calling thread owns ctx,
  * else -EPERM with the thread's ez_errmsg() naming fn and both threads.

@@ -1,7 +1,9 @@
-/* staging.c: the budget of staged large messages: a context's, and each peer address's share (wire/budget.c decides); ez_ctx_set_limit(). */
+/* staging.c: what a context's peers can make it pin: staged large messages and accepted connections' own receive buffers, each a context's budget with each peer address's share (wire/budget.c decides); ez_ctx_set_limit(). */
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 
 #include "staging.h"
 #include "sendq.h"
@@ -26,16 +28,19 @@ static const struct sockaddr *peer_of(const struct ez_conn *conn)
 	return conn->id ? rdma_get_peer_addr(conn->id) : NULL;
 }
 
-/* What conn's peer address holds: a walk over the context's connections,
+/* What conn's peer address holds of the count at byte offset off of each
+ * connection (staged, recvbufs): a walk over the context's connections,
  * taken only near the peer's limit (budget_peer_matters()). */
-static uint64_t peer_held(const struct ez_conn *conn)
+static uint64_t peer_held(const struct ez_conn *conn, size_t off)
 {
 	const struct sockaddr *peer = peer_of(conn);
-	uint64_t n = 0;
+	uint64_t n = 0, v;
 
-	for (const struct ez_conn *c = conn->ctx->conns; c; c = c->next)
-		if (c->staged && (c == conn || ezaddr_same_host(peer_of(c), peer)))
-			n += c->staged;
+	for (const struct ez_conn *c = conn->ctx->conns; c; c = c->next) {
+		v = *(const uint64_t *)(const void *)((const char *)c + off);
+		if (v && (c == conn || ezaddr_same_host(peer_of(c), peer)))
+			n += v;
+	}
 	return n;
 }
 
@@ -51,7 +56,8 @@ static void wait_for_room(struct ez_conn *conn)
 int staging_take(struct ez_conn *conn, uint64_t bytes, const char *fn)
 {
 	struct budget *b = &conn->ctx->staged;
-	uint64_t mine = budget_peer_matters(b, bytes) ? peer_held(conn) : 0;
+	uint64_t mine = budget_peer_matters(b, bytes) ?
+			peer_held(conn, offsetof(struct ez_conn, staged)) : 0;
 	enum budget_verdict v = budget_check(b, mine, bytes);
 	char why[320];
 
@@ -61,7 +67,7 @@ int staging_take(struct ez_conn *conn, uint64_t bytes, const char *fn)
 		budget_reason(b, v, mine, bytes, fn, why, sizeof(why));
 		return ezi_fail(-ENOBUFS, "%s", why);
 	}
-	b->held += bytes;
+	budget_hold(b, bytes);
 	conn->staged += bytes;
 	return 0;
 }
@@ -71,7 +77,7 @@ void staging_give(struct ez_conn *conn, uint64_t bytes)
 	struct budget *b = &conn->ctx->staged;
 
 	/* Never below zero: a miscount must not wrap into "full forever". */
-	b->held -= bytes <= b->held ? bytes : b->held;
+	budget_release(b, bytes);
 	conn->staged -= bytes <= conn->staged ? bytes : conn->staged;
 }
 
@@ -99,6 +105,58 @@ void staging_leave(struct ez_conn *conn)
 	}
 }
 
+/*
+ * An accepted connection without a shared pool registers recv_depth
+ * buffers of min(max_msg_size, 64 KiB) in a pool of its own: 256 KiB at
+ * the default options, 4 MiB at 64 KiB messages. The connection caps
+ * (ez_listen) bound how many connections a peer holds, not what each
+ * pins: at 4 MiB the 1,024 one address may hold would pin 4 GiB, and a
+ * 2 GiB server locked up at 242 of 16 MiB-message connections (issue 39).
+ * This budget bounds the sum per context and per peer address; the accept
+ * beyond is refused, and the peer reads why (the reject carries 132 bytes
+ * with "accept failed: ": the reason is short). Shared pools are the
+ * application's memory, sized by it, and not counted. Connections this
+ * side opened are not counted either: the application chose them.
+ */
+int recvbufs_take(struct ez_conn *conn, uint32_t nbufs, uint32_t buf_size)
+{
+	struct budget *b = &conn->ctx->recvbufs;
+	uint64_t bytes = (uint64_t)nbufs * buf_size;
+	uint64_t mine = budget_peer_matters(b, bytes) ?
+			peer_held(conn, offsetof(struct ez_conn, recvbufs)) : 0;
+	const double mib = 1024.0 * 1024.0;
+
+	switch (budget_check(b, mine, bytes)) {
+	case BUDGET_OK:
+		break;
+	case BUDGET_FULL:
+		return ezi_fail(-ENOBUFS, "accepted receive buffers hold %.1f MiB, +%.1f > %.1f MiB (EZ_LIMIT_RECV_BUFS)",
+				(double)b->held / mib, (double)bytes / mib, (double)b->max / mib);
+	case BUDGET_PEER_FULL:
+		return ezi_fail(-ENOBUFS, "receive buffers accepted from this address hold %.1f MiB, +%.1f > %.1f MiB (EZ_LIMIT_RECV_BUFS_PER_PEER)",
+				(double)mine / mib, (double)bytes / mib, (double)b->peer_max / mib);
+	}
+	budget_hold(b, bytes);
+	/* owner: the connection's share of ctx->recvbufs, kept by the budget's file */
+	conn->recvbufs = bytes;
+	return 0;
+}
+
+void recvbufs_give(struct ez_conn *conn)
+{
+	struct budget *b = &conn->ctx->recvbufs;
+
+	budget_release(b, conn->recvbufs);
+	/* owner: the connection's share of ctx->recvbufs, kept by the budget's file */
+	conn->recvbufs = 0;
+}
+
+/* ez_ctx_set_limit()'s value as a budget's limit: 0 its default, EZ_LIMIT_NONE none (0). */
+static uint64_t limit_of(uint64_t value, uint64_t def)
+{
+	return !value ? def : value == EZ_LIMIT_NONE ? 0 : value;
+}
+
 int ez_ctx_set_limit(struct ez_ctx *ctx, enum ez_ctx_limit limit, uint64_t value)
 {
 	if (!ctx)
@@ -108,13 +166,19 @@ int ez_ctx_set_limit(struct ez_ctx *ctx, enum ez_ctx_limit limit, uint64_t value
 	/* 0 restores the default; the budget's own 0 means no limit. */
 	switch (limit) {
 	case EZ_LIMIT_STAGED:
-		ctx->staged.max = !value ? STAGED_DEF_MAX : value == EZ_LIMIT_NONE ? 0 : value;
+		budget_set_max(&ctx->staged, limit_of(value, STAGED_DEF_MAX));
 		return 0;
 	case EZ_LIMIT_STAGED_PER_PEER:
-		ctx->staged.peer_max = !value ? STAGED_DEF_PEER_MAX :
-				       value == EZ_LIMIT_NONE ? 0 : value;
+		budget_set_peer_max(&ctx->staged, limit_of(value, STAGED_DEF_PEER_MAX));
+		return 0;
+	case EZ_LIMIT_RECV_BUFS:
+		budget_set_max(&ctx->recvbufs, limit_of(value, RECVBUFS_DEF_MAX));
+		return 0;
+	case EZ_LIMIT_RECV_BUFS_PER_PEER:
+		budget_set_peer_max(&ctx->recvbufs, limit_of(value, RECVBUFS_DEF_PEER_MAX));
 		return 0;
 	}
-	return ezi_fail(-EINVAL, "ez_ctx_set_limit: unknown limit %d (EZ_LIMIT_STAGED %d, EZ_LIMIT_STAGED_PER_PEER %d)",
-			(int)limit, (int)EZ_LIMIT_STAGED, (int)EZ_LIMIT_STAGED_PER_PEER);
+	return ezi_fail(-EINVAL, "ez_ctx_set_limit: unknown limit %d (EZ_LIMIT_STAGED %d, EZ_LIMIT_STAGED_PER_PEER %d, EZ_LIMIT_RECV_BUFS %d, EZ_LIMIT_RECV_BUFS_PER_PEER %d)",
+			(int)limit, (int)EZ_LIMIT_STAGED, (int)EZ_LIMIT_STAGED_PER_PEER,
+			(int)EZ_LIMIT_RECV_BUFS, (int)EZ_LIMIT_RECV_BUFS_PER_PEER);
 }

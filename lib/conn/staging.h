@@ -1,4 +1,4 @@
-/* staging.h: the context's budget of staged large messages (copies ez_send() made into registered buffers for the peer to fetch): taken before a copy, given back when its window goes; ez_ctx_set_limit(). */
+/* staging.h: what a context's peers can make it pin: staged large messages (copies ez_send() made into registered buffers for the peer to fetch: taken before a copy, given back when its window goes) and accepted connections' own receive buffers (taken at ez_accept, given back when the connection goes); ez_ctx_set_limit(). */
 #ifndef EZ_CONN_STAGING_H
 #define EZ_CONN_STAGING_H
 
@@ -16,5 +16,12 @@ void staging_give(struct ez_conn *conn, uint64_t bytes);
 void staging_wake(struct ez_ctx *ctx, void (*ready)(struct ez_conn *conn));
 /* conn goes: it waits no more. */
 void staging_leave(struct ez_conn *conn);
+
+/* An accepted connection's own pool of nbufs x buf_size bytes: 0 (counted
+ * in conn->recvbufs), or -ENOBUFS with the thread's message naming the
+ * limit (ez_accept refuses the connection; the peer reads why). */
+int recvbufs_take(struct ez_conn *conn, uint32_t nbufs, uint32_t buf_size);
+/* conn goes: its count comes back. */
+void recvbufs_give(struct ez_conn *conn);
 
 #endif

@@ -5,6 +5,33 @@
 
 #include "budget.h"
 
+void budget_init(struct budget *b, uint64_t max, uint64_t peer_max)
+{
+	b->held = 0;
+	b->max = max;
+	b->peer_max = peer_max;
+}
+
+void budget_set_max(struct budget *b, uint64_t max)
+{
+	b->max = max;
+}
+
+void budget_set_peer_max(struct budget *b, uint64_t peer_max)
+{
+	b->peer_max = peer_max;
+}
+
+void budget_hold(struct budget *b, uint64_t add)
+{
+	b->held += add;
+}
+
+void budget_release(struct budget *b, uint64_t n)
+{
+	b->held -= n <= b->held ? n : b->held;
+}
+
 static int passes(uint64_t held, uint64_t add, uint64_t max)
 {
 	return max && held && (add > max || held > max - add);

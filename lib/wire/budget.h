@@ -19,6 +19,15 @@ enum budget_verdict {
 	BUDGET_PEER_FULL,	/* the peer would pass peer_max */
 };
 
+/* A limit of 0 is none (ez_ctx_set_limit() turns EZ_LIMIT_NONE into it). */
+void budget_init(struct budget *b, uint64_t max, uint64_t peer_max);
+void budget_set_max(struct budget *b, uint64_t max);
+void budget_set_peer_max(struct budget *b, uint64_t peer_max);
+/* held grows by add (after budget_check() said it fits); shrinks by n,
+ * never below zero: a miscount must not wrap into "full forever". */
+void budget_hold(struct budget *b, uint64_t add);
+void budget_release(struct budget *b, uint64_t n);
+
 /* Whether add more bytes fit, the peer holding peer_held of b->held now.
  * A first hold always fits (a message larger than a limit still goes,
  * alone: a budget bounds what waits, not what may be sent), so that no

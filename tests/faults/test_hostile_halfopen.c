@@ -1,4 +1,4 @@
-/* test_hostile_halfopen.c: floods of half-open requests (no QP behind them, never an RTU) against a listener: capped per peer and per listener, each ended at the handshake deadline, and a good client from another address connects throughout. */
+/* test_hostile_halfopen.c: floods of half-open requests (no QP behind them, never an RTU) against a listener: capped per peer and per listener, each ended at the handshake deadline, and a good client from another address connects throughout; established connections capped in number and in the receive buffers they pin. */
 #include "config.h"
 
 #include <check.h>
@@ -495,6 +495,89 @@ START_TEST(established_capped_per_peer)
 }
 END_TEST
 
+/* Established connections that register receive buffers of their own are
+ * held to a byte budget (issue 39 item 3: 200 connections of 16 MiB
+ * messages took a 2 GiB server down within the connection caps). Server
+ * accepts with 16 buffers of 64 KiB (1 MiB per connection), budgets 4 MiB
+ * per address and 6 MiB in all: the attacker's address gets exactly 4,
+ * the 5th is refused at ez_accept naming the per-address budget, which
+ * the attacker reads; the other address gets 2 more, the 3rd refused
+ * naming the context's; once one of the attacker's ends, its megabyte
+ * goes to the other address's next connection. */
+START_TEST(accepted_buffers_budgeted)
+{
+	enum { N = 4, MIB = 1 << 20 };
+	struct fb b;
+	struct srv s = { .any_addr = 1,
+			 .opts = { .recv_depth = 16, .max_msg_size = 64 << 10 } };
+	struct ep a[N + 1], g[3], g2 = { 0 };
+	const char *peer_why = "receive buffers accepted from this address hold 4.0 MiB, +1.0 > 4.0 MiB (EZ_LIMIT_RECV_BUFS_PER_PEER)";
+	const char *ctx_why = "accepted receive buffers hold 6.0 MiB, +1.0 > 6.0 MiB (EZ_LIMIT_RECV_BUFS)";
+	int i;
+
+	fb_init(&b);
+	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, EZ_LIMIT_RECV_BUFS_PER_PEER, 4 * MIB), 0);
+	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, EZ_LIMIT_RECV_BUFS, 6 * MIB), 0);
+	srv_start(&b, &s, 64);
+	for (i = 0; i < N; i++) {
+		attacker_connect(&b, &s, &a[i]);
+		ck_assert_msg(a[i].connect_status == 0, "attacker connection %d: on_connect(%d) \"%s\"",
+			      i, a[i].connect_status, a[i].connect_msg);
+	}
+	ck_assert(fb_run(&b, &s.connected, N, 20));
+	attacker_connect(&b, &s, &a[N]);
+	printf("budget per address: %d connections of 1 MiB from %s, the next: on_connect(%d) \"%s\"; server: \"%s\"\n",
+	       N, attacker_addr(), a[N].connect_status, a[N].connect_msg, s.accept_msg);
+	ck_assert_int_eq(a[N].connect_status, -ECONNREFUSED);
+	ck_assert_msg(strstr(a[N].connect_msg, peer_why), "want \"%s\" in \"%s\"", peer_why,
+		      a[N].connect_msg);
+	ck_assert_int_eq(s.accept_errors, 1);
+	ck_assert_str_eq(s.accept_msg, peer_why);
+	ez_conn_close(a[N].conn);
+	/* The other address: 2 more fit the context's 6 MiB, the 3rd not. */
+	for (i = 0; i < 3; i++) {
+		memset(&g[i], 0, sizeof(g[i]));
+		ck_assert_int_eq(ep_connect(&b, &g[i], s.port, NULL), 0);
+		ck_assert(fb_run(&b, &g[i].connected, 1, 20));
+	}
+	ck_assert_msg(g[0].connect_status == 0 && g[1].connect_status == 0,
+		      "other address: on_connect(%d) \"%s\", (%d) \"%s\"", g[0].connect_status,
+		      g[0].connect_msg, g[1].connect_status, g[1].connect_msg);
+	printf("  budget of the context: 2 more from %s, the next: on_connect(%d) \"%s\"\n",
+	       test_addr(), g[2].connect_status, g[2].connect_msg);
+	ck_assert_int_eq(g[2].connect_status, -ECONNREFUSED);
+	ck_assert_msg(strstr(g[2].connect_msg, ctx_why), "want \"%s\" in \"%s\"", ctx_why,
+		      g[2].connect_msg);
+	ck_assert_int_eq(s.accept_errors, 2);
+	ez_conn_close(g[2].conn);
+	ck_assert(fb_run(&b, &s.connected, N + 2, 20));
+	/* The honest ones work: an echo each. */
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(ep_send_seq(&g[i], 0), 0);
+		ck_assert(fb_run(&b, &g[i].received, 1, 10));
+		ck_assert_int_eq(g[i].bad_seq, 0);
+	}
+	/* One of the attacker's ends, at the server too: its megabyte is back. */
+	ep_close(&a[0]);
+	ck_assert(fb_run(&b, &a[0].disconnected, 1, 10));
+	ck_assert(fb_run(&b, &s.disconnected, 1, 10));
+	ck_assert_int_eq(ep_connect(&b, &g2, s.port, NULL), 0);
+	ck_assert(fb_run(&b, &g2.connected, 1, 20));
+	ck_assert_msg(g2.connect_status == 0, "after one closed: on_connect(%d) \"%s\"",
+		      g2.connect_status, g2.connect_msg);
+	ck_assert_int_eq(s.accept_errors, 2);
+	printf("  after one of %s's closed: one more from %s connected\n", attacker_addr(), test_addr());
+	for (i = 1; i < N; i++)
+		ep_close(&a[i]);
+	ep_close(&g[0]);
+	ep_close(&g[1]);
+	ep_close(&g2);
+	ck_assert(fb_run(&b, &s.disconnected, N + 3, 20));
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("faults_hostile_halfopen");
@@ -506,6 +589,7 @@ int main(void)
 	tcase_add_test(tc, unanswered_requests_expire);
 	tcase_add_test(tc, late_answer_leaves_the_peer_its_deadline);
 	tcase_add_test(tc, established_capped_per_peer);
+	tcase_add_test(tc, accepted_buffers_budgeted);
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);
 }

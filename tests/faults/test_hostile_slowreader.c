@@ -262,7 +262,7 @@ START_TEST(slow_readers_held_to_their_share)
 	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, EZ_LIMIT_STAGED, 3 * MIB), 0);
 	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, EZ_LIMIT_STAGED_PER_PEER, 2 * MIB), 0);
 	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, (enum ez_ctx_limit)7, 1), -EINVAL);
-	ck_assert_str_eq(ez_errmsg(), "ez_ctx_set_limit: unknown limit 7 (EZ_LIMIT_STAGED 1, EZ_LIMIT_STAGED_PER_PEER 2)");
+	ck_assert_str_eq(ez_errmsg(), "ez_ctx_set_limit: unknown limit 7 (EZ_LIMIT_STAGED 1, EZ_LIMIT_STAGED_PER_PEER 2, EZ_LIMIT_RECV_BUFS 3, EZ_LIMIT_RECV_BUFS_PER_PEER 4)");
 	ck_assert_int_eq(ez_listen(b.ctx, NULL, "0", &lo, on_request, NULL, &l), 0);
 	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
 	p4 = one_at_a_time_pool(cctx);

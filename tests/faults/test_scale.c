@@ -234,6 +234,10 @@ static void bench_init(struct bench *b, int n, const struct ez_conn_opts *sopts,
 	ev_timer_start(b->loop, &b->tick);
 	ck_assert_msg(ez_ctx_new(b->loop, 0, &b->sctx) == 0, "%s", ez_errmsg());
 	ck_assert_msg(ez_ctx_new(b->loop, 0, &b->cctx) == 0, "%s", ez_errmsg());
+	/* As the caps below: one address's thousands (EZ_SCALE_DEFAULT_N)
+	 * may pin what they need. */
+	ck_assert_int_eq(ez_ctx_set_limit(b->sctx, EZ_LIMIT_RECV_BUFS, EZ_LIMIT_NONE), 0);
+	ck_assert_int_eq(ez_ctx_set_limit(b->sctx, EZ_LIMIT_RECV_BUFS_PER_PEER, EZ_LIMIT_NONE), 0);
 	b->sopts = *sopts;
 	if (spool_bufs) {
 		struct ez_srqpool_opts spo = { .buf_size = 256, .nbufs = spool_bufs };

@@ -1,4 +1,4 @@
-/* test_budget.c: the two-level byte budget (wire/budget.c): the whole's limit and a peer's, a first hold always fits, 0 is no limit, no overflow near UINT64_MAX, when a peer's share is worth summing, the reasons' exact words. */
+/* test_budget.c: the two-level byte budget (wire/budget.c): the whole's limit and a peer's, a first hold always fits, 0 is no limit, no overflow near UINT64_MAX, when a peer's share is worth summing, the reasons' exact words, held changed only up and down to zero. */
 #include <check.h>
 #include <stdint.h>
 #include <string.h>
@@ -71,6 +71,31 @@ START_TEST(peer_matters_only_near_its_limit)
 }
 END_TEST
 
+/* What the callers change through the functions: held up and down,
+ * never below zero, and the limits set. */
+START_TEST(hold_release_and_limits)
+{
+	struct budget b;
+
+	budget_init(&b, 4 * MIB, MIB);
+	ck_assert_uint_eq(b.held, 0);
+	ck_assert_uint_eq(b.max, 4 * MIB);
+	ck_assert_uint_eq(b.peer_max, MIB);
+	budget_hold(&b, 3 * MIB);
+	ck_assert_int_eq(budget_check(&b, 0, MIB), BUDGET_OK);
+	ck_assert_int_eq(budget_check(&b, 0, MIB + 1), BUDGET_FULL);
+	budget_release(&b, 2 * MIB);
+	ck_assert_uint_eq(b.held, MIB);
+	budget_release(&b, 5 * MIB);	/* a miscount: held stops at 0 */
+	ck_assert_uint_eq(b.held, 0);
+	budget_set_max(&b, 0);
+	budget_set_peer_max(&b, 2 * MIB);
+	budget_hold(&b, 100 * MIB);
+	ck_assert_int_eq(budget_check(&b, 0, 100 * MIB), BUDGET_OK);	/* no whole limit */
+	ck_assert_int_eq(budget_check(&b, 2 * MIB, 1), BUDGET_PEER_FULL);
+}
+END_TEST
+
 START_TEST(reasons)
 {
 	struct budget b = { .held = 250 * MIB, .max = 256 * MIB, .peer_max = 64 * MIB };
@@ -92,6 +117,7 @@ int main(void)
 	tcase_add_test(tc, first_hold_fits_and_zero_is_no_limit);
 	tcase_add_test(tc, no_overflow);
 	tcase_add_test(tc, peer_matters_only_near_its_limit);
+	tcase_add_test(tc, hold_release_and_limits);
 	tcase_add_test(tc, reasons);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
