@@ -21,7 +21,8 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/staging.c lib/conn/staging.h \
 	lib/conn/compat_v0.c \
 	lib/conn/atomic.c lib/conn/atomic.h \
-	lib/conn/op_queue.c lib/conn/op_queue.h
+	lib/conn/op_queue.c lib/conn/op_queue.h \
+	lib/conn/queued.c lib/conn/queued.h
 
 dist_man3_MANS += doc/man3/ez_accept.3 doc/man3/ez_conn_arg.3 doc/man3/ez_conn_close.3 \
 	doc/man3/ez_conn_errmsg.3 doc/man3/ez_conn_info.3 doc/man3/ez_conn_req_data.3 \

@@ -27,6 +27,7 @@
 #include "staging.h"
 #include "peer_penalty.h"
 #include "op_queue.h"
+#include "queued.h"
 #include "srqpool/srqpool.h"
 #include "wire/rx_check.h"
 
@@ -125,30 +126,20 @@ void conn_ops_fini(struct ez_conn *conn)
 	conn_atomic_fini(conn);
 }
 
-static inline void send_ready_fire(struct ez_conn *conn)
-{
-	conn->stats.send_ready_calls++;
-	if (conn->cbs.on_send_ready)
-		conn->cbs.on_send_ready(conn, conn->arg);
-}
-
-static void queue_ready(struct ez_conn *conn);
-static void queue_cancel(struct ez_conn *conn);
-
 /* Room is back after a refusal: on_send_ready, once. Its own callback
  * may have taken the room again (then the next completion tells). With an
- * op queue, the queue's ops go first (queue_ready()). */
+ * op queue, the queue's ops go first (conn_queue_ready()). */
 static inline void send_ready_check(struct ez_conn *conn)
 {
 	if (!conn->sq.send_refused || !conn->sq.free_ops || conn->state != CS_CONNECTED ||
 	    conn->app_closed)
 		return;
 	if (__builtin_expect(conn->oq.max != 0, 0)) {
-		queue_ready(conn);
+		conn_queue_ready(conn);
 		return;
 	}
 	conn->sq.send_refused = 0;
-	send_ready_fire(conn);
+	conn_send_ready_fire(conn);
 }
 
 static void send_ready_now(struct ez_conn *conn)
@@ -950,7 +941,7 @@ void conn_cancel_pending(struct ez_conn *conn)
 	while ((op = path_unpark_next(conn, &st)))
 		kind_of(op)->done(conn, op, st);
 	/* Calls accepted into the op queue, younger than all of those. */
-	queue_cancel(conn);
+	conn_queue_cancel(conn);
 }
 
 /* Posts now when nothing is queued ahead and credits allow; else queues. */
@@ -1010,247 +1001,14 @@ static __attribute__((noinline)) int check_conn_slow(struct ez_conn *conn, const
 	return 0;
 }
 
-/* The window is full (and the op queue, if any): -ENOBUFS, and
- * on_send_ready once there is room. */
-static __attribute__((noinline)) int op_refused(struct ez_conn *conn, const char *fn)
-{
-	conn_sq_refused(conn);
-	/* A sender that keeps its window full gets here once per completion:
-	 * the message is formatted only if it is read. */
-	if (conn->oq.max)
-		return ezi_fail_lazy(-ENOBUFS, "%s: the window (send_depth) is full and the op queue holds %u calls (queue_depth)",
-				     fn, conn->oq.n);
-	return ezi_fail_lazy(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
-			     conn->o.send_depth);
-}
-
 /* A free op in call order, or NULL: the window is full, or calls wait in
- * the op queue ahead of this one (queue_*() below then queue it or
+ * the op queue ahead of this one (queued.c then queues it or
  * refuse it). The queue's own posts (draining) take their turn. */
 static inline struct op *op_get(struct ez_conn *conn)
 {
 	if (__builtin_expect(conn->oq.head != NULL && !conn->oq.draining, 0))
 		return NULL;
 	return conn_op_take(conn);
-}
-
-/* ---- The op queue (ez_conn_opts.queue_depth; op_queue.c holds it) ---- */
-
-/* The queue takes a call now: it exists, has room, and is not posting
- * (a call it makes again that finds no room goes back to its head). */
-static inline int queue_open(const struct ez_conn *conn)
-{
-	return conn->oq.max && !conn->oq.draining && op_queue_has_room(&conn->oq);
-}
-
-/* No room, and the queue does not take fn's call: refused, or while the
- * queue posts, a quiet -ENOBUFS that puts its head back. */
-static __attribute__((noinline, cold)) int op_full(struct ez_conn *conn, const char *fn)
-{
-	if (conn->oq.draining)
-		return -ENOBUFS;
-	return op_refused(conn, fn);
-}
-
-/* Accepted: the call waits in order for room (send_ready_check() posts it). */
-static int queue_add(struct ez_conn *conn, struct queued_op *e)
-{
-	if (e->mr)
-		mr_hold(e->mr);
-	op_queue_push(&conn->oq, e);
-	conn_sq_wait_ready(conn);
-	return 0;
-}
-
-/* A new entry of kind for fn's call (data_len bytes of copy room), or
- * NULL with *ret: the queue does not take it (op_full()) or no memory. */
-static struct queued_op *queue_take(struct ez_conn *conn, enum op_kind kind, size_t data_len,
-				    const char *fn, int *ret)
-{
-	struct queued_op *e;
-
-	if (!queue_open(conn)) {
-		*ret = op_full(conn, fn);
-		return NULL;
-	}
-	e = op_queue_new(data_len);
-	if (!e) {
-		*ret = ezi_fail(-ENOMEM, "%s: out of memory for a queued call (%zu bytes)", fn,
-				data_len);
-		return NULL;
-	}
-	e->kind = (uint8_t)kind;
-	return e;
-}
-
-/* ez_send()/ez_sendv(): the bytes are copied now, as the call promises. */
-static __attribute__((noinline, cold)) int queue_send(struct ez_conn *conn,
-						       const struct iovec *iov, int iovcnt,
-						       size_t len, ez_op_cb cb, void *op_arg,
-						       const char *fn)
-{
-	struct queued_op *e;
-	size_t off = 0;
-	int ret;
-
-	e = queue_take(conn, OP_SEND, len, fn, &ret);
-	if (!e)
-		return ret;
-	for (int i = 0; i < iovcnt; i++) {
-		if (iov[i].iov_len)
-			memcpy(e->data + off, iov[i].iov_base, iov[i].iov_len);
-		off += iov[i].iov_len;
-	}
-	e->len = len;
-	e->cb = cb;
-	e->arg = op_arg;
-	return queue_add(conn, e);
-}
-
-/* ez_send_mr(), ez_write(), ez_write_imm(), ez_read(): the MR is held (its
- * bytes are read or written when the op is posted, as the call says). */
-static __attribute__((noinline, cold)) int queue_mr_op(struct ez_conn *conn, enum op_kind kind,
-							struct ez_mr *mr, size_t off, size_t len,
-							const struct ez_rkey *remote, uint64_t roff,
-							uint32_t imm, ez_op_cb cb, void *op_arg,
-							const char *fn)
-{
-	int ret;
-	struct queued_op *e = queue_take(conn, kind, 0, fn, &ret);
-
-	if (!e)
-		return ret;
-	e->mr = mr;
-	e->off = off;
-	e->len = len;
-	if (remote) {
-		e->remote = *remote;
-		e->has_remote = 1;
-	}
-	e->roff = roff;
-	e->imm = imm;
-	e->cb = cb;
-	e->arg = op_arg;
-	return queue_add(conn, e);
-}
-
-static __attribute__((noinline, cold)) int queue_atomic(struct ez_conn *conn, enum op_kind kind,
-							 const struct ez_rkey *remote, uint64_t roff,
-							 uint64_t a, uint64_t b, ez_atomic_cb cb,
-							 void *op_arg, const char *fn)
-{
-	int ret;
-	struct queued_op *e = queue_take(conn, kind, 0, fn, &ret);
-
-	if (!e)
-		return ret;
-	e->remote = *remote;
-	e->has_remote = 1;
-	e->roff = roff;
-	e->a = a;
-	e->b = b;
-	e->acb = cb;
-	e->arg = op_arg;
-	return queue_add(conn, e);
-}
-
-/* The call again, as the application made it (its checks again too: a
- * key bound to a path that went down since is refused now). */
-static int queue_replay(struct ez_conn *conn, struct queued_op *e)
-{
-	struct iovec iov = { .iov_base = e->data, .iov_len = e->len };
-	const struct ez_rkey *remote = e->has_remote ? &e->remote : NULL;
-
-	switch (e->kind) {
-	case OP_SEND:
-		return ez_sendv(conn, &iov, 1, e->cb, e->arg);
-	case OP_SEND_MR:
-		return ez_send_mr(conn, e->mr, e->off, e->len, e->cb, e->arg);
-	case OP_WRITE:
-		return ez_write(conn, e->mr, e->off, e->len, remote, e->roff, e->cb, e->arg);
-	case OP_WRITE_IMM:
-		return ez_write_imm(conn, e->mr, e->off, e->len, remote, e->roff, e->imm, e->cb,
-				    e->arg);
-	case OP_READ:
-		return ez_read(conn, e->mr, e->off, e->len, remote, e->roff, e->cb, e->arg);
-	case OP_ATOMIC_CAS:
-		return ez_atomic_cas(conn, remote, e->roff, e->a, e->b, e->acb, e->arg);
-	default:
-		EZ_ASSERT(e->kind == OP_ATOMIC_FADD);
-		return ez_atomic_fadd(conn, remote, e->roff, e->a, e->acb, e->arg);
-	}
-}
-
-/* A queued call ends unposted (refused when made again, or the
- * connection's end: -ECANCELED): its callback, once, as a posted op's
- * would run with that status. */
-static void queue_fail(struct ez_conn *conn, struct queued_op *e, int status)
-{
-	conn->stats.op_errors++;
-	if (e->kind == OP_ATOMIC_CAS || e->kind == OP_ATOMIC_FADD) {
-		if (e->acb)
-			e->acb(conn, status, 0, e->arg);
-	} else if (e->cb) {
-		e->cb(conn, status, e->arg);
-	}
-}
-
-/* Posts the queue's head while room lasts, in call order. A call that
- * finds no room goes back to the head; one refused for another reason
- * ends with it (its callback, after which the queue goes on). */
-static void queue_drain(struct ez_conn *conn)
-{
-	struct queued_op *e;
-	int ret;
-
-	while (conn->state == CS_CONNECTED && !conn->app_closed &&
-	       (e = op_queue_pop(&conn->oq))) {
-		if (e->mr)
-			mr_unhold(e->mr);	/* the call holds it again if posted */
-		op_queue_set_draining(&conn->oq, 1);
-		ret = queue_replay(conn, e);
-		op_queue_set_draining(&conn->oq, 0);
-		if (ret == -ENOBUFS) {
-			if (e->mr)
-				mr_hold(e->mr);
-			op_queue_unpop(&conn->oq, e);
-			return;
-		}
-		if (ret)
-			queue_fail(conn, e, ret);
-		free(e);
-	}
-}
-
-/* Room is back on a connection with an op queue: the queue's calls go
- * first, then on_send_ready if the application was refused (the queue
- * was full) and the queue has room again. Out of line: a connection
- * without a queue never comes here. */
-static __attribute__((noinline)) void queue_ready(struct ez_conn *conn)
-{
-	queue_drain(conn);
-	if (conn->state != CS_CONNECTED || conn->app_closed)
-		return;
-	if (conn->sq.app_refused && op_queue_has_room(&conn->oq)) {
-		conn_sq_ready_clear(conn, conn->oq.head != NULL);
-		send_ready_fire(conn);
-	} else if (!conn->sq.app_refused && !conn->oq.head) {
-		conn_sq_ready_clear(conn, 0);
-	}
-}
-
-/* The connection ends: every call still queued ends with -ECANCELED,
- * in order, after the posted ops that waited for credits. */
-static void queue_cancel(struct ez_conn *conn)
-{
-	struct queued_op *e;
-
-	while ((e = op_queue_pop(&conn->oq))) {
-		if (e->mr)
-			mr_unhold(e->mr);
-		queue_fail(conn, e, -ECANCELED);
-		free(e);
-	}
 }
 
 static void prep_send(struct ez_conn *conn, struct op *op, enum op_kind kind, uint32_t len,
@@ -1274,11 +1032,11 @@ static __attribute__((noinline, cold)) int large_no_room(struct ez_conn *conn,
 							  ez_op_cb cb, void *op_arg, const char *fn,
 							  int window)
 {
-	if (queue_open(conn))
-		return mr ? queue_mr_op(conn, OP_SEND_MR, mr, off, len, NULL, 0, 0, cb, op_arg, fn) :
-			    queue_send(conn, iov, iovcnt, len, cb, op_arg, fn);
+	if (conn_queue_open(conn))
+		return mr ? conn_queue_mr_op(conn, OP_SEND_MR, mr, off, len, NULL, 0, 0, cb, op_arg, fn) :
+			    conn_queue_send(conn, iov, iovcnt, len, cb, op_arg, fn);
 	if (window || conn->oq.draining)
-		return op_full(conn, fn);
+		return conn_queue_full(conn, fn);
 	conn_sq_refused(conn);
 	return -ENOBUFS;
 }
@@ -1352,7 +1110,7 @@ int ez_sendv(struct ez_conn *conn, const struct iovec *iov, int iovcnt, ez_op_cb
 		return send_large(conn, iov, iovcnt, NULL, 0, len, cb, op_arg, "ez_send");
 	op = op_get(conn);
 	if (!op)
-		return queue_send(conn, iov, iovcnt, len, cb, op_arg, "ez_send");
+		return conn_queue_send(conn, iov, iovcnt, len, cb, op_arg, "ez_send");
 	if (len <= sizeof(op->inl) && len <= conn->sq.max_inline) {
 		/* Posted inline (prep_send): the device copies the bytes at
 		 * the post, so the op's own buffer holds them until then. */
@@ -1518,8 +1276,8 @@ static __attribute__((noinline)) int send_no_room(struct ez_conn *conn, const vo
 	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
 
 	if (!conn->oq.max)
-		return op_refused(conn, "ez_send");
-	return queue_send(conn, &iov, 1, len, cb, op_arg, "ez_send");
+		return conn_op_refused(conn, "ez_send");
+	return conn_queue_send(conn, &iov, 1, len, cb, op_arg, "ez_send");
 }
 
 /* A silent send holds no op, but is refused as one would be when the
@@ -1591,7 +1349,7 @@ int ez_send_mr(struct ez_conn *conn, struct ez_mr *mr, size_t off, size_t len, e
 		return send_large(conn, NULL, 0, mr, off, len, cb, op_arg, "ez_send_mr");
 	op = op_get(conn);
 	if (!op)
-		return queue_mr_op(conn, OP_SEND_MR, mr, off, len, NULL, 0, 0, cb, op_arg,
+		return conn_queue_mr_op(conn, OP_SEND_MR, mr, off, len, NULL, 0, 0, cb, op_arg,
 				   "ez_send_mr");
 	ret = conn_pd_lkey(conn, mr, &op->sge.lkey);
 	if (ret) {
@@ -1708,7 +1466,7 @@ static inline __attribute__((always_inline)) int rdma_op(struct ez_conn *conn,
 		return ret;
 	op = op_get(conn);
 	if (!op)
-		return queue_mr_op(conn, kind, mr, off, len, remote, roff, imm, cb, op_arg, fn);
+		return conn_queue_mr_op(conn, kind, mr, off, len, remote, roff, imm, cb, op_arg, fn);
 	conn_op_fill(op, kind, cb, op_arg);
 	op->pin = pin;
 	if (!bare_imm) {
@@ -1778,7 +1536,7 @@ static int atomic_op(struct ez_conn *conn, enum op_kind kind, const struct ez_rk
 		return ret;
 	op = op_get(conn);
 	if (!op)
-		return queue_atomic(conn, kind, remote, roff, a, b, cb, op_arg, fn);
+		return conn_queue_atomic(conn, kind, remote, roff, a, b, cb, op_arg, fn);
 	ret = conn_atomic_prepare(conn, op, fn);
 	if (ret) {
 		conn_op_put(conn, op);

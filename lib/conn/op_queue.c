@@ -1,4 +1,4 @@
-/* op_queue.c: a connection's bounded queue of operations accepted past a full window, in call order: the entries and the list; msg.c decides what goes in, posts the head when room returns, and ends what is left. */
+/* op_queue.c: a connection's bounded queue of operations accepted past a full window, in call order: the entries and the list; queued.c decides what goes in, makes the head again when room returns, and ends what is left. */
 #include "config.h"
 
 #include <stdlib.h>

@@ -9,6 +9,8 @@
 #include "conn_pd.h"
 #include "device/mr.h"
 #include "wire/rx_check.h"
+#include "op_queue.h"
+#include "base/error.h"
 
 void conn_op_release_copy(struct ez_conn *conn, struct op *op)
 {
@@ -205,4 +207,24 @@ const char *op_kind_name(enum op_kind kind)
 	if (NEVER((unsigned)kind > OP_SEAL || !op_kind_names[kind]))
 		return "operation";
 	return op_kind_names[kind];
+}
+
+void conn_send_ready_fire(struct ez_conn *conn)
+{
+	/* owner: the readiness callback is the send queue's; its count beside it */
+	conn->stats.send_ready_calls++;
+	if (conn->cbs.on_send_ready)
+		conn->cbs.on_send_ready(conn, conn->arg);
+}
+
+__attribute__((noinline)) int conn_op_refused(struct ez_conn *conn, const char *fn)
+{
+	conn_sq_refused(conn);
+	/* A sender that keeps its window full gets here once per completion:
+	 * the message is formatted only if it is read. */
+	if (conn->oq.max)
+		return ezi_fail_lazy(-ENOBUFS, "%s: the window (send_depth) is full and the op queue holds %u calls (queue_depth)",
+				     fn, conn->oq.n);
+	return ezi_fail_lazy(-ENOBUFS, "%s: %u operations already outstanding (send_depth)", fn,
+			     conn->o.send_depth);
 }

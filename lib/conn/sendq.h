@@ -85,6 +85,11 @@ void conn_sq_credits_add(struct ez_conn *conn, uint32_t n);
  * send's own refusal, or its place in the op queue, is msg.c's). */
 void conn_sq_refused(struct ez_conn *conn);
 void conn_sq_wait_ready(struct ez_conn *conn);
+/* The window is full (and the op queue, if any): -ENOBUFS naming fn, and
+ * on_send_ready once there is room. */
+int conn_op_refused(struct ez_conn *conn, const char *fn);
+/* on_send_ready, counted. */
+void conn_send_ready_fire(struct ez_conn *conn);
 /* On a connection with an op queue, after room came back: room is still
  * awaited (waiting: the queue holds ops) or not, and the application's
  * refusal has had its on_send_ready. */
