@@ -2,7 +2,8 @@
 # cluster.sh: four hosts on one switch: boots `testbed cluster 4` and runs cluster_hosts in every VM (a serves; b, c, d each open EZ_CLUSTER_CONNS connections at once, every fourth with two paths; d powers off half-way), with the switch's RoCEv2 traffic captured; then checks the capture: every client host's flows spread over many UDP source ports.
 #
 # Usage: tests/faults/cluster.sh BUILD_DIR   (EZ_CLUSTER_CONNS: connections per client host, default 100;
-#   EZ_TESTBED_TIMEOUT: seconds for the whole run, default 1500; EZ_VM_MEM: MiB per VM)
+#   EZ_TESTBED_TIMEOUT: seconds for the whole run, default 1500; EZ_VM_IDLE_S: seconds
+#   without a line from any VM that end the run as a hang, default 300; EZ_VM_MEM: MiB per VM)
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 [ $# -eq 1 ] || { sed -n '4p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -12,6 +13,9 @@ export EZ_CLUSTER_CONNS=${EZ_CLUSTER_CONNS:-100}
 cap=$(mktemp "${TMPDIR:-/tmp}/ez-cluster.XXXXXX.pcap")
 trap 'rm -f "$cap"' EXIT
 tb_timeout=${EZ_TESTBED_TIMEOUT:-1500}
+# A hang: no VM printed anything for 300 s (cluster_hosts prints its counts
+# every 30 s while they move), however slow the host.
+export EZ_VM_IDLE_S=${EZ_VM_IDLE_S:-300}
 # A run the test bed voids (75: a VM's emulated NIC stalled, see testbed's
 # EZ_VM_NIC_STALL_S, a VM's clock ran fast, EZ_VM_CLOCK_VOID, or a VM's
 # kernel held rdma_destroy_id()) says nothing of the library: again, from

@@ -118,6 +118,8 @@ static void on_tick(struct ev_loop *l, ev_timer *w, int revents)
 	(void)revents;
 }
 
+void (*pair_on_spin)(void);
+
 void pair_spin(double secs)
 {
 	/* EVRUN_ONCE must come back now and then to look at the clock. */
@@ -128,6 +130,8 @@ void pair_spin(double secs)
 		ev_timer_init(&tick, on_tick, 0.02, 0.02);
 		ev_timer_start(pair_loop, &tick);
 	}
+	if (pair_on_spin)
+		pair_on_spin();
 	while (pair_now() < end)
 		ev_run(pair_loop, EVRUN_ONCE);
 }

@@ -30,8 +30,12 @@ void pair_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pair_put(const char *name, const char *text);
 int pair_get(const char *name, char *buf, size_t len);
 int pair_has(const char *name);
-/* Turns pair_loop for secs. */
+/* Turns pair_loop for secs, calling pair_on_spin (when set) first. */
 void pair_spin(double secs);
+/* A program's progress report, e.g. a line every 30 s while counts move: the
+ * test bed's EZ_VM_IDLE_S stops a run in which no VM wrote anything, so a long
+ * quiet phase on a loaded host must still say it is moving. */
+extern void (*pair_on_spin)(void);
 /* Turns pair_loop until the file exists or secs pass on the host's clock; whether it does. */
 int pair_wait(const char *name, double secs);
 

@@ -7,7 +7,8 @@
 # (75), and a pair with EZ_VM_RAILS=2 has two rails (eth0/rxe0, eth1/rxe1),
 # separate segments, both carrying RoCEv2, and a boot whose clock runs fast is
 # given up before its command, and a failed run with a fast clock is void and
-# runs again once. Boots VMs (about 7 boots: minutes
+# runs again once, and a cluster in which no VM writes anything for
+# EZ_VM_IDLE_S is stopped as a hang. Boots VMs (about 7 boots: minutes
 # under TCG), so it is not part of CI; run it after changing the test bed:
 #   tests/testbed/test-testbed.sh [BUILD_DIR]
 # Prints PASS/FAIL per case and exits 0 only if all passed.
@@ -202,6 +203,21 @@ check "run: a failed run with a fast clock is void (75) and runs again once" 75 
 	"ran more than 0.5x the host's (EZ_VM_CLOCK_VOID)" \
 	"testbed: the test bed voided that run (why: above); running it again, whole (try 2 of 2)"
 [ "$(grep -cx "command ran" "$out")" = 2 ] || { echo "FAIL: the command did not run twice"; fails=$((fails + 1)); }
+
+# 10. cluster of 2, EZ_VM_IDLE_S=20: a writes a line every 5 s for 40 s (longer
+#     than 20 s in all: output resets the idle clock) and ends; b wrote one
+#     line and then nothing: 20 s after a ended, every VM is stopped as a
+#     hang (124), long before --timeout.
+t10=$SECONDS
+EZ_VM_IDLE_S=20 "$tb" cluster 2 --cwd "$cwd" --timeout 600 -- bash -c '
+	if [ "$EZ_HOST" = b ]; then echo "b up"; sleep 1000; fi
+	for i in 1 2 3 4 5 6 7 8; do echo "a tick $i"; sleep 5; done; echo "a done"; exit 0' >"$out" 2>&1
+st=$?
+[ $((SECONDS - t10)) -lt 300 ] || { echo "  took $((SECONDS - t10)) s"; st=99; }
+check "cluster: no VM writes anything for EZ_VM_IDLE_S: every VM stopped as a hang (124)" 124 $st \
+	"[a] a tick 8" "[a] a done" "[b] b up" \
+	"testbed: TIMEOUT: no VM wrote anything for 20 s (EZ_VM_IDLE_S) though every command had started: the command hangs; every VM stopped" \
+	"testbed: TIMEOUT: VM b stopped: no VM wrote anything for 20 s"
 
 echo "test-testbed: $passes passed, $fails failed"
 [ $fails = 0 ]
