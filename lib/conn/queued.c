@@ -78,6 +78,19 @@ __attribute__((noinline, cold)) int conn_queue_send(struct ez_conn *conn,
 
 /* ez_send_mr(), ez_write(), ez_write_imm(), ez_read(): the MR is held (its
  * bytes are read or written when the op is posted, as the call says). */
+/* What a one-sided call names at the peer, and its callback's argument:
+ * the part every queued READ, WRITE and atomic shares. */
+static void queue_target(struct queued_op *e, const struct ez_rkey *remote, uint64_t roff,
+			 void *op_arg)
+{
+	if (remote) {
+		e->remote = *remote;
+		e->has_remote = 1;
+	}
+	e->roff = roff;
+	e->arg = op_arg;
+}
+
 __attribute__((noinline, cold)) int conn_queue_mr_op(struct ez_conn *conn, enum op_kind kind,
 							struct ez_mr *mr, size_t off, size_t len,
 							const struct ez_rkey *remote, uint64_t roff,
@@ -92,14 +105,9 @@ __attribute__((noinline, cold)) int conn_queue_mr_op(struct ez_conn *conn, enum 
 	e->mr = mr;
 	e->off = off;
 	e->len = len;
-	if (remote) {
-		e->remote = *remote;
-		e->has_remote = 1;
-	}
-	e->roff = roff;
 	e->imm = imm;
 	e->cb = cb;
-	e->arg = op_arg;
+	queue_target(e, remote, roff, op_arg);
 	return queue_add(conn, e);
 }
 
@@ -113,13 +121,10 @@ __attribute__((noinline, cold)) int conn_queue_atomic(struct ez_conn *conn, enum
 
 	if (!e)
 		return ret;
-	e->remote = *remote;
-	e->has_remote = 1;
-	e->roff = roff;
 	e->a = a;
 	e->b = b;
 	e->acb = cb;
-	e->arg = op_arg;
+	queue_target(e, remote, roff, op_arg);
 	return queue_add(conn, e);
 }
 
