@@ -436,6 +436,13 @@ struct ez_conn {
 	/* Accepted with a pool of its own: the bytes of its receive buffers
 	 * counted against the context's budget (staging.c's recvbufs_take). */
 	uint64_t recvbufs;
+	/* The peer's address, kept at the first charge to either budget: the
+	 * per-address sums must count a connection whose CM id is gone (ended,
+	 * not yet closed) as its peer's (staging.c). Family 0: none kept. */
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in6 in6;
+	} charged_peer;
 	/* Active side: the application bytes of the listener's reply
 	 * (ez_conn_accept_data()), kept once the reply passed its checks
 	 * (keyed: its MAC). */

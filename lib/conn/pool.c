@@ -12,6 +12,7 @@
 #include "pool.h"
 #include "srqpool/srqpool.h"
 #include "device/bigbuf.h"
+#include "wire/budget.h"
 
 /* Pools are made on setup paths only; one short list for the process (the
  * pool type is srqpool's, so the extra facts live here). */
@@ -20,6 +21,8 @@ struct pool_rec {
 	struct ez_srqpool *pool;
 	struct ez_ctx *ctx;
 	int orphan;	/* its connection is gone; buffers were still held */
+	struct budget *charged;	/* an orphan's charge, released with it (pool_orphan) */
+	uint64_t charge;
 	struct device *dev;
 	uint32_t buf_size;
 	int cq_share;		/* buffers the pool may have: its room taken */
@@ -147,6 +150,8 @@ int pool_destroy(struct ez_srqpool *pool)
 	if (rec->orphan)
 		orphans--;
 	pthread_mutex_unlock(&pools_lock);
+	if (rec->charged)
+		budget_release(rec->charged, rec->charge);
 	device_cq_unclaim(rec->dev, &rec->cqr);
 	if (rec->count)
 		(*rec->count)--;
@@ -154,25 +159,44 @@ int pool_destroy(struct ez_srqpool *pool)
 	return 0;
 }
 
-static void set_orphan(struct ez_srqpool *pool, int orphan)
+/* Marks pool an orphan (its charge kept) or not (the charge given back
+ * now: the record is no longer reaped, and its context may go first). */
+static void set_orphan(struct ez_srqpool *pool, int orphan, struct budget *budget, uint64_t charge)
 {
-	struct pool_rec **pp;
+	struct pool_rec **pp, *rec;
+	struct budget *release = NULL;
+	uint64_t bytes = 0;
 
 	pthread_mutex_lock(&pools_lock);
 	pp = find(pool);
-	if (pp && (*pp)->orphan != orphan) {
-		(*pp)->orphan = orphan;
+	rec = pp ? *pp : NULL;
+	if (rec && rec->orphan != orphan) {
+		rec->orphan = orphan;
 		if (orphan)
 			orphans++;
 		else
 			orphans--;
 	}
+	if (rec && orphan) {
+		rec->charged = budget;
+		rec->charge = charge;
+	} else if (rec) {
+		release = rec->charged;
+		bytes = rec->charge;
+		rec->charged = NULL;
+		rec->charge = 0;
+	} else if (orphan) {
+		release = budget;	/* not ours: nothing keeps the charge */
+		bytes = charge;
+	}
 	pthread_mutex_unlock(&pools_lock);
+	if (release)
+		budget_release(release, bytes);
 }
 
-void pool_orphan(struct ez_srqpool *pool)
+void pool_orphan(struct ez_srqpool *pool, struct budget *budget, uint64_t charge)
 {
-	set_orphan(pool, 1);
+	set_orphan(pool, 1, budget, charge);
 }
 
 uint64_t pool_held(const struct ez_ctx *ctx)
@@ -206,7 +230,7 @@ void pool_reap(struct ez_ctx *ctx)
 			return;
 		if (pool_destroy(victim)) {
 			ezi_log_err("conn: orphaned private srqpool not destroyed: %s", ez_errmsg());
-			set_orphan(victim, 0);	/* not retried: the loop ends */
+			set_orphan(victim, 0, NULL, 0);	/* not retried: the loop ends */
 		}
 	}
 }

@@ -4,6 +4,7 @@
 
 #include "device/device.h"
 
+struct budget;
 struct ez_ctx;
 struct ezi_owner;
 
@@ -23,8 +24,9 @@ int pool_make(struct ez_ctx *ctx, const struct ezi_owner *owner, struct device *
 int pool_destroy(struct ez_srqpool *pool);
 /* A connection's private pool that could not be destroyed with it (the
  * application still holds buffers): kept by its context, destroyed by
- * pool_reap() once they are all released. */
-void pool_orphan(struct ez_srqpool *pool);
+ * pool_reap() once they are all released; charge bytes of budget (NULL:
+ * none) are released with it. */
+void pool_orphan(struct ez_srqpool *pool, struct budget *budget, uint64_t charge);
 /* Received buffers the application holds, over every pool of ctx. */
 uint64_t pool_held(const struct ez_ctx *ctx);
 /* Destroys ctx's orphaned pools whose buffers are all back. */

@@ -2,14 +2,15 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "staging.h"
 #include "sendq.h"
 #include "conn_types.h"
 #include "base/error.h"
 #include "wire/addr.h"
+#include "pool.h"
 
 /*
  * A large message sent with ez_send() is copied into a registered buffer
@@ -23,21 +24,48 @@
  * not counted: that memory is the application's, registered by it.
  */
 
+/* The address a charge is counted under: the one kept at conn's first
+ * charge (the CM id goes when the connection ends, its charges may stay
+ * until the application closes it), else the id's. */
 static const struct sockaddr *peer_of(const struct ez_conn *conn)
 {
+	if (conn->charged_peer.sa.sa_family)
+		return &conn->charged_peer.sa;
 	return conn->id ? rdma_get_peer_addr(conn->id) : NULL;
 }
 
-/* What conn's peer address holds of the count at byte offset off of each
- * connection (staged, recvbufs): a walk over the context's connections,
- * taken only near the peer's limit (budget_peer_matters()). */
-static uint64_t peer_held(const struct ez_conn *conn, size_t off)
+/* Keeps conn's peer address before its first charge. */
+static void keep_peer(struct ez_conn *conn)
+{
+	const struct sockaddr *sa = peer_of(conn);
+	size_t len = !sa ? 0 : sa->sa_family == AF_INET ? sizeof(struct sockaddr_in) :
+		     sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : 0;
+
+	if (len && !conn->charged_peer.sa.sa_family)
+		/* owner: staging.c's copy of the peer address its charges are counted under */
+		memcpy(&conn->charged_peer, sa, len);
+}
+
+static uint64_t staged_of(const struct ez_conn *c)
+{
+	return c->staged;
+}
+
+static uint64_t recvbufs_of(const struct ez_conn *c)
+{
+	return c->recvbufs;
+}
+
+/* What conn's peer address holds of a budget (held_of: one connection's
+ * share): a walk over the context's connections, taken only near the
+ * peer's limit (budget_peer_matters()). */
+static uint64_t peer_held(const struct ez_conn *conn, uint64_t (*held_of)(const struct ez_conn *))
 {
 	const struct sockaddr *peer = peer_of(conn);
 	uint64_t n = 0, v;
 
 	for (const struct ez_conn *c = conn->ctx->conns; c; c = c->next) {
-		v = *(const uint64_t *)(const void *)((const char *)c + off);
+		v = held_of(c);
 		if (v && (c == conn || ezaddr_same_host(peer_of(c), peer)))
 			n += v;
 	}
@@ -57,7 +85,7 @@ int staging_take(struct ez_conn *conn, uint64_t bytes, const char *fn)
 {
 	struct budget *b = &conn->ctx->staged;
 	uint64_t mine = budget_peer_matters(b, bytes) ?
-			peer_held(conn, offsetof(struct ez_conn, staged)) : 0;
+			peer_held(conn, staged_of) : 0;
 	enum budget_verdict v = budget_check(b, mine, bytes);
 	char why[320];
 
@@ -67,6 +95,7 @@ int staging_take(struct ez_conn *conn, uint64_t bytes, const char *fn)
 		budget_reason(b, v, mine, bytes, fn, why, sizeof(why));
 		return ezi_fail(-ENOBUFS, "%s", why);
 	}
+	keep_peer(conn);
 	budget_hold(b, bytes);
 	conn->staged += bytes;
 	return 0;
@@ -123,7 +152,7 @@ int recvbufs_take(struct ez_conn *conn, uint32_t nbufs, uint32_t buf_size)
 	struct budget *b = &conn->ctx->recvbufs;
 	uint64_t bytes = (uint64_t)nbufs * buf_size;
 	uint64_t mine = budget_peer_matters(b, bytes) ?
-			peer_held(conn, offsetof(struct ez_conn, recvbufs)) : 0;
+			peer_held(conn, recvbufs_of) : 0;
 	const double mib = 1024.0 * 1024.0;
 
 	switch (budget_check(b, mine, bytes)) {
@@ -136,10 +165,22 @@ int recvbufs_take(struct ez_conn *conn, uint32_t nbufs, uint32_t buf_size)
 		return ezi_fail(-ENOBUFS, "receive buffers accepted from this address hold %.1f MiB, +%.1f > %.1f MiB (EZ_LIMIT_RECV_BUFS_PER_PEER)",
 				(double)mine / mib, (double)bytes / mib, (double)b->peer_max / mib);
 	}
+	keep_peer(conn);
 	budget_hold(b, bytes);
 	/* owner: the connection's share of ctx->recvbufs, kept by the budget's file */
 	conn->recvbufs = bytes;
 	return 0;
+}
+
+void recvbufs_orphan(struct ez_conn *conn, struct ez_srqpool *pool)
+{
+	/* The buffers stay registered while the application holds any: the
+	 * charge stays too, with the pool, given back when it is destroyed
+	 * (pool_reap). It counts in the context's total only: the connection,
+	 * and so its peer's share, is gone. */
+	pool_orphan(pool, &conn->ctx->recvbufs, conn->recvbufs);
+	/* owner: the connection's share of ctx->recvbufs, kept by the budget's file */
+	conn->recvbufs = 0;
 }
 
 void recvbufs_give(struct ez_conn *conn)

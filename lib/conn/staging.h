@@ -6,6 +6,7 @@
 
 struct ez_ctx;
 struct ez_conn;
+struct ez_srqpool;
 
 /* bytes more for conn's next large message: 0, or -ENOBUFS with the
  * thread's message naming the limit (fn's), conn marked to be woken
@@ -23,5 +24,8 @@ void staging_leave(struct ez_conn *conn);
 int recvbufs_take(struct ez_conn *conn, uint32_t nbufs, uint32_t buf_size);
 /* conn goes: its count comes back. */
 void recvbufs_give(struct ez_conn *conn);
+/* conn goes but its own pool stays, an orphan (the application holds some
+ * of its buffers): the count goes with the pool, back when it is destroyed. */
+void recvbufs_orphan(struct ez_conn *conn, struct ez_srqpool *pool);
 
 #endif

@@ -154,6 +154,12 @@ static void ep_on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 		e->bad_seq++;
 	e->next_seq = seq + 1;
 	e->received++;
+	if (e->keep_buf) {
+		if (e->kept)
+			ez_buf_release(e->kept);
+		e->kept = buf;
+		return;
+	}
 	if (e->echo && !e->closed && (e->nheld || ep_echo(conn, e, buf) == -ENOBUFS)) {
 		ep_hold(e, buf);
 		return;
@@ -255,7 +261,8 @@ int srv_accept(struct srv *s, struct ez_conn_req *req)
 	memset(e, 0, sizeof(*e));
 	e->user = s;
 	e->echo = !s->no_echo;
-	e->close_on_disconnect = 1;
+	e->close_on_disconnect = !s->keep_ended;
+	e->keep_buf = s->keep_bufs;
 	ret = ez_accept(req, &s->opts, &srv_cbs, e, &e->conn);
 	if (ret) {
 		s->accept_errors++;

@@ -53,6 +53,10 @@ struct ep {
 	struct ez_buf **held;	/* allocated only while something is held */
 	int nheld, held_cap, held_max;
 	int close_on_disconnect;
+	/* Keeps the last message's buffer in kept (not echoed, and not
+	 * released at the end: the test releases it). */
+	int keep_buf;
+	struct ez_buf *kept;
 	void *user;
 };
 
@@ -73,6 +77,8 @@ struct srv {
 	struct ez_conn_req *held[64];
 	int nheld;
 	int any_addr;		/* listen on every address (NULL), IPv4 and IPv6 */
+	int keep_ended;		/* accepted eps are not closed at their end: the test closes them */
+	int keep_bufs;		/* accepted eps keep their last buffer (ep.keep_buf) */
 	struct ez_listen_opts lopts;	/* more listener options (the key comes from the fields above) */
 	struct ep *eps;
 	int neps, cap;

@@ -426,6 +426,14 @@ static void attacker_connect(struct fb *b, struct srv *s, struct ep *e)
 	ck_assert(fb_run(b, &e->connected, 1, 20));
 }
 
+/* e's connect was refused, the peer told why (want in its message); closed. */
+static void expect_refused(struct ep *e, const char *want)
+{
+	ck_assert_int_eq(e->connect_status, -ECONNREFUSED);
+	ck_assert_msg(strstr(e->connect_msg, want), "want \"%s\" in \"%s\"", want, e->connect_msg);
+	ez_conn_close(e->conn);
+}
+
 /* Established connections are capped per peer address (issue 39 item 3):
  * with max_conns_per_peer 8 one address gets exactly 8 connections, the
  * 9th is refused at once naming the cap (on_request never sees it), the
@@ -455,9 +463,7 @@ START_TEST(established_capped_per_peer)
 	attacker_connect(&b, &s, &a[N]);
 	printf("established cap: %d connected from %s, the next: on_connect(%d) \"%s\"\n", N,
 	       attacker_addr(), a[N].connect_status, a[N].connect_msg);
-	ck_assert_int_eq(a[N].connect_status, -ECONNREFUSED);
-	ck_assert_msg(strstr(a[N].connect_msg, want), "want \"%s\" in \"%s\"", want, a[N].connect_msg);
-	ez_conn_close(a[N].conn);
+	expect_refused(&a[N], want);
 	ck_assert_int_eq(s.requests, N);
 	ck_assert_int_eq(s.connected - s.disconnected, N);
 	ck_assert_int_eq(s.connect_failed, 0);
@@ -479,10 +485,7 @@ START_TEST(established_capped_per_peer)
 	ck_assert_int_eq(s.connected - s.disconnected, N);
 	/* Full again. */
 	attacker_connect(&b, &s, &a[N + 2]);
-	ck_assert_int_eq(a[N + 2].connect_status, -ECONNREFUSED);
-	ck_assert_msg(strstr(a[N + 2].connect_msg, want), "want \"%s\" in \"%s\"", want,
-		      a[N + 2].connect_msg);
-	ez_conn_close(a[N + 2].conn);
+	expect_refused(&a[N + 2], want);
 	ck_assert_int_eq(s.requests, N + 2);
 	printf("  after one closed: one more connected, the next refused again; server requests %d\n",
 	       s.requests);
@@ -528,12 +531,9 @@ START_TEST(accepted_buffers_budgeted)
 	attacker_connect(&b, &s, &a[N]);
 	printf("budget per address: %d connections of 1 MiB from %s, the next: on_connect(%d) \"%s\"; server: \"%s\"\n",
 	       N, attacker_addr(), a[N].connect_status, a[N].connect_msg, s.accept_msg);
-	ck_assert_int_eq(a[N].connect_status, -ECONNREFUSED);
-	ck_assert_msg(strstr(a[N].connect_msg, peer_why), "want \"%s\" in \"%s\"", peer_why,
-		      a[N].connect_msg);
+	expect_refused(&a[N], peer_why);
 	ck_assert_int_eq(s.accept_errors, 1);
 	ck_assert_str_eq(s.accept_msg, peer_why);
-	ez_conn_close(a[N].conn);
 	/* The other address: 2 more fit the context's 6 MiB, the 3rd not. */
 	for (i = 0; i < 3; i++) {
 		memset(&g[i], 0, sizeof(g[i]));
@@ -545,11 +545,8 @@ START_TEST(accepted_buffers_budgeted)
 		      g[0].connect_msg, g[1].connect_status, g[1].connect_msg);
 	printf("  budget of the context: 2 more from %s, the next: on_connect(%d) \"%s\"\n",
 	       test_addr(), g[2].connect_status, g[2].connect_msg);
-	ck_assert_int_eq(g[2].connect_status, -ECONNREFUSED);
-	ck_assert_msg(strstr(g[2].connect_msg, ctx_why), "want \"%s\" in \"%s\"", ctx_why,
-		      g[2].connect_msg);
+	expect_refused(&g[2], ctx_why);
 	ck_assert_int_eq(s.accept_errors, 2);
-	ez_conn_close(g[2].conn);
 	ck_assert(fb_run(&b, &s.connected, N + 2, 20));
 	/* The honest ones work: an echo each. */
 	for (i = 0; i < 2; i++) {
@@ -578,6 +575,78 @@ START_TEST(accepted_buffers_budgeted)
 }
 END_TEST
 
+/* A connection that ended but is not closed yet (its CM id gone) still
+ * counts as its peer's, and a private pool that outlives its connection
+ * (the application holds one of its buffers) keeps its charge until it is
+ * destroyed: neither is a way around the budget. */
+START_TEST(ended_and_orphaned_still_budgeted)
+{
+	enum { MIB = 1 << 20 };
+	struct fb b;
+	struct srv s = { .any_addr = 1, .keep_ended = 1, .keep_bufs = 1,
+			 .opts = { .recv_depth = 16, .max_msg_size = 64 << 10 } };
+	struct ep a[3], g[3];
+	const char *peer_why = "receive buffers accepted from this address hold 2.0 MiB, +1.0 > 2.0 MiB (EZ_LIMIT_RECV_BUFS_PER_PEER)";
+	const char *ctx_why = "accepted receive buffers hold 3.0 MiB, +1.0 > 3.0 MiB (EZ_LIMIT_RECV_BUFS)";
+	int i;
+
+	memset(g, 0, sizeof(g));
+	fb_init(&b);
+	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, EZ_LIMIT_RECV_BUFS_PER_PEER, 2 * MIB), 0);
+	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, EZ_LIMIT_RECV_BUFS, 3 * MIB), 0);
+	srv_start(&b, &s, 16);
+	for (i = 0; i < 2; i++) {
+		attacker_connect(&b, &s, &a[i]);
+		ck_assert_msg(a[i].connect_status == 0, "attacker connection %d: on_connect(%d) \"%s\"",
+			      i, a[i].connect_status, a[i].connect_msg);
+	}
+	ck_assert(fb_run(&b, &s.connected, 2, 20));
+	/* a[0]'s server side keeps the buffer of its one message. */
+	ck_assert_int_eq(ep_send_seq(&a[0], 0), 0);
+	ck_assert(fb_run(&b, &s.eps[0].received, 1, 10));
+	ck_assert_ptr_nonnull(s.eps[0].kept);
+	/* a[0] ends; the server has not closed its side: still the peer's. */
+	ep_close(&a[0]);
+	ck_assert(fb_run(&b, &s.disconnected, 1, 10));
+	attacker_connect(&b, &s, &a[2]);
+	printf("ended, not closed: the next from %s: on_connect(%d) \"%s\"\n", attacker_addr(),
+	       a[2].connect_status, a[2].connect_msg);
+	expect_refused(&a[2], peer_why);
+	ck_assert_str_eq(s.accept_msg, peer_why);
+	/* Closed with its buffer held: the pool stays, and so does its charge. */
+	s.eps[0].closed = 1;
+	ez_conn_close(s.eps[0].conn);
+	ck_assert_int_eq(ep_connect(&b, &g[0], s.port, NULL), 0);
+	ck_assert(fb_run(&b, &g[0].connected, 1, 20));
+	ck_assert_msg(g[0].connect_status == 0, "other address: on_connect(%d) \"%s\"",
+		      g[0].connect_status, g[0].connect_msg);
+	ck_assert_int_eq(ep_connect(&b, &g[1], s.port, NULL), 0);
+	ck_assert(fb_run(&b, &g[1].connected, 1, 20));
+	printf("  orphaned pool: the 3rd MiB is taken, the next from %s: on_connect(%d) \"%s\"\n",
+	       test_addr(), g[1].connect_status, g[1].connect_msg);
+	/* The buffer back; the orphan goes at the next close (g[1]'s, in
+	 * expect_refused): the megabyte with it. */
+	ez_buf_release(s.eps[0].kept);
+	s.eps[0].kept = NULL;
+	expect_refused(&g[1], ctx_why);
+	ck_assert_int_eq(ep_connect(&b, &g[2], s.port, NULL), 0);
+	ck_assert(fb_run(&b, &g[2].connected, 1, 20));
+	ck_assert_msg(g[2].connect_status == 0, "after the orphan went: on_connect(%d) \"%s\"",
+		      g[2].connect_status, g[2].connect_msg);
+	ep_close(&a[1]);
+	ep_close(&g[0]);
+	ep_close(&g[2]);
+	ck_assert(fb_run(&b, &s.disconnected, 3, 20));
+	for (i = 0; i < s.neps; i++) {
+		if (s.eps[i].kept)
+			ez_buf_release(s.eps[i].kept);
+		ep_close(&s.eps[i]);
+	}
+	srv_stop(&s);
+	fb_fini(&b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("faults_hostile_halfopen");
@@ -590,6 +659,7 @@ int main(void)
 	tcase_add_test(tc, late_answer_leaves_the_peer_its_deadline);
 	tcase_add_test(tc, established_capped_per_peer);
 	tcase_add_test(tc, accepted_buffers_budgeted);
+	tcase_add_test(tc, ended_and_orphaned_still_budgeted);
 	suite_add_tcase(su, tc);
 	return check_run_suite(su, CK_NORMAL);
 }
