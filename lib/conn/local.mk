@@ -4,7 +4,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/conn_qp.c lib/conn/conn_qp.h \
 	lib/conn/listener.c lib/conn/listener.h lib/conn/listener_hs.h \
 	lib/conn/handoff.c lib/conn/handoff.h \
-	lib/conn/conn.c lib/conn/conn_handle.c lib/conn/conn_handle.h \
+	lib/conn/conn.c lib/conn/conn_query.c lib/conn/conn_handle.c lib/conn/conn_handle.h \
 	lib/conn/conn_fsm.c lib/conn/conn_fsm.h \
 	lib/conn/msg.c lib/conn/msg.h lib/conn/recv.c \
 	lib/conn/rndv.c lib/conn/rndv.h \

@@ -122,6 +122,10 @@ uint32_t qpfsm_default_psn(uint32_t qpn);
 /* Attributes that hold a value in a state, for the type (ez_qp_query). */
 int qpfsm_valid_in_state(enum ibv_qp_type type, enum ibv_qp_state state);
 
+/* sport.c: the flow label the kernel gives a RoCEv2 QP whose label is 0
+ * (rdma_calc_flow_label()), from the local and remote QP numbers. */
+uint32_t qpfsm_flow_label_of_qpns(uint32_t lqpn, uint32_t rqpn);
+
 /* IBV_EVENT_SQ_DRAINED dispatch to hooks registered by ez_qp_drain_sq(). */
 int qpfsm_sqd_dispatch(struct ibv_qp *qp);
 

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "easyrdma.h"
+#include "qpfsm.h"
 
 #define SPORT_MIN 0xC000u	/* IB_ROCE_UDP_ENCAP_VALID_PORT_MIN */
 
@@ -20,4 +21,15 @@ uint32_t ez_udp_sport_to_flow_label(uint16_t sport)
 	if (sport < SPORT_MIN)
 		return 0;
 	return (1u << 14) | ((sport & 0x3fffu) ^ 1u);
+}
+
+uint32_t qpfsm_flow_label_of_qpns(uint32_t lqpn, uint32_t rqpn)
+{
+	/* The kernel's rdma_calc_flow_label(): the label a RoCEv2 QP whose
+	 * label is 0 gets, from its own and its peer's QP numbers. */
+	uint64_t v = (uint64_t)lqpn * rqpn;
+
+	v ^= v >> 20;
+	v ^= v >> 40;
+	return (uint32_t)(v & 0xFFFFF);
 }

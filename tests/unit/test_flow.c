@@ -6,6 +6,7 @@
 
 #include "wire/flow.h"
 #include "wire/opts.h"
+#include "qpfsm/qpfsm.h"
 #include "../checkmain.h"
 
 static int in_range(uint16_t p)
@@ -160,6 +161,21 @@ START_TEST(label_gives_port_all_16384)
 }
 END_TEST
 
+/* The label the kernel gives a QP whose label is 0 (ez_conn_info's port
+ * then): rdma_calc_flow_label()'s values, and the same on both sides. */
+START_TEST(label_of_qpns_as_the_kernel)
+{
+	ck_assert_uint_eq(qpfsm_flow_label_of_qpns(17, 18), 306);	/* 17 x 18, nothing folded */
+	/* 0x123456 x 0x654321 = 0x7336bf94116, its bits above 20 and 40 folded in. */
+	ck_assert_uint_eq(qpfsm_flow_label_of_qpns(0x123456, 0x654321), 0xa77ae);
+	ck_assert_uint_eq(qpfsm_flow_label_of_qpns(0, 0x654321), 0);
+	for (uint32_t l = 1; l < 5000; l += 7)
+		ck_assert_uint_eq(qpfsm_flow_label_of_qpns(l, 0xffffff - l),
+				  qpfsm_flow_label_of_qpns(0xffffff - l, l));
+	ck_assert_uint_le(qpfsm_flow_label_of_qpns(0xffffff, 0xffffff), 0xfffff);
+}
+END_TEST
+
 START_TEST(mech_by_link_layer_and_gid_type)
 {
 	ck_assert_int_eq(flow_mech(IBV_LINK_LAYER_INFINIBAND, 0, 0), EZ_SPORT_MECH_NONE);
@@ -187,6 +203,7 @@ int main(void)
 	tcase_add_test(tc, bad_policies_rejected_with_the_field);
 	tcase_add_test(tc, label_gives_port_all_16384);
 	tcase_add_test(tc, mech_by_link_layer_and_gid_type);
+	tcase_add_test(tc, label_of_qpns_as_the_kernel);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
