@@ -429,7 +429,9 @@ static void attacker_connect(struct fb *b, struct srv *s, struct ep *e)
 /* e's connect was refused, the peer told why (want in its message); closed. */
 static void expect_refused(struct ep *e, const char *want)
 {
-	ck_assert_int_eq(e->connect_status, -ECONNREFUSED);
+	ck_assert_msg(e->connect_status == -ECONNREFUSED,
+		      "on_connect(%d) \"%s\"; want -ECONNREFUSED with \"%s\"", e->connect_status,
+		      e->connect_msg, want);
 	ck_assert_msg(strstr(e->connect_msg, want), "want \"%s\" in \"%s\"", want, e->connect_msg);
 	ez_conn_close(e->conn);
 }
