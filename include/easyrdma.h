@@ -301,6 +301,16 @@ enum ez_ctx_limit {
 	/* The same, for the connections accepted from each peer address
 	 * [256 MiB: 1024 connections at the default options] */
 	EZ_LIMIT_RECV_BUFS_PER_PEER = 4,
+	/* Large messages this context's connections are fetching from their
+	 * peers (rendezvous READs into registered buffers) or have delivered
+	 * and the application still holds, in bytes, for the whole context:
+	 * beyond it the next fetch waits (the peer's send with it) until
+	 * memory is released. A message larger than the limit is still
+	 * fetched when nothing is held. [256 MiB] */
+	EZ_LIMIT_LARGE_RECV = 5,
+	/* The same, for the fetches in progress from each peer address (a
+	 * delivered message counts in the context's total only) [64 MiB] */
+	EZ_LIMIT_LARGE_RECV_PER_PEER = 6,
 };
 /* ez_ctx_set_limit() value: no limit. */
 #define EZ_LIMIT_NONE UINT64_MAX
@@ -709,6 +719,9 @@ struct ez_conn_stats {
 	 * (fetch_chunk each at most), and small messages delivered ahead of
 	 * one still being fetched (EZ_CONN_SMALL_FIRST). */
 	uint64_t fetch_reads, small_first;
+	/* Times a fetch of a large message waited for the context's bound
+	 * on them (EZ_LIMIT_LARGE_RECV, EZ_LIMIT_LARGE_RECV_PER_PEER). */
+	uint64_t large_recv_waits;
 };
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats,
 		     size_t stats_size);

@@ -75,6 +75,7 @@ static void conn_free(struct ez_conn *conn)
 	conn_recv_unpark(conn);
 	listener_hs_leave(&conn->pend);
 	staging_leave(conn);
+	bigrecv_leave(conn);
 	if (conn->dev)
 		conn_unqueue_kick(conn);
 	/* Its registrations on its own PD go before the pool that holds it. */

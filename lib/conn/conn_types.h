@@ -436,6 +436,11 @@ struct ez_conn {
 	/* Accepted with a pool of its own: the bytes of its receive buffers
 	 * counted against the context's budget (staging.c's recvbufs_take). */
 	uint64_t recvbufs;
+	/* Large messages being fetched from the peer now (rendezvous), its
+	 * share of ctx->bigrecv, and whether its next fetch waits for room
+	 * there (staging.c's bigrecv_*). */
+	uint64_t bigrecv;
+	uint8_t bigrecv_wait;
 	/* The peer's address, kept at the first charge to either budget: the
 	 * per-address sums must count a connection whose CM id is gone (ended,
 	 * not yet closed) as its peer's (staging.c). Family 0: none kept. */

@@ -423,6 +423,7 @@ int ez_ctx_new(struct ev_loop *loop, unsigned int flags, struct ez_ctx **out)
 	ctx->flags = flags;
 	budget_init(&ctx->staged, STAGED_DEF_MAX, STAGED_DEF_PEER_MAX);
 	budget_init(&ctx->recvbufs, RECVBUFS_DEF_MAX, RECVBUFS_DEF_PEER_MAX);
+	budget_init(&ctx->bigrecv, BIGRECV_DEF_MAX, BIGRECV_DEF_PEER_MAX);
 	ctx->cm_held = calloc(CM_REQUESTS_HELD, sizeof(*ctx->cm_held));
 	if (!ctx->cm_held) {
 		free(ctx);

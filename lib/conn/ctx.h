@@ -94,6 +94,13 @@ struct ez_ctx {
 	 * their own: bytes counted at ez_accept() against the context's and
 	 * each peer address's limits (staging.c, ez_ctx_set_limit()). */
 	struct budget recvbufs;
+	/* Large messages fetched by rendezvous into registered buffers: in
+	 * progress (each connection's share: conn->bigrecv) or delivered and
+	 * held by the application (the total only), against the context's and
+	 * each peer address's limits (staging.c); the connections whose next
+	 * fetch waits for room, woken when bytes come back. */
+	struct budget bigrecv;
+	uint32_t bigrecv_waiters;
 	/* Taking connection requests from other threads (ez_ctx_take_requests):
 	 * the inbox and its hook; NULL when not. */
 	struct handoff *handoff;
@@ -113,6 +120,12 @@ struct ez_ctx {
  * the 1,024 (4 GiB) that would take a 2 GiB server down. */
 #define RECVBUFS_DEF_MAX (1ull << 30)
 #define RECVBUFS_DEF_PEER_MAX (256ull << 20)
+/* Large messages fetched and held: what this side fetches, the staging
+ * defaults of what it sends (a 2 GiB server: 1/8 for large messages in
+ * each direction, a quarter of that for one address). Each pool bounds its
+ * own too (ez_srqpool_opts.large_max_bytes, 64 MiB). */
+#define BIGRECV_DEF_MAX (256ull << 20)
+#define BIGRECV_DEF_PEER_MAX (64ull << 20)
 
 /* The one check of every entry point: 0 when the calling thread owns ctx,
  * else -EPERM with the thread's ez_errmsg() naming fn and both threads.

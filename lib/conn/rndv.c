@@ -449,12 +449,18 @@ struct op *conn_rndv_cancel_next(struct ez_conn *conn)
 /* ---- receiver ---- */
 
 /* The application released a large message (its descriptor is void by now). */
+static void pump(struct ez_conn *conn);
+
+/* The application released a large message (its descriptor is void by now).
+ * Its connection may be gone: the context is the one of its device. */
 static void big_done(struct ez_srqpool *pool, void *arg, uint32_t len)
 {
 	struct bigbuf *bb = arg;
+	struct ez_ctx *ctx = container_of(bb->dev->set, struct ez_ctx, devices);
 
 	bigbuf_put(bb);
 	srqpool_big_unreserve(pool, len);
+	bigrecv_release(ctx, len, pump);
 }
 
 static void rx_free(struct ez_conn *conn, struct rndv_rx *e)
@@ -469,6 +475,8 @@ static void rx_free(struct ez_conn *conn, struct rndv_rx *e)
 	if (e->bb) {
 		bigbuf_put(e->bb);
 		srqpool_big_unreserve(conn->pool, e->h.len);
+		bigrecv_delivered(conn, e->h.len);
+		bigrecv_release(conn->ctx, e->h.len, pump);
 	}
 	conn_op_release_copy(conn, &e->op);
 	free(e);
@@ -541,6 +549,7 @@ static void deliver_ready(struct ez_conn *conn)
 			q_pop(conn);
 			e->queued = 0;
 			e->bb = NULL;	/* the application's now, still counted by the pool */
+			bigrecv_delivered(conn, len);	/* and in the context's total */
 			h = srqpool_big_deliver(conn->pool, bb->desc, bb->mem, len, big_done, bb);
 			if (!e->busy)
 				rx_free(conn, e);
@@ -664,11 +673,18 @@ static void pump(struct ez_conn *conn)
 			return;
 		}
 		if (!e->bb) {
-			if (srqpool_big_reserve(conn->pool, e->h.len))
+			/* The context's bound first: a wait there is resumed by
+			 * bigrecv_release, one at the pool by its kick. */
+			if (bigrecv_take(conn, e->h.len))
 				return;
+			if (srqpool_big_reserve(conn->pool, e->h.len)) {
+				bigrecv_untake(conn, e->h.len);
+				return;
+			}
 			ret = bigbuf_get(conn->dev, e->h.len, &e->bb);
 			if (ret) {
 				srqpool_big_unreserve(conn->pool, e->h.len);
+				bigrecv_untake(conn, e->h.len);
 				e->bb = NULL;
 				conn_fail(conn, ret, "rendezvous fetch of transfer %u (%u bytes): %s",
 					  e->h.id, e->h.len, ez_errmsg());

@@ -1,4 +1,4 @@
-/* staging.c: what a context's peers can make it pin: staged large messages and accepted connections' own receive buffers, each a context's budget with each peer address's share (wire/budget.c decides); ez_ctx_set_limit(). */
+/* staging.c: what a context's peers can make it pin: staged large messages, accepted connections' own receive buffers and large messages fetched, each a context's budget with each peer address's share (wire/budget.c decides); ez_ctx_set_limit(). */
 #include "config.h"
 
 #include <errno.h>
@@ -110,28 +110,38 @@ void staging_give(struct ez_conn *conn, uint64_t bytes)
 	conn->staged -= bytes <= conn->staged ? bytes : conn->staged;
 }
 
-void staging_wake(struct ez_ctx *ctx, void (*ready)(struct ez_conn *conn))
+/* Each marked connection of ctx (waiters of them), unmarked by unmark()
+ * (which says whether it was), to ready(). ready() may mark again: the
+ * walk takes each connection once, next read first (a callback may close). */
+static void wake_marked(struct ez_ctx *ctx, const uint32_t *waiters,
+			int (*unmark)(struct ez_conn *c), void (*ready)(struct ez_conn *c))
 {
 	struct ez_conn *c, *next;
 
-	/* ready() may send, and so refuse and mark again: the walk takes
-	 * each connection once, next read first (a callback may close). */
-	for (c = ctx->conns; c && ctx->staged_waiters; c = next) {
+	for (c = ctx->conns; c && *waiters; c = next) {
 		next = c->next;
-		if (!c->staged_wait)
-			continue;
-		c->staged_wait = 0;
-		ctx->staged_waiters--;
-		ready(c);
+		if (unmark(c))
+			ready(c);
 	}
+}
+
+static int staged_unmark(struct ez_conn *conn)
+{
+	if (!conn->staged_wait)
+		return 0;
+	conn->staged_wait = 0;
+	conn->ctx->staged_waiters--;
+	return 1;
+}
+
+void staging_wake(struct ez_ctx *ctx, void (*ready)(struct ez_conn *conn))
+{
+	wake_marked(ctx, &ctx->staged_waiters, staged_unmark, ready);
 }
 
 void staging_leave(struct ez_conn *conn)
 {
-	if (conn->staged_wait) {
-		conn->staged_wait = 0;
-		conn->ctx->staged_waiters--;
-	}
+	staged_unmark(conn);
 }
 
 /*
@@ -192,6 +202,77 @@ void recvbufs_give(struct ez_conn *conn)
 	conn->recvbufs = 0;
 }
 
+/*
+ * A large message is fetched by rendezvous: a registered buffer of its
+ * size is taken at its first READ, and pinned until the application
+ * releases the message. Each pool bounds its own (srqpool_big_reserve,
+ * 64 MiB), but a context with a pool per connection had no bound at all:
+ * 1,000 connections could pin 64 GiB. The context's budget bounds the sum;
+ * each peer address's share bounds the fetches in progress from it (a
+ * delivered message is the application's to release: it counts in the
+ * total only). Beyond, the fetch waits, not fails: the peer's send stays
+ * unacknowledged, and its next ones wait on credits, until bytes come
+ * back (bigrecv_release). A message larger than a limit still goes alone.
+ */
+static uint64_t bigrecv_of(const struct ez_conn *c)
+{
+	return c->bigrecv;
+}
+
+int bigrecv_take(struct ez_conn *conn, uint32_t len)
+{
+	struct budget *b = &conn->ctx->bigrecv;
+	uint64_t mine = budget_peer_matters(b, len) ? peer_held(conn, bigrecv_of) : 0;
+
+	if (budget_check(b, mine, len) != BUDGET_OK) {
+		if (!conn->bigrecv_wait) {
+			/* owner: the budget's file keeps shares and wait marks */
+			conn->bigrecv_wait = 1;
+			conn->ctx->bigrecv_waiters++;	/* owner: as above */
+			conn->stats.large_recv_waits++;	/* owner: the wait is counted where it is decided */
+		}
+		return -EAGAIN;
+	}
+	keep_peer(conn);
+	budget_hold(b, len);
+	/* owner: the budget's file keeps shares and wait marks */
+	conn->bigrecv += len;
+	return 0;
+}
+
+void bigrecv_untake(struct ez_conn *conn, uint32_t len)
+{
+	bigrecv_delivered(conn, len);
+	budget_release(&conn->ctx->bigrecv, len);
+}
+
+void bigrecv_delivered(struct ez_conn *conn, uint32_t len)
+{
+	/* owner: the budget's file keeps shares and wait marks */
+	conn->bigrecv -= len <= conn->bigrecv ? len : conn->bigrecv;
+}
+
+static int bigrecv_unmark(struct ez_conn *conn)
+{
+	if (!conn->bigrecv_wait)
+		return 0;
+	/* owner: the budget's file keeps shares and wait marks */
+	conn->bigrecv_wait = 0;
+	conn->ctx->bigrecv_waiters--;	/* owner: as above */
+	return 1;
+}
+
+void bigrecv_release(struct ez_ctx *ctx, uint32_t len, void (*resume)(struct ez_conn *conn))
+{
+	budget_release(&ctx->bigrecv, len);
+	wake_marked(ctx, &ctx->bigrecv_waiters, bigrecv_unmark, resume);
+}
+
+void bigrecv_leave(struct ez_conn *conn)
+{
+	bigrecv_unmark(conn);
+}
+
 /* ez_ctx_set_limit()'s value as a budget's limit: 0 its default, EZ_LIMIT_NONE none (0). */
 static uint64_t limit_of(uint64_t value, uint64_t def)
 {
@@ -218,8 +299,15 @@ int ez_ctx_set_limit(struct ez_ctx *ctx, enum ez_ctx_limit limit, uint64_t value
 	case EZ_LIMIT_RECV_BUFS_PER_PEER:
 		budget_set_peer_max(&ctx->recvbufs, limit_of(value, RECVBUFS_DEF_PEER_MAX));
 		return 0;
+	case EZ_LIMIT_LARGE_RECV:
+		budget_set_max(&ctx->bigrecv, limit_of(value, BIGRECV_DEF_MAX));
+		return 0;
+	case EZ_LIMIT_LARGE_RECV_PER_PEER:
+		budget_set_peer_max(&ctx->bigrecv, limit_of(value, BIGRECV_DEF_PEER_MAX));
+		return 0;
 	}
-	return ezi_fail(-EINVAL, "ez_ctx_set_limit: unknown limit %d (EZ_LIMIT_STAGED %d, EZ_LIMIT_STAGED_PER_PEER %d, EZ_LIMIT_RECV_BUFS %d, EZ_LIMIT_RECV_BUFS_PER_PEER %d)",
+	return ezi_fail(-EINVAL, "ez_ctx_set_limit: unknown limit %d (EZ_LIMIT_STAGED %d, EZ_LIMIT_STAGED_PER_PEER %d, EZ_LIMIT_RECV_BUFS %d, EZ_LIMIT_RECV_BUFS_PER_PEER %d, EZ_LIMIT_LARGE_RECV %d, EZ_LIMIT_LARGE_RECV_PER_PEER %d)",
 			(int)limit, (int)EZ_LIMIT_STAGED, (int)EZ_LIMIT_STAGED_PER_PEER,
-			(int)EZ_LIMIT_RECV_BUFS, (int)EZ_LIMIT_RECV_BUFS_PER_PEER);
+			(int)EZ_LIMIT_RECV_BUFS, (int)EZ_LIMIT_RECV_BUFS_PER_PEER,
+			(int)EZ_LIMIT_LARGE_RECV, (int)EZ_LIMIT_LARGE_RECV_PER_PEER);
 }

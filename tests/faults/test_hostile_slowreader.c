@@ -1,4 +1,4 @@
-/* test_hostile_slowreader.c: peers that never fetch their large replies (issue 39, item 4): the server's staged copies stay within the per-address and per-context budgets (EZ_LIMIT_STAGED*), more connections from the same address get nothing more, an honest client from another address is served throughout, and once the readers fetch, every refused reply goes out (on_send_ready), nothing lost. */
+/* test_hostile_slowreader.c: peers that never fetch their large replies (issue 39, item 4): the server's staged copies stay within the per-address and per-context budgets (EZ_LIMIT_STAGED*), more connections from the same address get nothing more, an honest client from another address is served throughout, and once the readers fetch, every refused reply goes out (on_send_ready), nothing lost; and a receiver that holds its large messages fetches no more than its context's bound (EZ_LIMIT_LARGE_RECV), nothing lost. */
 #include "config.h"
 
 #include <check.h>
@@ -262,7 +262,7 @@ START_TEST(slow_readers_held_to_their_share)
 	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, EZ_LIMIT_STAGED, 3 * MIB), 0);
 	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, EZ_LIMIT_STAGED_PER_PEER, 2 * MIB), 0);
 	ck_assert_int_eq(ez_ctx_set_limit(b.ctx, (enum ez_ctx_limit)7, 1), -EINVAL);
-	ck_assert_str_eq(ez_errmsg(), "ez_ctx_set_limit: unknown limit 7 (EZ_LIMIT_STAGED 1, EZ_LIMIT_STAGED_PER_PEER 2, EZ_LIMIT_RECV_BUFS 3, EZ_LIMIT_RECV_BUFS_PER_PEER 4)");
+	ck_assert_str_eq(ez_errmsg(), "ez_ctx_set_limit: unknown limit 7 (EZ_LIMIT_STAGED 1, EZ_LIMIT_STAGED_PER_PEER 2, EZ_LIMIT_RECV_BUFS 3, EZ_LIMIT_RECV_BUFS_PER_PEER 4, EZ_LIMIT_LARGE_RECV 5, EZ_LIMIT_LARGE_RECV_PER_PEER 6)");
 	ck_assert_int_eq(ez_listen(b.ctx, NULL, "0", &lo, on_request, NULL, &l), 0);
 	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
 	p4 = one_at_a_time_pool(cctx);
@@ -358,6 +358,69 @@ START_TEST(slow_readers_held_to_their_share)
 }
 END_TEST
 
+/* The receiving side's bound (EZ_LIMIT_LARGE_RECV): a client context that
+ * holds every large reply it got fetches up to its bound (2 MiB: 4 replies
+ * of 512 KiB) and then waits, counting the wait, nothing lost; each release
+ * lets one more in, and letting go brings the rest, bytes intact. */
+START_TEST(holder_held_to_the_large_recv_bound)
+{
+	struct fb b;
+	struct ez_ctx *cctx;
+	struct ez_listener *l;
+	struct ez_conn_stats st;
+	struct client c;
+	struct sconn *sc;
+	char port[8];
+	double end;
+	int i;
+
+	memset(&srv, 0, sizeof(srv));
+	srv.reply = malloc(REPLY);
+	fb_init(&b);
+	ck_assert_int_eq(ez_ctx_new(b.loop, 0, &cctx), 0);
+	ck_assert_int_eq(ez_ctx_set_limit(cctx, EZ_LIMIT_LARGE_RECV, 2 * MIB), 0);
+	ck_assert_int_eq(ez_listen(b.ctx, NULL, "0", NULL, on_request, NULL, &l), 0);
+	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
+	cl_connect_to(&b, cctx, &c, test_addr(), port, NULL);
+	c.hold = 1;
+	sc = sc_of_peer(0);
+	for (i = 0; i < NREQ; i++)
+		cl_request(&c, (uint64_t)i);
+	ck_assert_msg(fb_run(&b, &c.received, 4, hang_ceiling(30)), "%d of 4 replies", c.received);
+	/* The fifth's fetch waits: the event is the counter. */
+	memset(&st, 0, sizeof(st));
+	end = now_s() + hang_ceiling(30);
+	while (ez_conn_stats(c.conn, &st) == 0 && !st.large_recv_waits && now_s() < end)
+		fb_spin(&b, 0.01);
+	ck_assert_msg(st.large_recv_waits >= 1, "no fetch waited (%d received)", c.received);
+	/* Nothing more while all 2 MiB are held (a slow host can only make
+	 * more arrivals less likely here, never fewer than 4). */
+	fb_spin(&b, 0.2);
+	ck_assert_int_eq(c.received, 4);
+	ck_assert_int_eq(sc->sent, NREQ);	/* the server staged them all */
+	printf("holder: 4 replies of 512 KiB held (EZ_LIMIT_LARGE_RECV 2 MiB), the next fetch waited (large_recv_waits %llu), %d replies staged at the server\n",
+	       (unsigned long long)st.large_recv_waits, sc->sent);
+	/* One released: one more fetched. */
+	ez_buf_release(c.held[--c.nheld]);
+	ck_assert_msg(fb_run(&b, &c.received, 5, hang_ceiling(30)), "after one release: %d",
+		      c.received);
+	cl_let_go(&c);
+	ck_assert_msg(fb_run(&b, &c.received, NREQ, hang_ceiling(60)), "after letting go: %d of %d",
+		      c.received, NREQ);
+	ck_assert_int_eq(c.bad, 0);
+	ck_assert_int_eq(ez_conn_stats(c.conn, &st), 0);
+	printf("  one release let one more in; after letting go: %d of %d, bytes intact, %llu waits in all\n",
+	       c.received, NREQ, (unsigned long long)st.large_recv_waits);
+	ez_conn_close(c.conn);
+	ck_assert(fb_run(&b, &c.disconnected, 1, hang_ceiling(30)));
+	ck_assert(fb_run(&b, &sc->ended, 1, hang_ceiling(30)));
+	ez_listener_close(l);
+	ck_assert_int_eq(ctx_free_when_idle(b.loop, cctx, CTX_FREE_CEILING_S), 0);
+	fb_fini(&b);
+	free(srv.reply);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_slowreader");
@@ -365,6 +428,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, slow_readers_held_to_their_share);
+	tcase_add_test(tc, holder_held_to_the_large_recv_bound);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
