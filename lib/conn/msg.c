@@ -112,12 +112,31 @@ int conn_ops_init(struct ez_conn *conn)
 	return 0;
 }
 
+/* The control messages' own ops, as conn_ops_init() bound them. A goodbye
+ * that says why carries a copy, and with retry_count 7 (for ever on
+ * Soft-RoCE) one to a vanished peer never completes: the cluster test's
+ * server logged "send slots of rxe0: 3000 still handed out at close". */
+static void ctrl_ops_release(struct ez_conn *conn)
+{
+	struct op *own[] = { &conn->sq.credit_op, &conn->bye_op, &conn->ka.probe_op,
+			     &conn->ka.answer_op, &conn->sq.seal_op };
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		conn_op_release_copy(conn, own[i]);
+	for (uint32_t i = 0; conn->paths && i < (conn->o.paths ? conn->o.paths : 1); i++) {
+		conn_op_release_copy(conn, &conn->paths[i].bye_op);
+		conn_op_release_copy(conn, &conn->paths[i].down_op);
+	}
+}
+
 void conn_ops_fini(struct ez_conn *conn)
 {
-	/* Every op has completed by now; a slot still held goes back all the
-	 * same, or the device would log it as lost at close. */
+	/* Every op has completed by now, or never will (its QPs are gone); a
+	 * slot still held goes back all the same, or the device would log it
+	 * as lost at close. */
 	for (uint32_t i = 0; conn->sq.ops && i < conn->sq.nops; i++)
 		conn_op_release_copy(conn, &conn->sq.ops[i]);
+	ctrl_ops_release(conn);
 	/* Its end ended every queued call (conn_cancel_pending()). */
 	EZ_ASSERT(!conn->oq.head);
 	conn_rndv_fini(conn);
