@@ -8,7 +8,8 @@
 # separate segments, both carrying RoCEv2, and a boot whose clock runs fast is
 # given up before its command, and a failed run with a fast clock is void and
 # runs again once, and a cluster in which no VM writes anything for
-# EZ_VM_IDLE_S is stopped as a hang. Boots VMs (about 7 boots: minutes
+# EZ_VM_IDLE_S is stopped as a hang, and a failed pair whose NIC stalled is
+# void. Boots VMs (about 7 boots: minutes
 # under TCG), so it is not part of CI; run it after changing the test bed:
 #   tests/testbed/test-testbed.sh [BUILD_DIR]
 # Prints PASS/FAIL per case and exits 0 only if all passed.
@@ -218,6 +219,15 @@ check "cluster: no VM writes anything for EZ_VM_IDLE_S: every VM stopped as a ha
 	"[a] a tick 8" "[a] a done" "[b] b up" \
 	"testbed: TIMEOUT: no VM wrote anything for 20 s (EZ_VM_IDLE_S) though every command had started: the command hangs; every VM stopped" \
 	"testbed: TIMEOUT: VM b stopped: no VM wrote anything for 20 s"
+
+# 11. pair: b's NIC stalls (EZ_TESTBED_FAULT) and the command fails: the
+#     run is void (75) and runs again once, whole, void again: 75. (A pair
+#     whose command succeeds despite a stall is not void.)
+EZ_TESTBED_FAULT=nic-stall:b "$tb" pair --cwd "$cwd" --timeout 600 -- bash -c '
+	echo "$EZ_HOST up"; sleep 12; exit 3' >"$out" 2>&1
+check "pair: a failed run during which a VM's NIC stalled is void (75) and runs again once" 75 $? \
+	"the emulated NIC (virtio-net) of VM b had sent nothing for 25 s" \
+	"testbed: the test bed voided that run (why: above); running it again, whole (try 2 of 2)"
 
 echo "test-testbed: $passes passed, $fails failed"
 [ $fails = 0 ]
