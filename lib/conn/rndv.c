@@ -448,7 +448,6 @@ struct op *conn_rndv_cancel_next(struct ez_conn *conn)
 
 /* ---- receiver ---- */
 
-/* The application released a large message (its descriptor is void by now). */
 static void pump(struct ez_conn *conn);
 
 /* The application released a large message (its descriptor is void by now).
