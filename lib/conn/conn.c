@@ -663,7 +663,7 @@ static int conn_setup_qp(struct ez_conn *conn)
 	conn_sq_set_inline(conn, ia.cap.max_inline_data < conn->o.inline_threshold ?
 			   ia.cap.max_inline_data : conn->o.inline_threshold);
 	device_qp_add(dev, &conn->dqp, conn->qp, &conn_qp_ops);
-	ret = path_create(conn, &ia, &path_qp_ops);
+	ret = path_create(conn, &ia, &path_qp_ops, &conn_qp_ops);
 	if (ret)
 		return ret;
 

@@ -137,7 +137,8 @@ struct path_failover {
 	uint32_t settled_done, reposted, unknown;
 };
 
-/* Path 0 is the QP rdma_cm connects (conn->qp); paths 1..npaths-1 are
+/* Path 0 is QP 0 (conn->qp), whose number rdma_cm's handshake carries, or
+ * the QP that replaced it when path 0 was made again; paths 1..npaths-1 are
  * created by the library on the same PD, CQ and SRQ and laddered with QP 0's
  * attributes, each with its own remote QP, PSNs and UDP source port. */
 struct conn_path {
@@ -184,6 +185,7 @@ struct conn_path {
 struct path_ladder {
 	struct ibv_qp_init_attr ia;
 	const struct device_qp_ops *ops;
+	const struct device_qp_ops *ops0;	/* path 0's, as QP 0's entry (conn_qp_ops) */
 	struct ibv_qp_attr step[3];	/* INIT, RTR, RTS */
 	int mask[3];
 };

@@ -72,10 +72,16 @@ void path_grant(struct ez_conn *conn, const struct hs_msg *peer)
 	conn->paths_exact = conn->npaths > 1 && (peer->caps & HS_CAP_FAILOVER);
 }
 
-/* Path 0's QP is conn->qp, its view conn->qpv. */
+/* Path 0's QP is conn->qp, its view conn->qpv, its registry entry
+ * conn->dqp (conn.c made it; a path 0 made again takes its place). */
 static struct qpfsm_qp_view *path_view(struct conn_path *p)
 {
 	return p->idx ? &p->qpv : &p->conn->qpv;
+}
+
+static struct device_qp *path_dqp(struct conn_path *p)
+{
+	return p->idx ? &p->dqp : &p->conn->dqp;
 }
 
 static void path_qp_to_err(struct conn_path *p)
@@ -95,15 +101,17 @@ static void path_destroy_one(struct ez_conn *conn, struct conn_path *p)
 {
 	if (!p->qp)
 		return;
-	device_qp_del(conn->dev, &p->dqp);
+	device_qp_del(conn->dev, path_dqp(p));
 	if (ibv_destroy_qp(p->qp))
 		ezi_log_err("ibv_destroy_qp(%u, path %u): %s", p->qpn, p->idx, ez_strerror(errno));
 	p->qp = NULL;
 	p->live = 0;
+	if (!p->idx)
+		conn->qp = NULL;	/* owner: path 0 made again replaces QP 0 (path_reopen) */
 }
 
 int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
-		const struct device_qp_ops *ops)
+		const struct device_qp_ops *ops, const struct device_qp_ops *ops0)
 {
 	struct conn_path *p0 = &conn->paths[0];
 	uint32_t i;
@@ -120,6 +128,7 @@ int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
 					     "path ladder: out of memory");
 		conn->ladder->ia = *ia;
 		conn->ladder->ops = ops;
+		conn->ladder->ops0 = ops0;
 	}
 	for (i = 1; i < conn->npaths; i++) {
 		struct conn_path *p = &conn->paths[i];
@@ -736,7 +745,7 @@ void path_destroy(struct ez_conn *conn)
 
 int path_can_reopen(const struct ez_conn *conn, const struct conn_path *p)
 {
-	return conn->paths_exact && conn->ladder && p->idx && !p->live && p->posted == 0 &&
+	return conn->paths_exact && conn->ladder && !p->live && p->posted == 0 &&
 	       !p->fo.park_head && (p->fo.reopened || (p->fo.told && p->fo.peer_told));
 }
 
@@ -753,7 +762,12 @@ int path_reopen(struct ez_conn *conn, struct conn_path *p)
 		return ezi_fail(-errno, "ibv_create_qp(%s, RC, path %u again, max_send_wr %u, srq): %s",
 				conn->dev->name, p->idx, ia.cap.max_send_wr, ez_strerror(errno));
 	p->qpn = p->qp->qp_num;
-	p->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
+	if (!p->idx) {
+		/* owner: path 0's new QP is the connection's QP 0 from now on */
+		conn->qp = p->qp;
+		conn->qpn = p->qpn;	/* owner: as above */
+	}
+	*path_view(p) = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
 	p->last_wqe = 0;
 	p->sq_head = p->sq_tail = NULL;
 	p->posted_bytes = 0;
@@ -763,8 +777,8 @@ int path_reopen(struct ez_conn *conn, struct conn_path *p)
 	/* A try that fails from here (no answer, the peer holds it) may be
 	 * made again: the failure stays settled. */
 	p->fo.reopened = 1;
-	device_qp_add(conn->dev, &p->dqp, p->qp, lad->ops);
-	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a, lad->mask[0]);
+	device_qp_add(conn->dev, path_dqp(p), p->qp, p->idx ? lad->ops : lad->ops0);
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, path_view(p), &a, lad->mask[0]);
 	if (ret)
 		return ezi_fail(ret, "path %u (QP %u) to INIT: %s", p->idx, p->qpn, ez_errmsg());
 	p->qp_access = (int)a.qp_access_flags;
@@ -782,15 +796,17 @@ int path_reconnect(struct ez_conn *conn, struct conn_path *p, uint32_t remote_qp
 	a.dest_qp_num = remote_qpn;
 	a.rq_psn = rq_psn;
 	p->sport = path_sport(conn, p);
+	if (!p->idx)
+		conn->sport = p->sport;	/* owner: path 0's port is QP 0's (ez_conn_info) */
 	if (p->sport && conn->sport_mech == EZ_SPORT_MECH_FLOW_LABEL)
 		a.ah_attr.grh.flow_label = ez_udp_sport_to_flow_label(p->sport);
-	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a,
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, path_view(p), &a,
 			   lad->mask[1] | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
 	if (ret)
 		return ezi_fail(ret, "path %u (QP %u) to RTR: %s", p->idx, p->qpn, ez_errmsg());
 	a = lad->step[2];
 	a.sq_psn = sq_psn;
-	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a, lad->mask[2] | IBV_QP_SQ_PSN);
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, path_view(p), &a, lad->mask[2] | IBV_QP_SQ_PSN);
 	if (ret)
 		return ezi_fail(ret, "path %u (QP %u) to RTS: %s", p->idx, p->qpn, ez_errmsg());
 	if (p->sport && conn->sport_mech == EZ_SPORT_MECH_MLX5DV) {

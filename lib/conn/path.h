@@ -19,9 +19,10 @@ void path_free(struct ez_conn *conn);
 void path_grant(struct ez_conn *conn, const struct hs_msg *peer);
 
 /* After QP 0 exists: binds path 0, creates paths 1..npaths-1 with ia and
- * registers each with the device under ops (conn_qp.c's path_qp_ops). */
+ * registers each with the device under ops (conn_qp.c's path_qp_ops); a
+ * path 0 made again is registered as QP 0 was, under ops0 (conn_qp_ops). */
 int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
-		const struct device_qp_ops *ops);
+		const struct device_qp_ops *ops, const struct device_qp_ops *ops0);
 /* QP 0 just took these attributes to INIT, RTR or RTS: the extra paths follow
  * with their own remote QP, PSNs and port. */
 int path_modify(struct ez_conn *conn, const struct ibv_qp_attr *a, int mask);
@@ -115,12 +116,16 @@ void path_info(const struct ez_conn *conn, struct ez_conn_info *info);
 void path_info_one(const struct ez_conn *conn, uint32_t i, struct ez_path_info *out);
 
 /* A failed path made again (exact failover; rebuild.c runs the exchange).
- * Whether p may be: a path but 0, down, its ops settled and both counts
- * told. */
+ * Whether p may be: down, its ops settled and both counts told. Path 0
+ * too: its new QP takes QP 0's place (conn->qp, qpn, qpv, dqp); the CM id
+ * keeps the connection's identity (rdma_cm never owned the QP: the
+ * library made it and walks it itself). */
 int path_can_reopen(const struct ez_conn *conn, const struct conn_path *p);
 /* Its old QP destroyed (the caller polled the receive CQ first, outside
  * any poll), a new one created as the first was and brought to INIT; the
- * path's counts start again. 0 or -errno (ez_errmsg() says). */
+ * path's counts start again. 0 or -errno (ez_errmsg() says); on an error
+ * the path has no QP (path 0: nor the connection a QP 0) until the next
+ * try. */
 int path_reopen(struct ez_conn *conn, struct conn_path *p);
 /* The new QP to RTR towards remote_qpn (its first PSN rq_psn) and RTS
  * (ours sq_psn), with the path's UDP source port. */

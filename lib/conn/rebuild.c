@@ -26,7 +26,9 @@
  * active side brings its QP to RTS and sends READY on the path itself,
  * whose arrival puts the path back on the passive side. A try that fails
  * (no reply, a device error) is tried again later, each wait twice the
- * last. Path 0, rdma_cm's QP, is not made again.
+ * last. Path 0 is made again as the others are: its new QP takes QP 0's
+ * place (path.c), and rdma_cm's id, which never owned a QP, stays the
+ * connection's identity (its DREQ still ends the connection).
  *
  * A side that exported regions on the path (ez_conn_export() binds a
  * window to one QP, and the peer's key names the path) keeps it down while
@@ -178,7 +180,7 @@ static void ask(struct ez_conn *conn, struct conn_rebuild *rb, struct conn_path 
 
 static int any_down(const struct ez_conn *conn)
 {
-	for (uint32_t i = 1; i < conn->npaths; i++)
+	for (uint32_t i = 0; i < conn->npaths; i++)
 		if (!conn->paths[i].live)
 			return 1;
 	return 0;
@@ -192,7 +194,7 @@ static void on_timer(struct loop_timer *t)
 
 	if (conn_is_ended(conn) || conn->state != CS_CONNECTED)
 		return;
-	for (uint32_t i = 1; i < conn->npaths && !conn_is_ended(conn); i++) {
+	for (uint32_t i = 0; i < conn->npaths && !conn_is_ended(conn); i++) {
 		struct conn_path *p = &conn->paths[i];
 		struct rebuild_path *r = &rb->p[i];
 
@@ -219,7 +221,7 @@ void rebuild_arm(struct ez_conn *conn)
 			     conn->host);
 		return;
 	}
-	for (uint32_t i = 1; i < conn->npaths; i++)
+	for (uint32_t i = 0; i < conn->npaths; i++)
 		if (!conn->paths[i].live && rb->p[i].step == RB_IDLE && !rb->p[i].next_ms) {
 			rb->p[i].wait_ms = REBUILD_FIRST_MS;
 			rb->p[i].next_ms = now_ms() + REBUILD_FIRST_MS;
@@ -308,7 +310,7 @@ static void on_defer(struct loop_defer *d)
 	struct conn_rebuild *rb = container_of(d, struct conn_rebuild, defer);
 	struct ez_conn *conn = rb->conn;
 
-	for (uint32_t i = 1; i < conn->npaths && !conn_is_ended(conn); i++)
+	for (uint32_t i = 0; i < conn->npaths && !conn_is_ended(conn); i++)
 		if (rb->p[i].req_pending)
 			answer(conn, rb, i);
 }

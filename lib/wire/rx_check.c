@@ -199,7 +199,7 @@ static enum rx_fault check_rndv_ack(const struct rx_in *in, const struct rx_view
 }
 
 /* A step of a failed path's rebuild: exact failover only, 8 bytes, no
- * credits, no other flag, a path the connection has but path 0. Whether
+ * credits, no other flag, a path the connection has (path 0 included). Whether
  * the step fits where the rebuild stands is the connection's to judge
  * (rebuild.c); each step costs the peer a receive buffer of ours without a
  * credit, and the connection bounds them (one request per path per
@@ -219,7 +219,7 @@ static enum rx_fault check_path_up(const struct rx_in *in, const struct rx_view 
 		return RX_F_CONTROL_CREDITS;
 	if (in->byte_len != PATH_UP_LEN)
 		return RX_F_PATH_UP_LEN;
-	if (path == 0 || path >= v->npaths)
+	if (path >= v->npaths)
 		return RX_F_PATH_NONE;
 	out->kind = RX_PATH_UP;
 	out->path = (uint8_t)path;
@@ -492,7 +492,7 @@ char *rx_fault_format(enum rx_fault f, const struct rx_in *in, const struct rx_v
 		break;
 	case RX_F_PATH_NONE:
 		if (imm & IMM_PATH_UP)
-			snprintf(buf, len, "peer's path rebuild message names path %u of a connection of %u paths (path 0 is not made again)",
+			snprintf(buf, len, "peer's path rebuild message names path %u of a connection of %u paths",
 				 imm_path(imm), v->npaths);
 		else
 			snprintf(buf, len, "peer took path %u out of a connection of %u paths",

@@ -960,26 +960,21 @@ START_TEST(export_holds_its_path_down)
 	snprintf(sbuf, 4096, "region of the server, exported to one connection");
 	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, sbuf, 4096, EZ_MR_REMOTE_READ, &smr), 0);
 	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, cbuf, 4096, 0, &cmr), 0);
-	/* Path 0 (rdma_cm's, never made again) out first, so that the export
-	 * binds to path 1, which is made again. */
-	ck_assert_int_eq(path_test_break(b.srv.conn, 0), 0);
-	while (b.cli.path_downs < 1 || b.srv.path_downs < 1) {
-		ck_assert_msg(!b.cli.down && !b.srv.down, "the connection ended: %s", b.cli.why);
-		ev_run(b.loop, EVRUN_ONCE);
-	}
+	/* The export binds to the first live path: path 0, which is made
+	 * again as the others are (and held as they are). */
 	ck_assert_int_eq(ez_conn_export(b.srv.conn, smr, 0, 4096, EZ_MR_REMOTE_READ, &rk), 0);
-	ck_assert_uint_eq(rk.path_binding, EZ_RKEY_PATH_BOUND | 1);
+	ck_assert_uint_eq(rk.path_binding, EZ_RKEY_PATH_BOUND | 0);
 	ck_assert_int_eq(read_once(&b, cmr, &rk, &ret), 0);
 	ck_assert_int_eq(ret, 0);
 	ck_assert_str_eq(cbuf, sbuf);
 
-	/* Path 1 fails: the export holds it down on the server, which answers
+	/* Path 0 fails: the export holds it down on the server, which answers
 	 * the client's requests HELD; the client's READ with the key is
 	 * refused here, not sent. */
-	ck_assert_int_eq(path_test_break(b.srv.conn, 1), 0);
-	wait_path(&b, 1, 0, 1);
-	ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 1, &c1), 0);
-	ck_assert_int_eq(ez_conn_path_info(b.srv.conn, 1, &s1), 0);
+	ck_assert_int_eq(path_test_break(b.srv.conn, 0), 0);
+	wait_path(&b, 0, 0, 1);
+	ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 0, &c1), 0);
+	ck_assert_int_eq(ez_conn_path_info(b.srv.conn, 0, &s1), 0);
 	ck_assert_uint_eq(c1.live, 0);
 	ck_assert_uint_eq(s1.live, 0);
 	ck_assert_uint_eq(c1.rebuilds, 0);
@@ -987,21 +982,21 @@ START_TEST(export_holds_its_path_down)
 	memset(cbuf, 0, 4096);
 	read_once(&b, cmr, &rk, &ret);
 	ck_assert_int_eq(ret, -ENETDOWN);
-	ck_assert_ptr_nonnull(strstr(ez_errmsg(), "is bound to path 1, which is down"));
+	ck_assert_ptr_nonnull(strstr(ez_errmsg(), "is bound to path 0, which is down"));
 
 	/* Revoked, the path comes back at the client's next try; a region
 	 * exported now binds to it and is read through it. */
 	ck_assert_int_eq(ez_conn_revoke(b.srv.conn, &rk), 0);
-	wait_path(&b, 1, 1, 0);
-	ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 1, &c1), 0);
-	ck_assert_int_eq(ez_conn_path_info(b.srv.conn, 1, &s1), 0);
+	wait_path(&b, 0, 1, 0);
+	ck_assert_int_eq(ez_conn_path_info(b.cli.conn, 0, &c1), 0);
+	ck_assert_int_eq(ez_conn_path_info(b.srv.conn, 0, &s1), 0);
 	ck_assert_uint_eq(c1.rebuilds, 1);
 	ck_assert_uint_eq(s1.rebuilds, 1);
-	printf("path 1 held down by its export: client asked %u times, server answered held %u times\n",
+	printf("path 0 held down by its export: client asked %u times, server answered held %u times\n",
 	       c1.rebuilds_held, s1.rebuilds_held);
 	ck_assert_uint_ge(c1.rebuilds_held, 1);
 	ck_assert_int_eq(ez_conn_export(b.srv.conn, smr, 0, 4096, EZ_MR_REMOTE_READ, &rk2), 0);
-	ck_assert_uint_eq(rk2.path_binding, EZ_RKEY_PATH_BOUND | 1);
+	ck_assert_uint_eq(rk2.path_binding, EZ_RKEY_PATH_BOUND | 0);
 	ck_assert_int_eq(read_once(&b, cmr, &rk2, &ret), 0);
 	ck_assert_int_eq(ret, 0);
 	ck_assert_str_eq(cbuf, sbuf);
@@ -1012,6 +1007,112 @@ START_TEST(export_holds_its_path_down)
 	bench_close(&b);
 	free(sbuf);
 	free(cbuf);
+}
+END_TEST
+
+/* Waits (60 s: a hang's ceiling; the first try comes 1 s after the
+ * failure settled) until both ends of path are live again, and checks
+ * the new pair: a new QP on the client, each end towards the other's,
+ * made again `rebuilds` times on both sides, neither side ended. */
+static void wait_path_back(struct bench *b, unsigned int path, uint32_t old_qpn,
+			   uint32_t rebuilds, struct ez_path_info *c2, struct ez_path_info *s2)
+{
+	double t0 = now_s(), end = t0 + 60;
+
+	for (;;) {
+		ck_assert_int_eq(ez_conn_path_info(b->cli.conn, path, c2), 0);
+		ck_assert_int_eq(ez_conn_path_info(b->srv.conn, path, s2), 0);
+		if ((c2->live && s2->live) || b->cli.down || b->srv.down || now_s() > end)
+			break;
+		ev_run(b->loop, EVRUN_ONCE);
+	}
+	printf("path %u made again %.2f s after the failure was settled\n", path, now_s() - t0);
+	ck_assert_msg(c2->live && s2->live, "path %u not made again (client live %u, server live %u)",
+		      path, c2->live, s2->live);
+	ck_assert_int_eq(b->cli.down, 0);
+	ck_assert_int_eq(b->srv.down, 0);
+	ck_assert_uint_ne(c2->qp_num, old_qpn);
+	ck_assert_uint_eq(c2->remote_qp_num, s2->qp_num);
+	ck_assert_uint_eq(s2->remote_qp_num, c2->qp_num);
+	ck_assert_int_eq(c2->status, 0);
+	ck_assert_int_eq(s2->status, 0);
+	ck_assert_uint_eq(c2->rebuilds, rebuilds);
+	ck_assert_uint_eq(s2->rebuilds, rebuilds);
+}
+
+/* Sends NMSG more, every one arriving once, and checks that path 0
+ * carried some of them. */
+static void sends_use_path0(struct bench *b)
+{
+	struct ez_conn_stats before, after;
+
+	ck_assert_int_eq(ez_conn_stats(b->cli.conn, &before), 0);
+	memset(b->srv.seen, 0, sizeof(b->srv.seen));
+	b->srv.recvd = 0;
+	b->next_seq = 0;
+	run_sends(b);
+	ck_assert_int_eq(b->errors, 0);
+	ck_assert_int_eq(b->srv.dups, 0);
+	ck_assert_int_eq(ez_conn_stats(b->cli.conn, &after), 0);
+	ck_assert_uint_gt(after.path_ops[0], before.path_ops[0]);
+	ck_assert_uint_gt(after.path_ops[1], before.path_ops[1]);
+}
+
+/* Path 0 fails under sends and is made again as the others are: its new
+ * QP is the connection's QP 0 (ez_conn_info), traffic goes back to it.
+ * Then the server's end of the new path 0 fails: the peer's word takes
+ * the client's end down, and the client makes it again. rdma_cm's id
+ * stays the connection's throughout: the close is clean, no QP is left. */
+START_TEST(path_zero_made_again)
+{
+	struct bench b;
+	struct ez_conn_info ci, si;
+	struct ez_path_info c2, s2;
+	uint32_t first_qpn;
+
+	bench_connect(&b, 2, 2);
+	check_paths(&b, 2);
+	first_qpn = b.cli.info.qp_num;
+	ck_assert_uint_eq(b.cli.info.path_qp_num[0], first_qpn);
+	b.break_after = NMSG / 4;
+	b.break_path = 0;
+	run_sends(&b);
+	ck_assert_int_eq(b.broke, 1);
+	ck_assert_int_eq(b.cli.path_downs, 1);
+	ck_assert_uint_eq(b.cli.down_path, 0);
+	ck_assert_int_eq(b.cli.path_status, -EIO);
+	ck_assert_int_eq(b.srv.path_downs, 1);
+	ck_assert_uint_eq(b.srv.down_path, 0);
+	ck_assert_int_eq(b.srv.path_status, -ECONNRESET);
+	ck_assert_int_eq(b.errors, 0);
+	ck_assert_int_eq(b.srv.dups, 0);
+
+	wait_path_back(&b, 0, first_qpn, 1, &c2, &s2);
+	/* The connection's QP 0 is the new one on both sides. */
+	ck_assert_int_eq(ez_conn_info(b.cli.conn, &ci), 0);
+	ck_assert_int_eq(ez_conn_info(b.srv.conn, &si), 0);
+	ck_assert_uint_eq(ci.qp_num, c2.qp_num);
+	ck_assert_uint_eq(ci.remote_qp_num, s2.qp_num);
+	ck_assert_uint_eq(si.qp_num, s2.qp_num);
+	ck_assert_uint_eq(si.remote_qp_num, c2.qp_num);
+	ck_assert_uint_eq(ci.path_qp_num[0], c2.qp_num);
+	ck_assert_uint_eq(ci.paths_live, 2);
+	ck_assert_uint_eq(si.paths_live, 2);
+	sends_use_path0(&b);
+
+	/* The server's end fails this time (the passive side's QP 0 made
+	 * again a second time). */
+	first_qpn = c2.qp_num;
+	ck_assert_int_eq(path_test_break(b.srv.conn, 0), 0);
+	wait_path_back(&b, 0, first_qpn, 2, &c2, &s2);
+	ck_assert_int_eq(b.cli.path_downs, 2);
+	ck_assert_int_eq(b.cli.path_status, -ECONNRESET);
+	ck_assert_int_eq(b.srv.path_downs, 2);
+	ck_assert_int_eq(b.srv.path_status, -EIO);
+	sends_use_path0(&b);
+	ck_assert_int_eq(rdma_res_mine("qp"), 4);
+	bench_close(&b);
+	ck_assert_int_eq(rdma_res_mine("qp"), 0);
 }
 END_TEST
 
@@ -1058,6 +1159,7 @@ int main(void)
 	tcase_add_test(tc, failover_settles_every_op);
 	tcase_add_test(tc, count_never_told_ends_the_connection);
 	tcase_add_test(tc, export_holds_its_path_down);
+	tcase_add_test(tc, path_zero_made_again);
 	tcase_add_test(tc, close_leaves_no_qp);
 	tcase_add_test(tc, options_checked);
 	suite_add_tcase(s, tc);

@@ -393,7 +393,7 @@ START_TEST(path_down_exact)
 END_TEST
 
 /* A failed path's rebuild messages: exact failover only, 8 bytes, no
- * credits, no other flag, a path 1..K-1; the path's next failure is new. */
+ * credits, no other flag, a path 0..K-1; the path's next failure is new. */
 START_TEST(path_up_exact)
 {
 	struct rx_view v = view();
@@ -411,11 +411,13 @@ START_TEST(path_up_exact)
 	ck_assert_int_eq(check(&v, up1 | 3, PATH_UP_LEN, &m), RX_F_CONTROL_CREDITS);
 	ck_assert_int_eq(check(&v, up1 | IMM_BYE, PATH_UP_LEN, &m), RX_F_FLAG_MIX);
 	ck_assert_int_eq(check(&v, up1 | IMM_PATH_DOWN, PATH_UP_LEN, &m), RX_F_FLAG_MIX);
-	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_PATH_UP, PATH_UP_LEN, &m), RX_F_PATH_NONE);
-	want_msg(RX_F_PATH_NONE, &v, IMM_CREDIT_ONLY | IMM_PATH_UP, PATH_UP_LEN,
-		 "peer's path rebuild message names path 0 of a connection of 3 paths (path 0 is not made again)");
+	/* Path 0 is made again as the others are. */
+	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_PATH_UP, PATH_UP_LEN, &m), RX_OK);
+	ck_assert_uint_eq(m.path, 0);
 	ck_assert_int_eq(check(&v, IMM_CREDIT_ONLY | IMM_PATH_UP | 3u << IMM_PATH_SHIFT, PATH_UP_LEN, &m),
 			 RX_F_PATH_NONE);
+	want_msg(RX_F_PATH_NONE, &v, IMM_CREDIT_ONLY | IMM_PATH_UP | 3u << IMM_PATH_SHIFT, PATH_UP_LEN,
+		 "peer's path rebuild message names path 3 of a connection of 3 paths");
 	/* Without IMM_CREDIT_ONLY it is a data message with a control flag. */
 	ck_assert_int_eq(check(&v, IMM_PATH_UP, 8, &m), RX_F_FLAG_NOT_CONTROL);
 	/* Path 1 went down by the peer's word, then the peer makes it again. */
