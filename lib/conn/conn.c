@@ -177,16 +177,10 @@ static void release_and_report(struct ez_conn *conn)
 	conn_cancel_pending(conn);
 	/* A bound type-2 window holds its QP: freed before the QPs. */
 	conn_exports_drop(conn);
-	path_destroy(conn);
-	if (conn->qp) {
-		device_qp_del(conn->dev, &conn->dqp);
-		if (ibv_destroy_qp(conn->qp))
-			ezi_log_err("ibv_destroy_qp(%u): %s", conn->qpn, ez_strerror(errno));
-		conn->qp = NULL;
-		/* A receive flushed between that poll and the destroy (Soft-RoCE
-		 * leaves it in the CQ) goes back to the pool while it is attached. */
+	/* A receive flushed between that poll and the destroy (Soft-RoCE
+	 * leaves it in the CQ) goes back to the pool while it is attached. */
+	if (path_destroy(conn))
 		conn_poll_cqs(conn);
-	}
 	if (conn->pool_attached) {
 		srqpool_detach(conn->pool, &conn->acct);
 		conn->pool_attached = 0;
@@ -239,7 +233,7 @@ static void on_drain_timer(struct loop_timer *t)
 
 	conn->srq_drained = 1;
 	ezi_log_debug("QP %u: no IBV_EVENT_QP_LAST_WQE_REACHED after %d ms; %d sends not flushed yet",
-		      conn->qpn, DRAIN_FALLBACK_MS, conn_sq_posted(conn));
+		      conn_qpn0(conn), DRAIN_FALLBACK_MS, conn_sq_posted(conn));
 	conn_drain_check(conn);
 }
 
@@ -279,19 +273,9 @@ static void teardown(struct ez_conn *conn)
 	ctx_timer_stop(conn->ctx, &conn->bye_timer);
 	/* The regions exported to it are unreachable from here on. */
 	conn_exports_drop(conn);
-	/* RESET -> ERR is not a valid transition: a QP that never left RESET
-	 * (setup failed before INIT) is simply destroyed. */
-	if (conn->qp && conn->qp->state != IBV_QPS_RESET) {
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-
-		/* The device may have moved the QP to ERR already (any state
-		 * but RESET may go to ERR, so the cached view is enough). */
-		if (qpfsm_modify(conn->qp, &conn->dev->lim, &conn->qpv, &a, IBV_QP_STATE) &&
-		    ibv_modify_qp(conn->qp, &a, IBV_QP_STATE))
-			ezi_log_err("QP %u to ERR: %s", conn->qpn, ez_strerror(errno));
-		else
-			conn_seal(conn);	/* only into ERR: on a live QP it would reach the peer */
-	}
+	/* Only into ERR: on a live QP the seal would reach the peer. */
+	if (path_first_to_err(conn) == 0)
+		conn_seal(conn);
 	path_teardown(conn);
 	/* An accept that ended between its steps has not answered the peer. */
 	if (conn->id && ended_in_accept(conn))
@@ -303,7 +287,7 @@ static void teardown(struct ez_conn *conn)
 	/* A private pool's SRQ serves this QP alone and is freed with the
 	 * handle: a receive the QP took from it and never completed goes with
 	 * it, so only the flushed sends are waited for. */
-	if (conn->qp && conn->reached_rtr && !conn->own_pool && !conn->srq_drained)
+	if (conn_qp0(conn) && conn->reached_rtr && !conn->own_pool && !conn->srq_drained)
 		ctx_timer_start(conn->ctx, &conn->drain_timer, DRAIN_FALLBACK_MS);
 	else
 		conn->srq_drained = 1;
@@ -323,7 +307,7 @@ static void conn_end(struct ez_conn *conn, int status)
 {
 	if (conn_is_ended(conn))
 		return;
-	if (conn->state == CS_CONNECTED && conn->app_closed && !status && conn->qp) {
+	if (conn->state == CS_CONNECTED && conn->app_closed && !status && conn_qp0(conn)) {
 		/* What the application submitted before closing goes out
 		 * before the goodbye, even when a completion batch had held it
 		 * back. */
@@ -626,6 +610,7 @@ static int conn_setup_pool(struct ez_conn *conn)
 static int conn_setup_qp(struct ez_conn *conn)
 {
 	struct device *dev = conn->dev;
+	struct conn_path *p0;
 	struct ibv_qp_init_attr ia = { 0 };
 	struct ibv_qp_attr a;
 	int mask, ret;
@@ -645,24 +630,12 @@ static int conn_setup_qp(struct ez_conn *conn)
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = conn->o.inline_threshold;
-	conn->qp = ibv_create_qp(conn_pd_of(conn), &ia);
-	if (!conn->qp && conn->o.inline_threshold) {
-		/* The device may not inline this much; send from the buffer. */
-		ia.cap.max_inline_data = 0;
-		conn->qp = ibv_create_qp(conn_pd_of(conn), &ia);
-	}
-	if (!conn->qp)
-		return conn_fail_ret(conn, ezi_fail(-errno,
-			"ibv_create_qp(%s, RC, max_send_wr %u, srq): %s (this context has %u QPs on "
-			"it; device max_qp %d)", dev->name, ia.cap.max_send_wr, ez_strerror(errno),
-			dev->nqp, dev->attr.max_qp));
-	conn->qpn = conn->qp->qp_num;
-	/* Every step below is validated against the device's cached limits
-	 * and this view, so the ladder costs one ibv_modify_qp() a step. */
-	conn->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
+	ret = path_create_first(conn, &ia, &conn_qp_ops);
+	if (ret)
+		return conn_fail_ret(conn, ret);
+	p0 = &conn->paths[0];
 	conn_sq_set_inline(conn, ia.cap.max_inline_data < conn->o.inline_threshold ?
 			   ia.cap.max_inline_data : conn->o.inline_threshold);
-	device_qp_add(dev, &conn->dqp, conn->qp, &conn_qp_ops);
 	ret = path_create(conn, &ia, &path_qp_ops, &conn_qp_ops);
 	if (ret)
 		return ret;
@@ -679,7 +652,7 @@ static int conn_setup_qp(struct ez_conn *conn)
 	a.qp_access_flags = (unsigned int)conn_access_flags(conn);
 	mask |= IBV_QP_ACCESS_FLAGS;
 	conn->port = a.port_num;
-	ret = qpfsm_modify(conn->qp, &dev->lim, &conn->qpv, &a, mask);
+	ret = qpfsm_modify(p0->qp, &dev->lim, &p0->qpv, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	conn_access_set_init(conn, (int)a.qp_access_flags);
@@ -698,6 +671,7 @@ static int conn_setup(struct ez_conn *conn)
 /* RTR and RTS with rdma_cm's attributes and the library's choices on top. */
 static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 {
+	struct conn_path *p0 = &conn->paths[0];
 	struct ibv_qp_attr a;
 	int mask, ret;
 
@@ -716,17 +690,17 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	if (conn->sport_mech != EZ_SPORT_MECH_NONE)
-		conn->sport = flow_pick_sport(&conn->o, conn->qpn, &conn->ctx->sport_rr);
+		conn->sport = flow_pick_sport(&conn->o, p0->qpn, &conn->ctx->sport_rr);
 	else if (conn->sport_policy != EZ_SPORT_DEFAULT)
 		ezi_log_debug("QP %u: %s port %u: no UDP (InfiniBand or RoCEv1), sport policy %s ignored",
-			      conn->qpn, conn->dev->name, conn->port, flow_policy_str(conn->sport_policy));
+			      p0->qpn, conn->dev->name, conn->port, flow_policy_str(conn->sport_policy));
 	if (conn->sport && conn->sport_mech == EZ_SPORT_MECH_FLOW_LABEL)
 		a.ah_attr.grh.flow_label = ez_udp_sport_to_flow_label(conn->sport);
 	if (rd_dest >= 0)
 		a.max_dest_rd_atomic = (uint8_t)rd_dest;
 	a.min_rnr_timer = conn->o.min_rnr_timer;
 	mask |= IBV_QP_MIN_RNR_TIMER;
-	ret = qpfsm_modify(conn->qp, &conn->dev->lim, &conn->qpv, &a, mask);
+	ret = qpfsm_modify(p0->qp, &conn->dev->lim, &p0->qpv, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	conn->reached_rtr = 1;
@@ -745,14 +719,14 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
 	if (rd_init >= 0)
 		a.max_rd_atomic = (uint8_t)rd_init;
-	ret = qpfsm_modify(conn->qp, &conn->dev->lim, &conn->qpv, &a, mask);
+	ret = qpfsm_modify(p0->qp, &conn->dev->lim, &p0->qpv, &a, mask);
 	if (ret)
 		return conn_fail_ret(conn, ret);
 	ret = path_modify(conn, &a, mask);
 	if (ret)
 		return ret;
 	if (conn->sport && conn->sport_mech == EZ_SPORT_MECH_MLX5DV) {
-		ret = flowdev_set_mlx5_sport(conn->qp, conn->sport);
+		ret = flowdev_set_mlx5_sport(p0->qp, conn->sport);
 		if (ret)
 			return conn_fail_ret(conn, ret);
 	}
@@ -810,7 +784,7 @@ static void on_route_resolved(struct ez_conn *conn)
 	uint8_t hs[HS_REQ_MAX];
 	int n, ret;
 
-	if (!conn->qp) {
+	if (!conn_qp0(conn)) {
 		ret = conn_setup(conn);
 		if (ret) {
 			conn_end(conn, ret);
@@ -830,7 +804,7 @@ static void on_route_resolved(struct ez_conn *conn)
 	p.retry_count = conn->o.retry_count;
 	p.rnr_retry_count = conn->o.rnr_retry;
 	p.srq = 1;
-	p.qp_num = conn->qpn;
+	p.qp_num = conn_qpn0(conn);
 	conn->step = "rdma_connect";
 	conn_fire(conn, CE_REQ_SENT, 0);
 	if (rdma_connect(conn->id, &p))
@@ -1058,7 +1032,7 @@ static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev)
 		conn_fail(conn, -ENODEV, "device %s removed", conn->dev ? conn->dev->name : "?");
 		break;
 	default:
-		ezi_log_debug("conn %u: %s", conn->qpn, rdma_event_str(ev->type));
+		ezi_log_debug("conn %u: %s", conn_qpn0(conn), rdma_event_str(ev->type));
 		break;
 	}
 }
@@ -1252,7 +1226,7 @@ static int accept_reply(struct ez_conn *conn)
 	p.retry_count = conn->o.retry_count;
 	p.rnr_retry_count = conn->o.rnr_retry;
 	p.srq = 1;
-	p.qp_num = conn->qpn;
+	p.qp_num = conn_qpn0(conn);
 	conn->step = "rdma_accept";
 	if (rdma_accept(conn->id, &p))
 		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_accept(%s): %s", conn->host,

@@ -125,7 +125,7 @@ void conn_auth_refuse(struct ez_conn *conn, const char *fmt, ...)
 	va_end(ap);
 	settle(conn);
 	/* The refusal goes out like a goodbye: the teardown waits for it. */
-	if (conn->qp && conn->state == CS_AWAITING_PROOF) {
+	if (conn_qp0(conn) && conn->state == CS_AWAITING_PROOF) {
 		ret = conn_post_ctrl(conn, &conn->bye_op, OP_BYE, &conn->paths[0],
 				     IMM_AUTH_REFUSED, NULL, 0);
 		if (ret == 0) {

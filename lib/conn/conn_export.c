@@ -60,7 +60,8 @@ void conn_access_set_init(struct ez_conn *conn, int flags)
 
 static struct qpfsm_qp_view *view_of(struct ez_conn *conn, struct conn_path *p)
 {
-	return p->idx ? &p->qpv : &conn->qpv;
+	(void)conn;
+	return &p->qpv;
 }
 
 int conn_access_apply(struct ez_conn *conn)
@@ -169,7 +170,7 @@ static int region_check(const struct ez_conn *conn, const char *who, const struc
 				mr->dev->name, conn->dev->name);
 	/* Whether the connection has a PD of its own is settled with its
 	 * pool: judged once it has a QP. */
-	if (conn->qp && !conn->own_pd && !device_has_mw2(conn->dev))
+	if (conn_qp0(conn) && !conn->own_pd && !device_has_mw2(conn->dev))
 		return ezi_fail(-EOPNOTSUPP, "%s: device %s has no type-2 memory windows (device_cap_flags 0x%llx, max_mw %d) and the connection receives from a shared pool, so it has no PD of its own (EZ_EXPORT_PD needs a private pool): register with EZ_MR_SHARED and use ez_mr_export()",
 				who, conn->dev->name, (unsigned long long)conn->dev->attr.device_cap_flags,
 				conn->dev->attr.max_mw);
@@ -373,7 +374,9 @@ static struct conn_path *path_refused(struct ez_conn *conn)
 
 struct conn_path *conn_access_suspect(struct ez_conn *conn)
 {
-	if (!conn->qp || conn_is_ended(conn) || conn->state != CS_CONNECTED)
+	/* A connection without its CM id has no QP a device could have moved
+	 * (the data path's unit tests' fake has neither). */
+	if (!conn->id || conn_is_ended(conn) || conn->state != CS_CONNECTED)
 		return NULL;
 	return path_refused(conn);
 }

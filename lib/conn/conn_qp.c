@@ -65,19 +65,9 @@ static void on_event(struct ez_conn *conn, struct device_qp *qp, const struct de
 	}
 }
 
-static struct ez_conn *conn_of(struct device_qp *qp)
-{
-	return container_of(qp, struct ez_conn, dqp);
-}
-
 static struct ez_conn *path_conn_of(struct device_qp *qp)
 {
 	return container_of(qp, struct conn_path, dqp)->conn;
-}
-
-static void conn_recv(struct device_qp *qp, const struct ibv_wc *wc)
-{
-	conn_on_recv_wc(conn_of(qp), wc);
 }
 
 static void path_recv(struct device_qp *qp, const struct ibv_wc *wc)
@@ -85,9 +75,10 @@ static void path_recv(struct device_qp *qp, const struct ibv_wc *wc)
 	conn_on_recv_wc(path_conn_of(qp), wc);
 }
 
+/* QP 0's entry (path 0's, whichever QP it is now) takes every event. */
 static void conn_event(struct device_qp *qp, const struct device_event *ev)
 {
-	on_event(conn_of(qp), qp, ev);
+	on_event(path_conn_of(qp), qp, ev);
 }
 
 /* A port or device event reaches the connection through its first QP. */
@@ -97,5 +88,5 @@ static void path_event(struct device_qp *qp, const struct device_event *ev)
 		on_event(path_conn_of(qp), qp, ev);
 }
 
-const struct device_qp_ops conn_qp_ops = { .on_recv = conn_recv, .on_async_event = conn_event };
+const struct device_qp_ops conn_qp_ops = { .on_recv = path_recv, .on_async_event = conn_event };
 const struct device_qp_ops path_qp_ops = { .on_recv = path_recv, .on_async_event = path_event };

@@ -33,13 +33,13 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 	struct ibv_qp_init_attr ia;
 
 	memset(info, 0, sizeof(*info));
-	if (!conn->qp || !conn->id)
+	if (!conn_qp0(conn) || !conn->id)
 		return ezi_fail(-ENOTCONN, "ez_conn_info: the connection has no QP (%s)",
 				conn_is_ended(conn) ? "closed" : "still resolving");
-	if (ibv_query_qp(conn->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN,
+	if (ibv_query_qp(conn_qp0(conn), &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN,
 			 &ia))
-		return ezi_fail(-errno, "ibv_query_qp(%u): %s", conn->qpn, ez_strerror(errno));
-	info->qp_num = conn->qpn;
+		return ezi_fail(-errno, "ibv_query_qp(%u): %s", conn_qpn0(conn), ez_strerror(errno));
+	info->qp_num = conn_qpn0(conn);
 	info->remote_qp_num = a.dest_qp_num;
 	info->path_mtu = a.path_mtu;
 	info->flow_label = a.ah_attr.grh.flow_label;
@@ -50,7 +50,7 @@ static int conn_info_fill(const struct ez_conn *conn, struct ez_conn_info *info)
 	else if (conn->sport_mech == EZ_SPORT_MECH_MLX5DV && conn->sport)
 		info->udp_sport = conn->sport;
 	else if (!info->flow_label && a.dest_qp_num)
-		info->udp_sport = ez_flow_label_to_udp_sport(qpfsm_flow_label_of_qpns(conn->qpn, a.dest_qp_num));
+		info->udp_sport = ez_flow_label_to_udp_sport(qpfsm_flow_label_of_qpns(conn_qpn0(conn), a.dest_qp_num));
 	else
 		info->udp_sport = ez_flow_label_to_udp_sport(info->flow_label);
 	snprintf(info->device, sizeof(info->device), "%s", conn->dev ? conn->dev->name : "");

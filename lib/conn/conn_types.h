@@ -137,14 +137,14 @@ struct path_failover {
 	uint32_t settled_done, reposted, unknown;
 };
 
-/* Path 0 is QP 0 (conn->qp), whose number rdma_cm's handshake carries, or
- * the QP that replaced it when path 0 was made again; paths 1..npaths-1 are
+/* Path 0 is QP 0, whose number rdma_cm's handshake carries, or the QP that
+ * replaced it when path 0 was made again (conn_qp0()); paths 1..npaths-1 are
  * created by the library on the same PD, CQ and SRQ and laddered with QP 0's
  * attributes, each with its own remote QP, PSNs and UDP source port. */
 struct conn_path {
 	struct ez_conn *conn;
 	struct ibv_qp *qp;
-	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it (path 0: conn->qpv) */
+	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it */
 	uint32_t qpn, remote_qpn;
 	uint16_t sport;		/* chosen by the policy (0: rdma_cm's label, path 0 only) */
 	uint8_t idx;
@@ -175,7 +175,7 @@ struct conn_path {
 	struct ibv_sge silent_sge;
 	struct device_wr silent_dwr;
 	int silent_tail;
-	struct device_qp dqp;	/* the QP in the device's registry (paths 1..) */
+	struct device_qp dqp;	/* the QP in the device's registry */
 	int qp_access;		/* IBV_ACCESS_REMOTE_* the QP has now (conn_export.c) */
 	struct path_failover fo;
 };
@@ -332,14 +332,10 @@ struct ez_conn {
 	int reached_rtr;
 	int srq_drained;	/* the SRQ is done with the QPs (last WQE, or its timer) */
 
-	struct ibv_qp *qp;
-	struct qpfsm_qp_view qpv;	/* the QP's state as the library moved it */
-	uint32_t qpn;
 	uint8_t port;
 	uint16_t sport;		/* chosen by the policy; 0: rdma_cm's label */
 	enum ez_sport_policy sport_policy;
 	enum ez_sport_mech sport_mech;
-	struct device_qp dqp;	/* QP 0 in the device's registry */
 	struct ez_conn *next, *prev;	/* ctx list */
 
 	struct ez_srqpool *pool;
@@ -383,7 +379,7 @@ struct ez_conn {
 	uint8_t acc_rd_dest, acc_rd_init;
 	struct loop_timer bye_timer;
 
-	/* Multi-path (path.c): paths[0] is conn->qp. */
+	/* Multi-path (path.c): paths[0] is QP 0, the only one of a single path. */
 	struct conn_path *paths;
 	/* What paths 1.. were created and laddered with (path.c), for a
 	 * failed one made again (rebuild.c): several paths only. */
@@ -458,6 +454,19 @@ struct ez_conn {
 	uint8_t accept_data[EZ_ACCEPT_DATA_MAX];
 	struct conn_atomic atomic;	/* atomic.c's */
 };
+
+/* QP 0, path 0's (path.c makes and destroys it), or NULL: before the setup
+ * made it, after the release, or between a failed try of path 0 made again
+ * and the next. */
+static inline struct ibv_qp *conn_qp0(const struct ez_conn *conn)
+{
+	return conn->paths ? conn->paths[0].qp : NULL;
+}
+
+static inline uint32_t conn_qpn0(const struct ez_conn *conn)
+{
+	return conn->paths ? conn->paths[0].qpn : 0;
+}
 
 /* Ended: saying goodbye, draining, finishing or dead. */
 static inline int conn_is_ended(const struct ez_conn *conn)

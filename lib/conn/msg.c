@@ -644,7 +644,7 @@ void conn_seal(struct ez_conn *conn)
 	ret = conn_post_ctrl(conn, &conn->sq.seal_op, OP_SEAL, p, 0, NULL, 0);
 	if (ret)
 		ezi_log_err("QP %u in ERR: ibv_post_send(send-queue seal): %s; %d sends stay "
-			    "unaccounted", conn->qpn, ez_strerror(ret), conn_sq_posted(conn));
+			    "unaccounted", conn_qpn0(conn), ez_strerror(ret), conn_sq_posted(conn));
 	else
 		conn->stats.seals++;
 }

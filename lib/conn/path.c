@@ -72,42 +72,69 @@ void path_grant(struct ez_conn *conn, const struct hs_msg *peer)
 	conn->paths_exact = conn->npaths > 1 && (peer->caps & HS_CAP_FAILOVER);
 }
 
-/* Path 0's QP is conn->qp, its view conn->qpv, its registry entry
- * conn->dqp (conn.c made it; a path 0 made again takes its place). */
-static struct qpfsm_qp_view *path_view(struct conn_path *p)
-{
-	return p->idx ? &p->qpv : &p->conn->qpv;
-}
-
-static struct device_qp *path_dqp(struct conn_path *p)
-{
-	return p->idx ? &p->dqp : &p->conn->dqp;
-}
-
-static void path_qp_to_err(struct conn_path *p)
+/* 0 once in ERR, 1 with nothing to move (no QP, or one still in RESET,
+ * from which ERR is no valid transition: it is simply destroyed), or
+ * -errno (logged). */
+static int path_qp_to_err(struct conn_path *p)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 	if (!p->qp || p->qp->state == IBV_QPS_RESET)
-		return;
+		return 1;
 	/* Against the device's cached limits, as every step of the ladder:
-	 * one ibv_modify_qp(), no query. */
-	if (qpfsm_modify(p->qp, &p->conn->dev->lim, path_view(p), &a, IBV_QP_STATE) &&
-	    ibv_modify_qp(p->qp, &a, IBV_QP_STATE))
-		ezi_log_err("QP %u (path %u) to ERR: %s", p->qpn, p->idx, ez_strerror(errno));
+	 * one ibv_modify_qp(), no query. The device may have moved the QP to
+	 * ERR already (any state but RESET may go to ERR, so the cached view
+	 * is enough). */
+	if (qpfsm_modify(p->qp, &p->conn->dev->lim, &p->qpv, &a, IBV_QP_STATE) &&
+	    ibv_modify_qp(p->qp, &a, IBV_QP_STATE)) {
+		int err = -errno;
+
+		ezi_log_err("QP %u (path %u) to ERR: %s", p->qpn, p->idx, ez_strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int path_first_to_err(struct ez_conn *conn)
+{
+	return conn->paths ? path_qp_to_err(&conn->paths[0]) : 1;
 }
 
 static void path_destroy_one(struct ez_conn *conn, struct conn_path *p)
 {
 	if (!p->qp)
 		return;
-	device_qp_del(conn->dev, path_dqp(p));
+	device_qp_del(conn->dev, &p->dqp);
 	if (ibv_destroy_qp(p->qp))
 		ezi_log_err("ibv_destroy_qp(%u, path %u): %s", p->qpn, p->idx, ez_strerror(errno));
 	p->qp = NULL;
 	p->live = 0;
-	if (!p->idx)
-		conn->qp = NULL;	/* owner: path 0 made again replaces QP 0 (path_reopen) */
+}
+
+int path_create_first(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
+		      const struct device_qp_ops *ops0)
+{
+	struct conn_path *p0 = &conn->paths[0];
+	struct device *dev = conn->dev;
+	uint32_t want_inline = ia->cap.max_inline_data;
+
+	p0->qp = ibv_create_qp(conn_pd_of(conn), ia);
+	if (!p0->qp && want_inline) {
+		/* The device may not inline this much; send from the buffer. */
+		ia->cap.max_inline_data = 0;
+		p0->qp = ibv_create_qp(conn_pd_of(conn), ia);
+	}
+	if (!p0->qp)
+		return ezi_fail(-errno,
+			"ibv_create_qp(%s, RC, max_send_wr %u, srq): %s (this context has %u QPs on "
+			"it; device max_qp %d)", dev->name, ia->cap.max_send_wr, ez_strerror(errno),
+			dev->nqp, dev->attr.max_qp);
+	p0->qpn = p0->qp->qp_num;
+	/* Every step of the ladder is validated against the device's cached
+	 * limits and this view, so it costs one ibv_modify_qp() a step. */
+	p0->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
+	device_qp_add(dev, &p0->dqp, p0->qp, ops0);
+	return 0;
 }
 
 int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
@@ -116,8 +143,6 @@ int path_create(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
 	struct conn_path *p0 = &conn->paths[0];
 	uint32_t i;
 
-	p0->qp = conn->qp;
-	p0->qpn = conn->qpn;
 	p0->live = 1;
 	conn->paths_live = 1;
 	if (conn->npaths > 1) {
@@ -729,16 +754,18 @@ void path_teardown(struct ez_conn *conn)
 			path_qp_to_err(&conn->paths[i]);
 }
 
-void path_destroy(struct ez_conn *conn)
+int path_destroy(struct ez_conn *conn)
 {
 	uint32_t i;
+	int had_first;
 
 	if (!conn->paths)
-		return;
+		return 0;
 	for (i = 1; i < conn->npaths; i++)
 		path_destroy_one(conn, &conn->paths[i]);
-	conn->paths[0].qp = NULL;
-	conn->paths[0].live = 0;
+	had_first = conn->paths[0].qp != NULL;
+	path_destroy_one(conn, &conn->paths[0]);
+	return had_first;
 }
 
 /* ---- A failed path made again (rebuild.c drives the exchange) ---- */
@@ -762,12 +789,7 @@ int path_reopen(struct ez_conn *conn, struct conn_path *p)
 		return ezi_fail(-errno, "ibv_create_qp(%s, RC, path %u again, max_send_wr %u, srq): %s",
 				conn->dev->name, p->idx, ia.cap.max_send_wr, ez_strerror(errno));
 	p->qpn = p->qp->qp_num;
-	if (!p->idx) {
-		/* owner: path 0's new QP is the connection's QP 0 from now on */
-		conn->qp = p->qp;
-		conn->qpn = p->qpn;	/* owner: as above */
-	}
-	*path_view(p) = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
+	p->qpv = (struct qpfsm_qp_view){ .type = IBV_QPT_RC, .state = IBV_QPS_RESET };
 	p->last_wqe = 0;
 	p->sq_head = p->sq_tail = NULL;
 	p->posted_bytes = 0;
@@ -777,8 +799,8 @@ int path_reopen(struct ez_conn *conn, struct conn_path *p)
 	/* A try that fails from here (no answer, the peer holds it) may be
 	 * made again: the failure stays settled. */
 	p->fo.reopened = 1;
-	device_qp_add(conn->dev, path_dqp(p), p->qp, p->idx ? lad->ops : lad->ops0);
-	ret = qpfsm_modify(p->qp, &conn->dev->lim, path_view(p), &a, lad->mask[0]);
+	device_qp_add(conn->dev, &p->dqp, p->qp, p->idx ? lad->ops : lad->ops0);
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a, lad->mask[0]);
 	if (ret)
 		return ezi_fail(ret, "path %u (QP %u) to INIT: %s", p->idx, p->qpn, ez_errmsg());
 	p->qp_access = (int)a.qp_access_flags;
@@ -800,13 +822,13 @@ int path_reconnect(struct ez_conn *conn, struct conn_path *p, uint32_t remote_qp
 		conn->sport = p->sport;	/* owner: path 0's port is QP 0's (ez_conn_info) */
 	if (p->sport && conn->sport_mech == EZ_SPORT_MECH_FLOW_LABEL)
 		a.ah_attr.grh.flow_label = ez_udp_sport_to_flow_label(p->sport);
-	ret = qpfsm_modify(p->qp, &conn->dev->lim, path_view(p), &a,
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a,
 			   lad->mask[1] | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
 	if (ret)
 		return ezi_fail(ret, "path %u (QP %u) to RTR: %s", p->idx, p->qpn, ez_errmsg());
 	a = lad->step[2];
 	a.sq_psn = sq_psn;
-	ret = qpfsm_modify(p->qp, &conn->dev->lim, path_view(p), &a, lad->mask[2] | IBV_QP_SQ_PSN);
+	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a, lad->mask[2] | IBV_QP_SQ_PSN);
 	if (ret)
 		return ezi_fail(ret, "path %u (QP %u) to RTS: %s", p->idx, p->qpn, ez_errmsg());
 	if (p->sport && conn->sport_mech == EZ_SPORT_MECH_MLX5DV) {

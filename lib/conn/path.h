@@ -18,6 +18,14 @@ void path_free(struct ez_conn *conn);
 /* The paths a request asks for and the ones this side grants: min of both. */
 void path_grant(struct ez_conn *conn, const struct hs_msg *peer);
 
+/* QP 0, path 0's, created with ia (without inline data if the device
+ * refuses that much: ia says what it got) and registered under ops0
+ * (conn_qp.c's conn_qp_ops). 0 or -errno (ez_errmsg() says). */
+int path_create_first(struct ez_conn *conn, struct ibv_qp_init_attr *ia,
+		      const struct device_qp_ops *ops0);
+/* QP 0 to ERR (the teardown): 0 once there, 1 with nothing to move (none,
+ * or still in RESET), -errno (logged). */
+int path_first_to_err(struct ez_conn *conn);
 /* After QP 0 exists: binds path 0, creates paths 1..npaths-1 with ia and
  * registers each with the device under ops (conn_qp.c's path_qp_ops); a
  * path 0 made again is registered as QP 0 was, under ops0 (conn_qp_ops). */
@@ -107,7 +115,9 @@ int path_post_byes(struct ez_conn *conn);
 /* Extra QPs to ERR (QP 0 is conn.c's). */
 void path_teardown(struct ez_conn *conn);
 /* Extra QPs destroyed (their completions already dispatched). */
-void path_destroy(struct ez_conn *conn);
+/* Every path's QP destroyed, path 0's last; 1 when there was a QP 0 (its
+ * receives flushed since the caller's last poll may be in the CQ). */
+int path_destroy(struct ez_conn *conn);
 
 void path_info(const struct ez_conn *conn, struct ez_conn_info *info);
 /* Path i (< npaths) as ez_conn_path_info() reports it, but what only the
@@ -117,9 +127,9 @@ void path_info_one(const struct ez_conn *conn, uint32_t i, struct ez_path_info *
 
 /* A failed path made again (exact failover; rebuild.c runs the exchange).
  * Whether p may be: down, its ops settled and both counts told. Path 0
- * too: its new QP takes QP 0's place (conn->qp, qpn, qpv, dqp); the CM id
- * keeps the connection's identity (rdma_cm never owned the QP: the
- * library made it and walks it itself). */
+ * too: its new QP is QP 0 from then on (conn_qp0()); the CM id keeps the
+ * connection's identity (rdma_cm never owned the QP: the library made it
+ * and walks it itself). */
 int path_can_reopen(const struct ez_conn *conn, const struct conn_path *p);
 /* Its old QP destroyed (the caller polled the receive CQ first, outside
  * any poll), a new one created as the first was and brought to INIT; the

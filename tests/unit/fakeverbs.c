@@ -192,10 +192,9 @@ struct ez_conn *fv_conn_new(const struct fv_opts *o)
 	conn->paths[0].qpn = FV_QPN;
 	conn->paths[0].live = 1;
 	conn->paths_live = 1;
-	conn->qpn = FV_QPN;
-	/* conn->qp stays NULL: conn_access_check() (a flush we did not
-	 * cause) queries only a connection's real QP. */
-	device_qp_add(&fv.dev, &conn->dqp, &fv.qp, &conn_qp_ops);
+	/* conn->id stays NULL: conn_access_check() (a flush we did not
+	 * cause) queries the QPs only of a connection rdma_cm made. */
+	device_qp_add(&fv.dev, &conn->paths[0].dqp, &fv.qp, &conn_qp_ops);
 	ck_assert_int_eq(conn_ops_init(conn), 0);
 
 	conn->pool = fv.pool;
