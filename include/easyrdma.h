@@ -408,7 +408,20 @@ struct ez_conn_opts {
 	const struct ez_export *exports;
 	uint32_t nexports;	   /* 0..EZ_CONN_EXPORTS_MAX [0] */
 	uint32_t reserved3;	   /* must be 0 */
+	/* Session resume (ez_conn_opts(3), "Session resume"; both sides,
+	 * paths >= 2): when every path has failed (a link down beyond the
+	 * transport's retries, a port down, keepalive), the session waits
+	 * this long to come back instead of ending: the active side dials
+	 * the listener again, each side settles the ops the paths held, and
+	 * nothing is lost or done twice; past it, on_disconnect(-ETIMEDOUT)
+	 * [0: off; at most EZ_RESUME_MAX_MS]. */
+	uint32_t resume_ms;
+	uint32_t reserved4;	   /* must be 0 */
 };
+
+/* The longest resume window ez_conn_opts.resume_ms takes (10 minutes, as
+ * NVMe-oF's default ctrl_loss_tmo). */
+#define EZ_RESUME_MAX_MS 600000u
 
 /* ez_conn_opts.flags. */
 enum {
@@ -722,6 +735,9 @@ struct ez_conn_stats {
 	/* Times a fetch of a large message waited for the context's bound
 	 * on them (EZ_LIMIT_LARGE_RECV, EZ_LIMIT_LARGE_RECV_PER_PEER). */
 	uint64_t large_recv_waits;
+	/* Session resume (ez_conn_opts.resume_ms): times every path was lost,
+	 * times the session came back, and the active side's dials. */
+	uint64_t sessions_lost, resumes, resume_dials;
 };
 int ez_conn_stats_sz(const struct ez_conn *conn, struct ez_conn_stats *stats,
 		     size_t stats_size);

@@ -32,6 +32,7 @@
 #include "wire/opts.h"
 #include "path.h"
 #include "rebuild.h"
+#include "resume.h"
 #include "rndv.h"
 #include "pool.h"
 #include "sendq.h"
@@ -70,6 +71,7 @@ static void conn_free(struct ez_conn *conn)
 	ctx_timer_stop(ctx, &conn->bye_timer);
 	conn_live_stop(conn);
 	rebuild_free(conn);
+	resume_free(conn);
 	conn_auth_free(conn);
 	conn_exports_free(conn);
 	conn_recv_unpark(conn);
@@ -271,6 +273,8 @@ static int ended_in_accept(const struct ez_conn *conn)
 static void teardown(struct ez_conn *conn)
 {
 	ctx_timer_stop(conn->ctx, &conn->bye_timer);
+	/* A resume under way goes with it. */
+	resume_stop(conn);
 	/* The regions exported to it are unreachable from here on. */
 	conn_exports_drop(conn);
 	/* Only into ERR: on a live QP the seal would reach the peer. */
@@ -759,6 +763,7 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 	memcpy(m.user, conn->pdata, conn->o.private_data_len);
 	/* The path block is filled first: the shared-secret MAC covers it. */
 	path_hs_fill(conn, &m);
+	resume_hs_fill(conn, &m);
 	if (conn->auth) {
 		ret = kind == HS_REQ ? conn_auth_seal_req(conn, &m) : conn_auth_seal_rep(conn, &m);
 		if (ret)
@@ -852,6 +857,8 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	}
 	keep_accept_data(conn, &m);
 	ret = path_take_reply(conn, &m);
+	if (!ret)
+		ret = resume_take_reply(conn, &m);
 	if (ret) {
 		conn_end(conn, ret);
 		return;
@@ -1331,6 +1338,8 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_resp = req->responder_resources;
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
+	if (!ret)
+		ret = resume_grant(conn, &req->hs);
 	conn_live_peer_caps(conn, req->hs.caps);
 	conn_rndv_peer(conn, req->hs.caps, req->hs.rndv_shift);
 	if (!ret && conn_exports_peer_caps(conn, req->hs.caps))

@@ -19,6 +19,11 @@
 #include "path.h"
 #include "base/log.h"
 
+const struct auth_key *conn_auth_key(const struct ez_conn *conn)
+{
+	return conn->auth ? &conn->auth->key : NULL;
+}
+
 int conn_auth_new(struct ez_conn *conn, const void *key, uint32_t len)
 {
 	struct conn_auth *a = calloc(1, sizeof(*a));

@@ -17,6 +17,8 @@ struct conn_auth {
 	uint8_t proof[AUTH_PROOF_LEN];	/* the client's proof: to send, or to expect */
 };
 
+/* The connection's key (NULL: none), for the resume messages' MACs. */
+const struct auth_key *conn_auth_key(const struct ez_conn *conn);
 /* Gives conn a copy of the key (conn->auth). */
 int conn_auth_new(struct ez_conn *conn, const void *key, uint32_t len);
 /* Wipes and frees conn->auth. */

@@ -28,6 +28,9 @@ enum conn_state {
 	 * regions the peer gives with the connection (HS_CAP_EXPORTS_SENT). */
 	CS_AWAITING_EXPORTS,
 	CS_CONNECTED,
+	/* Every path failed with session resume granted (resume.c): the
+	 * active side dials again, the passive side waits, within the window. */
+	CS_RESUMING,
 	CS_SAYING_BYE,		/* ended; a goodbye (or a refusal) is on the send queue */
 	CS_DRAINING,		/* QPs in ERR, CM disconnected: waiting for the flushes */
 	CS_FINISHING,		/* drained; the teardown runs from the deferred work */
@@ -55,6 +58,8 @@ enum conn_event {
 	CE_PROOF_OK,		/* the client's proof matched (passive) / the verdict is "accepted" (active) */
 	CE_EXPORTS_DUE,		/* up on this side, but the peer's exports message has not come */
 	CE_EXPORTS_IN,		/* the peer's exports message came and passed its checks */
+	CE_PATHS_LOST,		/* the last path failed; the session may resume (resume.c) */
+	CE_RESUMED,		/* a new path 0 is up and the old one's ops settled (resume.c) */
 	CE_CLOSE,		/* ez_conn_close() */
 	CE_END,			/* an error, or an end with nothing to send first: tear down now */
 	CE_END_BYE,		/* an end with a goodbye (or refusal) posted: wait for it first */
@@ -101,7 +106,7 @@ static inline int conn_state_live(enum conn_state s)
 static inline int conn_state_cm_connected(enum conn_state s)
 {
 	return s == CS_AUTHENTICATING || s == CS_ACCEPTING || s == CS_AWAITING_PROOF ||
-	       s == CS_AWAITING_EXPORTS || s == CS_CONNECTED;
+	       s == CS_AWAITING_EXPORTS || s == CS_CONNECTED || s == CS_RESUMING;
 }
 
 const char *conn_state_name(enum conn_state s);

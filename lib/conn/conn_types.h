@@ -193,6 +193,7 @@ struct path_ladder {
 struct device;
 struct conn_auth;
 struct conn_rebuild;
+struct conn_resume;
 struct conn_export;
 struct rx_parked;
 
@@ -453,6 +454,8 @@ struct ez_conn {
 	uint8_t accept_data_len;
 	uint8_t accept_data[EZ_ACCEPT_DATA_MAX];
 	struct conn_atomic atomic;	/* atomic.c's */
+	/* Session resume (resume.c's), made when the handshake granted it. */
+	struct conn_resume *resume;
 };
 
 /* QP 0, path 0's (path.c makes and destroys it), or NULL: before the setup

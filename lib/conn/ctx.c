@@ -55,6 +55,9 @@ static struct cm_handler *cm_copy(struct rdma_cm_event *raw, struct cm_event *ev
 	ev->status = raw->status;
 	ev->id = raw->id;
 	ev->listen_id = raw->listen_id;
+	if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST || ev->type == RDMA_CM_EVENT_CONNECT_RESPONSE ||
+	    ev->type == RDMA_CM_EVENT_ESTABLISHED)
+		ev->qp_num = raw->param.conn.qp_num;
 	if ((ev->type == RDMA_CM_EVENT_CONNECT_REQUEST ||
 	     ev->type == RDMA_CM_EVENT_CONNECT_RESPONSE ||
 	     ev->type == RDMA_CM_EVENT_REJECTED ||

@@ -197,6 +197,7 @@ struct cm_event {
 	uint8_t pdata_len;
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
+	uint32_t qp_num;	/* REQ, REP, RTU: the peer's QP number */
 };
 
 #endif

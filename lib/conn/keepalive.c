@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "keepalive.h"
+#include "resume.h"
 #include "conn_fsm.h"
 #include "peer_penalty.h"
 #include "wire/opts.h"
@@ -62,6 +63,10 @@ static void ka_end(struct ez_conn *conn, uint32_t ms)
 		 "peer %s: nothing received in %u ms (%u keepalive probe%s sent, none answered; keepalive_interval_ms %u, keepalive_probes %u)",
 		 conn->host, ms, conn->ka.sent, conn->ka.sent == 1 ? "" : "s",
 		 conn->o.keepalive_interval_ms, conn->o.keepalive_probes);
+	/* With session resume the peer may be alive behind a link that
+	 * failed: the session waits for it (resume.c). */
+	if (resume_on_loss(conn, -ETIMEDOUT, msg))
+		return;
 	if (conn->ka.peer_why) {
 		bye_reason_encode(BYE_KEEPALIVE, ms, why);
 		if (conn_post_bye_why(conn, why, sizeof(why)) == 0) {

@@ -15,6 +15,8 @@
 #include "base/abi.h"
 #include "base/error.h"
 #include "listener.h"
+#include "resume.h"
+#include "wire/resume.h"
 #include "base/log.h"
 #include "wire/replay.h"
 #include "handoff.h"
@@ -481,6 +483,14 @@ static void listener_on_request(struct ez_listener *l, const struct cm_event *ev
 		reject_id(ev->id, denied, strlen(denied));
 		destroy_id(ev->id);
 		free(req);
+		return;
+	}
+	/* A session's resume: its own exchange (resume.c), under the same
+	 * caps on handshakes in progress. */
+	if (resume_is(ev->pdata, ev->pdata_len)) {
+		denied = limit_gate(l, &req->peer, why, sizeof(why));
+		free(req);
+		resume_on_request(l, ev, denied);
 		return;
 	}
 	if (hs_decode(ev->pdata, ev->pdata_len, HS_REQ, &req->hs, why, sizeof(why))) {

@@ -688,6 +688,25 @@ static void op_repost(struct ez_conn *conn, struct op *op)
 		kind_of(op)->done(conn, op, ret);
 }
 
+/* A held op ends exactly once, by its action (wire/settle.h). */
+static void settle_one(struct ez_conn *conn, struct op *op, enum settle_action a, int st)
+{
+	switch (a) {
+	case SETTLE_DONE:
+		kind_of(op)->done(conn, op, 0);
+		break;
+	case SETTLE_REPOST:
+		op_repost(conn, op);
+		break;
+	case SETTLE_UNKNOWN:
+		kind_of(op)->done(conn, op, -EZ_OUTCOME_UNKNOWN);
+		break;
+	case SETTLE_FAIL:
+		kind_of(op)->done(conn, op, st);
+		break;
+	}
+}
+
 void conn_settle_path(struct ez_conn *conn, struct conn_path *p)
 {
 	enum settle_action a;
@@ -699,22 +718,21 @@ void conn_settle_path(struct ez_conn *conn, struct conn_path *p)
 		rebuild_arm(conn);
 	if (!p || !path_settle_begin(conn, p))
 		return;
-	while ((op = path_settle_next(conn, p, &a, &st))) {
-		switch (a) {
-		case SETTLE_DONE:
-			kind_of(op)->done(conn, op, 0);
-			break;
-		case SETTLE_REPOST:
-			op_repost(conn, op);
-			break;
-		case SETTLE_UNKNOWN:
-			kind_of(op)->done(conn, op, -EZ_OUTCOME_UNKNOWN);
-			break;
-		case SETTLE_FAIL:
-			kind_of(op)->done(conn, op, st);
-			break;
-		}
-	}
+	while ((op = path_settle_next(conn, p, &a, &st)))
+		settle_one(conn, op, a, st);
+	if (conn->state == CS_CONNECTED)
+		conn_kick_if_needed(conn);
+}
+
+void conn_settle_resumed(struct ez_conn *conn)
+{
+	enum settle_action a;
+	struct op *op;
+	int st;
+
+	while ((op = path_resume_settle_next(conn, &a, &st)))
+		settle_one(conn, op, a, st);
+	rebuild_arm(conn);
 	if (conn->state == CS_CONNECTED)
 		conn_kick_if_needed(conn);
 }
@@ -1013,6 +1031,10 @@ static __attribute__((noinline)) int check_conn_slow(struct ez_conn *conn, const
 	ret = conn_check_handle(conn, fn);
 	if (ret)
 		return ret;
+	/* Every path down, the session resuming: on_send_ready says when. */
+	if (conn->state == CS_RESUMING && !conn->app_closed)
+		return ezi_fail(-EAGAIN, "%s: the session is resuming (every path went down; on_send_ready follows once it is back)",
+				fn);
 	if (conn->state != CS_CONNECTED || conn->app_closed)
 		return ezi_fail(-ENOTCONN, "%s: connection is not established (%s)", fn,
 				conn->app_closed ? "closed" : conn->state < CS_CONNECTED ?

@@ -34,6 +34,9 @@ void conn_op_complete(struct ez_conn *conn, struct op *op, int status);
  * failed), each exactly once. Nothing while p cannot settle yet; p NULL:
  * nothing. */
 void conn_settle_path(struct ez_conn *conn, struct conn_path *p);
+/* Session resumed (resume.c): the ops path 0's old QP held end exactly
+ * once, those to post again on the new path 0; what waited is posted. */
+void conn_settle_resumed(struct ez_conn *conn);
 /* The pool has credits for this connection again (srqpool_acct.kick). */
 void conn_credit_kick(struct srqpool_acct *a);
 void conn_unqueue_kick(struct ez_conn *conn);

@@ -16,6 +16,7 @@
 #include "wire/settle.h"
 #include "base/log.h"
 #include "path.h"
+#include "resume.h"
 #include "srqpool/srqpool.h"
 
 _Static_assert(HS_MAX_PATHS == EZ_MAX_PATHS, "the handshake carries up to EZ_MAX_PATHS paths");
@@ -361,6 +362,23 @@ static void path_down(struct ez_conn *conn, struct conn_path *p, int status, int
 		     conn->host, p->idx, p->qpn, p->sport, ez_strerror(status), conn->paths_live);
 	if (conn->cbs.on_path_down)
 		conn->cbs.on_path_down(conn, p->idx, status, conn->paths_live, conn->arg);
+	/* The last one: the session waits to resume (its ops stay held). */
+	if (!conn->paths_live && !conn_is_ended(conn))
+		resume_paths_lost(conn, status);
+}
+
+/* Whether the last live path may fail without ending the connection: the
+ * session resumes instead (resume.c). */
+static int path_last_resumes(const struct ez_conn *conn)
+{
+	return conn->paths_exact && resume_granted(conn);
+}
+
+void path_take_all_down(struct ez_conn *conn, int status)
+{
+	for (uint32_t i = 0; i < conn->npaths && !conn_is_ended(conn); i++)
+		if (conn->paths[i].live)
+			path_down(conn, &conn->paths[i], status, 0);
 }
 
 /* A send the peer did not take (or, without exact failover, may not have
@@ -396,7 +414,7 @@ int path_on_error(struct ez_conn *conn, struct op *op, int status, int *conn_fai
 	 * (a fatal async error, or the test hook). */
 	if (status == -ECANCELED)
 		status = -EIO;
-	if (conn->paths_live <= 1) {
+	if (conn->paths_live <= 1 && !path_last_resumes(conn)) {
 		*conn_fails = 1;
 		return status;
 	}
@@ -472,6 +490,11 @@ static uint64_t path_tell_ready(struct ez_conn *conn, uint64_t now)
 	uint64_t next = 0, left;
 	uint32_t i;
 
+	/* Resuming: no path to tell on; the counts wait for the new path 0
+	 * (resume.c defers this again once it is up). */
+	if (!conn->paths_live)
+		return 0;
+
 	if (conn->rcq)
 		cq_poll(conn->rcq);
 	for (i = 0; i < conn->npaths && !conn_is_ended(conn); i++) {
@@ -530,7 +553,8 @@ static void path_on_count_wait(struct loop_timer *t)
 	uint64_t now = loop_now_ns(), wait = (uint64_t)count_wait_ms * 1000000u, next;
 	uint32_t i;
 
-	if (conn_is_ended(conn))
+	/* Resuming: the peer cannot tell; the wait starts again once resumed. */
+	if (conn_is_ended(conn) || !conn->paths_live)
 		return;
 	for (i = 0; i < conn->npaths; i++) {
 		struct conn_path *p = &conn->paths[i];
@@ -584,8 +608,9 @@ int path_park(struct ez_conn *conn, struct op *op, int status)
 
 	if (!conn->paths_exact || conn_is_ended(conn))
 		return 0;
-	/* The last live path failing ends the connection: no path to settle on. */
-	if (p->live && conn->paths_live <= 1)
+	/* The last live path failing ends the connection (no path to settle
+	 * on), unless the session resumes: then the counts come with it. */
+	if (p->live && conn->paths_live <= 1 && !path_last_resumes(conn))
 		return 0;
 	EZ_ASSERT(p->posted > 0);
 	p->posted--;
@@ -704,7 +729,7 @@ int path_on_qp_event(struct ez_conn *conn, uint32_t qpn, int status)
 	p = &conn->paths[path_index(conn, qpn)];
 	if (!p->live)
 		return 0;
-	if (conn->paths_live <= 1)
+	if (conn->paths_live <= 1 && !path_last_resumes(conn))
 		return 1;
 	path_down(conn, p, status, 1);
 	return 0;
@@ -776,7 +801,9 @@ int path_can_reopen(const struct ez_conn *conn, const struct conn_path *p)
 	       !p->fo.park_head && (p->fo.reopened || (p->fo.told && p->fo.peer_told));
 }
 
-int path_reopen(struct ez_conn *conn, struct conn_path *p)
+/* p's old QP destroyed, a new one made as the first was and brought to
+ * INIT; the path's counts are the caller's. */
+static int path_new_qp(struct ez_conn *conn, struct conn_path *p)
 {
 	struct path_ladder *lad = conn->ladder;
 	struct ibv_qp_init_attr ia = lad->ia;	/* ibv_create_qp() writes the caps back */
@@ -793,18 +820,97 @@ int path_reopen(struct ez_conn *conn, struct conn_path *p)
 	p->last_wqe = 0;
 	p->sq_head = p->sq_tail = NULL;
 	p->posted_bytes = 0;
-	/* A new QP: its counts start again (the settled ones' stay). */
-	p->fo.tx = p->fo.rx = p->fo.peer_count = 0;
-	p->fo.told = p->fo.peer_told = 0;
-	/* A try that fails from here (no answer, the peer holds it) may be
-	 * made again: the failure stays settled. */
-	p->fo.reopened = 1;
 	device_qp_add(conn->dev, &p->dqp, p->qp, p->idx ? lad->ops : lad->ops0);
 	ret = qpfsm_modify(p->qp, &conn->dev->lim, &p->qpv, &a, lad->mask[0]);
 	if (ret)
 		return ezi_fail(ret, "path %u (QP %u) to INIT: %s", p->idx, p->qpn, ez_errmsg());
 	p->qp_access = (int)a.qp_access_flags;
 	return 0;
+}
+
+int path_reopen(struct ez_conn *conn, struct conn_path *p)
+{
+	/* A new QP: its counts start again (the settled ones' stay). */
+	p->fo.tx = p->fo.rx = p->fo.peer_count = 0;
+	p->fo.told = p->fo.peer_told = 0;
+	/* A try that fails from here (no answer, the peer holds it) may be
+	 * made again: the failure stays settled. */
+	p->fo.reopened = 1;
+	return path_new_qp(conn, p);
+}
+
+/* ---- Session resume (resume.c drives the exchange) ---- */
+
+int path_resume_ready(const struct ez_conn *conn, uint64_t now)
+{
+	const struct conn_path *p = &conn->paths[0];
+
+	return !conn->paths_live && p->posted == 0 && path_tell_left(p, now) == 0;
+}
+
+uint32_t path_resume_count_of(const struct ez_conn *conn)
+{
+	return conn->paths[0].fo.rx;
+}
+
+int path_resume_reopen(struct ez_conn *conn)
+{
+	struct conn_path *p = &conn->paths[0];
+
+	if (!conn->ladder || conn->paths_live || p->posted)
+		return ezi_fail(-EBUSY, "path 0 not ready for a new QP (%u paths live, %d WRs on its old QP)",
+				conn->paths_live, p->posted);
+	/* The old QP's counts and held ops stay: path_resume_count() settles
+	 * them. Its receives are all in (the caller polled). */
+	p->fo.told = 1;
+	return path_new_qp(conn, p);
+}
+
+int path_resume_count(struct ez_conn *conn, uint32_t peer_count)
+{
+	struct conn_path *p = &conn->paths[0];
+	struct path_failover *fo = &p->fo;
+	uint32_t unacked = 0;
+	enum settle_fault f;
+	struct op *op;
+
+	/* A count told before (path 0 failed while another path lived) is
+	 * the same number: the peer's final count of the old QP. */
+	if (fo->peer_told && fo->peer_count != peer_count)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -EPROTO,
+				     "peer's resume counts %u messages received on path 0, its path-down notice %u",
+				     peer_count, fo->peer_count);
+	for (op = fo->park_head; op; op = op->next)
+		unacked += (uint32_t)settle_takes_recv(path_op_class(op));
+	f = settle_check_count(peer_count, fo->tx, unacked);
+	if (f)
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -EPROTO,
+				     "peer's resume counts %u messages received on path 0: %s (%u sent there, %u of them acknowledged)",
+				     peer_count, settle_fault_str(f), fo->tx, fo->tx - unacked);
+	fo->peer_count = peer_count;
+	fo->settle_seq = fo->tx - unacked;
+	/* From here the path's counts are the new QP's (receives on it may
+	 * come before the session is back on this side). */
+	fo->tx = fo->rx = 0;
+	fo->told = fo->peer_told = 0;
+	fo->reopened = 0;
+	return 0;
+}
+
+void path_resume_up(struct ez_conn *conn)
+{
+	struct conn_path *p = &conn->paths[0];
+
+	p->live = 1;
+	p->down_status = 0;
+	conn->paths_live++;
+	ezi_log_info("connection %s: session resumed on path 0 (QP %u to the peer's %u); %u held ops to settle",
+		     conn->host, p->qpn, p->remote_qpn, p->fo.parked);
+}
+
+struct op *path_resume_settle_next(struct ez_conn *conn, enum settle_action *a, int *status)
+{
+	return path_settle_next(conn, &conn->paths[0], a, status);
 }
 
 int path_reconnect(struct ez_conn *conn, struct conn_path *p, uint32_t remote_qpn,

@@ -144,6 +144,30 @@ int path_reconnect(struct ez_conn *conn, struct conn_path *p, uint32_t remote_qp
 /* The path carries traffic again. */
 void path_up(struct ez_conn *conn, struct conn_path *p);
 
+/* Every live path taken down with status (the peer not told: a resume, or
+ * a port or keepalive loss, says it); the last hands over to resume.c. */
+void path_take_all_down(struct ez_conn *conn, int status);
+
+/* Session resume (resume.c runs the exchange; path 0 comes back on a new
+ * QP, and the other paths are made again as after any failure):
+ * whether path 0's old QP is done (no path live, its WRs all completed,
+ * its receive side flushed or PATH_LAST_WQE_WAIT_MS past), so its count is
+ * final (the caller polls the receive CQ first); */
+int path_resume_ready(const struct ez_conn *conn, uint64_t now);
+/* that count, which the resume message carries; */
+uint32_t path_resume_count_of(const struct ez_conn *conn);
+/* path 0's old QP destroyed and a new one at INIT, its old counts and held
+ * ops kept (0 or -errno, ez_errmsg() says); */
+int path_resume_reopen(struct ez_conn *conn);
+/* the peer's count of the old QP, checked against what was sent there
+ * (-EPROTO, the connection's errmsg saying why) and kept for the settle;
+ * path 0's counts are the new QP's from here; */
+int path_resume_count(struct ez_conn *conn, uint32_t peer_count);
+/* path 0 live again (its new QP in RTS on both sides); */
+void path_resume_up(struct ez_conn *conn);
+/* then each op the old QP held, as path_settle_next(). */
+struct op *path_resume_settle_next(struct ez_conn *conn, enum settle_action *a, int *status);
+
 /* Test hook: moves the path's QP to ERR and handles it as the device's
  * IBV_EVENT_QP_FATAL on it (path down, or the connection's end for the last). */
 int path_test_break(struct ez_conn *conn, unsigned int path);

@@ -141,6 +141,16 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 		return ezi_fail(-EINVAL, "ez_conn_opts.reserved is %u, must be 0", out->reserved);
 	if (out->reserved2)
 		return ezi_fail(-EINVAL, "ez_conn_opts.reserved2 is %u, must be 0", out->reserved2);
+	if (out->reserved4)
+		return ezi_fail(-EINVAL, "ez_conn_opts.reserved4 is %u, must be 0", out->reserved4);
+	if (out->resume_ms > EZ_RESUME_MAX_MS)
+		return ezi_fail(-EINVAL, "ez_conn_opts.resume_ms %u exceeds %u (EZ_RESUME_MAX_MS)",
+				out->resume_ms, EZ_RESUME_MAX_MS);
+	/* The ops the failed paths held settle by the peer's counts, which
+	 * only exact failover keeps (several paths). */
+	if (out->resume_ms && out->paths < 2)
+		return ezi_fail(-EINVAL, "ez_conn_opts.resume_ms %u needs paths >= 2 (exact failover settles what the failed paths held; paths is %u)",
+				out->resume_ms, out->paths);
 	if (!out->fetch_chunk)
 		out->fetch_chunk = CONN_DEF_FETCH_CHUNK;
 	if (out->fetch_chunk < CONN_MIN_FETCH_CHUNK || out->fetch_chunk > CONN_MAX_FETCH_CHUNK)
@@ -182,6 +192,9 @@ int conn_opts_resolve(const struct ez_conn_opts *in, int accept, struct ez_conn_
 					out->auth_key_len ? " with a shared secret (at most 3 paths then)" : "");
 		pmax -= hs_paths_len(out->paths);
 	}
+	/* A reply that grants resume carries the session's token. */
+	if (accept && out->resume_ms)
+		pmax -= HS_TOKEN_LEN;
 	if (out->private_data_len > pmax && out->paths > 1)
 		return ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %zu for %s with %u paths%s",
 				out->private_data_len, pmax, accept ? "an accept" : "a connect",

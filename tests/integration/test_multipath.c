@@ -49,6 +49,8 @@ struct bench {
 	unsigned int break_path;	/* BREAK_BUSIEST: the path 1.. holding the most WRs */
 	uint32_t held_at_break;		/* WRs on its send queue then */
 	int expect_end;	/* the connection is meant to end: ez_send's -ENOTCONN is no failure */
+	int resuming;	/* ez_send's -EAGAIN seen: the session resumes */
+	int send_ready;	/* the client's on_send_ready calls */
 	/* writes */
 	uint8_t *src, *dst;
 	struct ez_mr *src_mr, *dst_mr;
@@ -126,11 +128,26 @@ static void on_path_down(struct ez_conn *conn, unsigned int path, int status,
 	s->paths_left = paths_left;
 }
 
+static struct bench *cur_bench;	/* the bench of the running case */
+static void send_more(struct bench *b);
+
+/* The client's sends wait while the session resumes (-EAGAIN); it says
+ * when they may go again. */
+static void on_send_ready(struct ez_conn *conn, void *arg)
+{
+	(void)conn;
+	if (cur_bench && arg == &cur_bench->cli) {
+		cur_bench->send_ready++;
+		send_more(cur_bench);
+	}
+}
+
 static const struct ez_conn_cbs cbs = {
 	.on_connect = on_connect,
 	.on_recv = on_recv,
 	.on_disconnect = on_disconnect,
 	.on_path_down = on_path_down,
+	.on_send_ready = on_send_ready,
 };
 
 static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
@@ -150,18 +167,21 @@ static void run_until(struct bench *b, int *flag, double secs)
 		ev_run(b->loop, EVRUN_ONCE);
 }
 
-static void bench_connect(struct bench *b, uint32_t cpaths, uint32_t spaths)
+static void bench_connect_resume(struct bench *b, uint32_t cpaths, uint32_t spaths,
+				 uint32_t resume_ms)
 {
 	char port[8];
 	double end;
 
 	memset(b, 0, sizeof(*b));
+	cur_bench = b;
 	b->loop = ev_loop_new(EVFLAG_AUTO);
 	ck_assert_int_eq(ez_ctx_new(b->loop, 0, &b->ctx), 0);
 	ev_timer_init(&b->tick, on_tick, 0.02, 0.02);
 	ev_timer_start(b->loop, &b->tick);
 	b->copts = (struct ez_conn_opts){ .paths = cpaths, .sport_policy = EZ_SPORT_AUTO,
 					  .max_msg_size = MSG_SIZE, .connect_timeout_ms = 20000 };
+	b->copts.resume_ms = resume_ms;
 	b->sopts = b->copts;
 	b->sopts.paths = spaths;
 	ck_assert_int_eq(ez_listen(b->ctx, test_addr(), "0", NULL, on_request, b, &b->l), 0);
@@ -174,6 +194,11 @@ static void bench_connect(struct bench *b, uint32_t cpaths, uint32_t spaths)
 	ck_assert_msg(b->cli.up && b->srv.up, "client up %d, server up %d", b->cli.up, b->srv.up);
 }
 
+static void bench_connect(struct bench *b, uint32_t cpaths, uint32_t spaths)
+{
+	bench_connect_resume(b, cpaths, spaths, 0);
+}
+
 static void bench_close(struct bench *b)
 {
 	double end = now_s() + 10;
@@ -182,7 +207,8 @@ static void bench_close(struct bench *b)
 		ez_conn_close(b->cli.conn);
 	if (b->srv.conn)
 		ez_conn_close(b->srv.conn);
-	ez_listener_close(b->l);
+	if (b->l)
+		ez_listener_close(b->l);
 	if (b->src_mr)
 		ez_mr_dereg(b->src_mr);
 	if (b->dst_mr)
@@ -193,6 +219,7 @@ static void bench_close(struct bench *b)
 	free(b->dst);
 	ev_timer_stop(b->loop, &b->tick);
 	ev_loop_destroy(b->loop);
+	cur_bench = NULL;
 }
 
 /* Both sides see the same K paths: our QPs are the peer's remote ones, every
@@ -278,7 +305,6 @@ static void check_path_info(struct bench *b, uint32_t k)
 	ck_assert_uint_eq(c.posted, 0xA5A5A5A5u);
 }
 
-static void send_more(struct bench *b);
 
 static void on_sent(struct ez_conn *conn, int status, void *arg)
 {
@@ -297,6 +323,7 @@ static void on_sent(struct ez_conn *conn, int status, void *arg)
 }
 
 #define BREAK_BUSIEST 0xffu
+#define BREAK_ALL 0xfeu	/* every path of the client, at once */
 
 /* Breaks the client's end of b->break_path, or of the path 1.. holding the
  * most WRs (none yet when they all wait for credits: not now), noting how
@@ -306,6 +333,15 @@ static void break_now(struct bench *b)
 	struct ez_path_info pi;
 	unsigned int path = b->break_path;
 
+	if (path == BREAK_ALL) {
+		for (uint32_t i = 0; i < b->cli.info.paths; i++) {
+			ck_assert_int_eq(ez_conn_path_info(b->cli.conn, i, &pi), 0);
+			b->held_at_break += pi.posted;
+			ck_assert_int_eq(path_test_break(b->cli.conn, i), 0);
+		}
+		b->broke = 1;
+		return;
+	}
 	if (path == BREAK_BUSIEST) {
 		uint32_t most = 0;
 
@@ -347,6 +383,11 @@ static void send_more(struct bench *b)
 			break_now(b);
 		if (ret == -ENOBUFS || (ret == -ENOTCONN && (b->cli.path_downs == 4 || b->expect_end)))
 			return;
+		/* The session resumes: on_send_ready says when to go on. */
+		if (ret == -EAGAIN && strstr(ez_errmsg(), "resuming")) {
+			b->resuming++;
+			return;
+		}
 		ck_assert_msg(ret == 0, "ez_send: %s", ez_errmsg());
 		b->posted++;
 		if (b->nresend)
@@ -1116,6 +1157,108 @@ START_TEST(path_zero_made_again)
 }
 END_TEST
 
+/* Session resume: every path of the client breaks under a stream of
+ * sequence-numbered sends. The client's session waits (ez_send: -EAGAIN),
+ * dials the listener again and proves the session; the server, which saw
+ * nothing (it only receives), takes its paths down at the request; both
+ * settle what path 0's old QP held by each other's count, and path 1 is
+ * told, settled and made again as after any failure. Every message
+ * arrives exactly once, byte for byte; no send fails; neither side sees
+ * a disconnect. */
+START_TEST(session_resumes_after_every_path_failed)
+{
+	struct bench b;
+	struct ez_conn_stats cs, ss;
+	struct ez_path_info c2, s2;
+	uint32_t old_qpn;
+
+	bench_connect_resume(&b, 2, 2, 20000);
+	check_paths(&b, 2);
+	old_qpn = b.cli.info.path_qp_num[1];
+	b.break_after = NMSG / 4;
+	b.break_path = BREAK_ALL;
+	run_sends(&b);
+	printf("session: every path broken holding %u sends; ez_send refused %d times while it resumed; on_send_ready %d\n",
+	       b.held_at_break, b.resuming, b.send_ready);
+	ck_assert_int_eq(b.broke, 1);
+	ck_assert_int_eq(b.errors, 0);
+	ck_assert_int_eq(b.srv.dups, 0);
+	ck_assert_int_eq(b.srv.bad, 0);
+	ck_assert_int_eq(b.cli.down, 0);
+	ck_assert_int_eq(b.srv.down, 0);
+	ck_assert_int_eq(b.cli.path_downs, 2);
+	ck_assert_uint_eq(b.cli.paths_left, 0);
+	ck_assert_int_eq(b.srv.path_downs, 2);
+	ck_assert_int_eq(b.srv.path_status, -ECONNRESET);
+	ck_assert_int_eq(ez_conn_stats(b.cli.conn, &cs), 0);
+	ck_assert_int_eq(ez_conn_stats(b.srv.conn, &ss), 0);
+	printf("session: client lost %llu, resumed %llu, dials %llu; server lost %llu, resumed %llu\n",
+	       (unsigned long long)cs.sessions_lost, (unsigned long long)cs.resumes,
+	       (unsigned long long)cs.resume_dials, (unsigned long long)ss.sessions_lost,
+	       (unsigned long long)ss.resumes);
+	ck_assert_uint_eq(cs.sessions_lost, 1);
+	ck_assert_uint_eq(cs.resumes, 1);
+	ck_assert_uint_ge(cs.resume_dials, 1);
+	ck_assert_uint_eq(ss.sessions_lost, 1);
+	ck_assert_uint_eq(ss.resumes, 1);
+	ck_assert_uint_eq(ss.resume_dials, 0);
+	/* Path 1 comes back as after any failure. */
+	wait_path_back(&b, 1, old_qpn, 1, &c2, &s2);
+	sends_use_path0(&b);
+	bench_close(&b);
+	ck_assert_int_eq(rdma_res_mine("qp"), 0);
+}
+END_TEST
+
+/* The window lapses: the listener is gone, so no dial is answered. The
+ * client's session ends with -ETIMEDOUT saying why, and every send it took
+ * ends exactly once (the held ones with their completion's status: they
+ * may have arrived or not). */
+START_TEST(session_window_lapses)
+{
+	struct bench b;
+	struct ez_conn_stats cs;
+
+	bench_connect_resume(&b, 2, 2, 1500);
+	ez_listener_close(b.l);
+	b.l = NULL;
+	b.break_after = NMSG / 4;
+	b.break_path = BREAK_ALL;
+	b.expect_end = 1;
+	send_more(&b);
+	run_until(&b, &b.cli.down, 30);
+	printf("session: %s\n", b.cli.why);
+	ck_assert_int_eq(b.cli.down, 1);
+	ck_assert_int_eq(b.cli.down_status, -ETIMEDOUT);
+	ck_assert_ptr_nonnull(strstr(b.cli.why, "session not resumed within resume_ms 1500"));
+	ck_assert_ptr_nonnull(strstr(b.cli.why, "no listener at the address and port"));
+	ck_assert_int_eq(ez_conn_stats(b.cli.conn, &cs), 0);
+	ck_assert_uint_eq(cs.sessions_lost, 1);
+	ck_assert_uint_eq(cs.resumes, 0);
+	ck_assert_uint_ge(cs.resume_dials, 2);
+	ck_assert_int_eq(b.completed, b.posted);
+	bench_close(&b);
+}
+END_TEST
+
+/* Resume needs exact failover (two paths or more): asked on one, refused. */
+START_TEST(resume_needs_two_paths)
+{
+	struct ez_conn_opts o = { .paths = 1, .resume_ms = 1000 };
+	struct ez_conn *conn = NULL;
+	struct ez_ctx *ctx;
+
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	ck_assert_int_eq(ez_connect(ctx, test_addr(), "7", &o, &cbs, NULL, &conn), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(ez_errmsg(), "resume_ms 1000 needs paths >= 2"));
+	o = (struct ez_conn_opts){ .paths = 2, .resume_ms = EZ_RESUME_MAX_MS + 1 };
+	ck_assert_int_eq(ez_connect(ctx, test_addr(), "7", &o, &cbs, NULL, &conn), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(ez_errmsg(), "exceeds 600000"));
+	ck_assert_ptr_null(conn);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+}
+END_TEST
+
 START_TEST(close_leaves_no_qp)
 {
 	struct bench b;
@@ -1160,6 +1303,9 @@ int main(void)
 	tcase_add_test(tc, count_never_told_ends_the_connection);
 	tcase_add_test(tc, export_holds_its_path_down);
 	tcase_add_test(tc, path_zero_made_again);
+	tcase_add_test(tc, session_resumes_after_every_path_failed);
+	tcase_add_test(tc, session_window_lapses);
+	tcase_add_test(tc, resume_needs_two_paths);
 	tcase_add_test(tc, close_leaves_no_qp);
 	tcase_add_test(tc, options_checked);
 	suite_add_tcase(s, tc);

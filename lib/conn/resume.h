@@ -1,0 +1,60 @@
+/* resume.h: a session whose every path failed, resumed within a window (ez_conn_opts.resume_ms). */
+#ifndef EZ_CONN_RESUME_H
+#define EZ_CONN_RESUME_H
+
+#include <stdint.h>
+
+#include "conn_types.h"
+#include "wire/handshake.h"
+
+struct ez_listener;
+struct cm_event;
+
+/*
+ * Granted in the handshake (HS_CAP_RESUME, wire/resume.h) to a connection
+ * of exact failover (paths >= 2) whose two sides both ask for it: the
+ * listener's side chooses a session token and sends it in its reply.
+ * When the last path fails (a transport error, a QP's fatal event, the
+ * port going down, keepalive), the connection enters CS_RESUMING instead
+ * of ending: the ops the paths held stay held. The active side dials the
+ * listener again with a RESUME REQUEST (a fresh rdma_cm connection: the
+ * token, the epoch, its count of receives on path 0's old QP, the first
+ * PSN of a new path-0 QP; a MAC with a shared secret); the listener finds
+ * the session, takes its own paths down if it had not noticed, and
+ * answers with its count and PSN. Each side settles path 0's held ops by
+ * the other's count on the new path 0 (exact failover's table), and the
+ * other paths are told, settled and made again as after any failure. A
+ * window that lapses ends the connection with -ETIMEDOUT.
+ */
+#define RESUME_ANSWER_MAX_MS 2000u	/* the listener waits this long for its old path 0 to flush */
+#define RESUME_RTU_MAX_MS 10000u	/* and this long for the client's RTU after its reply */
+#define RESUME_CM_TIMEOUT_MS 2000	/* each resolve step of a dial */
+
+/* The request asks for resume (connect options); the reply grants it with
+ * the session's token (resume_grant() made it). */
+void resume_hs_fill(struct ez_conn *conn, struct hs_msg *m);
+/* Passive, at ez_accept(): a request that asked, exact failover, and this
+ * side's resume_ms: the session and its token. 0 or -ENOMEM/-EIO. */
+int resume_grant(struct ez_conn *conn, const struct hs_msg *req);
+/* Active: the reply's grant and token, kept. */
+int resume_take_reply(struct ez_conn *conn, const struct hs_msg *rep);
+/* Whether the session may resume (granted, a window). */
+int resume_granted(const struct ez_conn *conn);
+
+/* The last path went down (path.c): CS_RESUMING, the window starts, the
+ * active side dials. */
+void resume_paths_lost(struct ez_conn *conn, int status);
+/* A loss that would end the connection (its port down, keepalive): 1 when
+ * the session resumes instead (every path taken down now), else 0. */
+int resume_on_loss(struct ez_conn *conn, int status, const char *why);
+
+/* The listener's side: a request that starts with the resume magic;
+ * busy: why the listener's handshake caps refuse it (NULL: they take it).
+ * The id is answered (accepted or rejected) or taken. */
+void resume_on_request(struct ez_listener *l, const struct cm_event *ev, const char *busy);
+
+/* The connection ends: the exchange under way goes (its id reaped). */
+void resume_stop(struct ez_conn *conn);
+void resume_free(struct ez_conn *conn);
+
+#endif
