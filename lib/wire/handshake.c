@@ -37,6 +37,12 @@ static int has_paths(const struct hs_msg *m)
 	return (m->caps & HS_CAP_PATHS) && m->kind != HS_REJ;
 }
 
+/* Only a reply carries the token: in a request the bit asks for one. */
+static size_t token_len(const struct hs_msg *m)
+{
+	return (m->caps & HS_CAP_RESUME) && m->kind == HS_REP ? HS_TOKEN_LEN : 0;
+}
+
 size_t hs_auth_len(enum hs_kind kind, uint16_t caps)
 {
 	if (!(caps & HS_CAP_AUTH))
@@ -52,15 +58,23 @@ size_t hs_auth_len(enum hs_kind kind, uint16_t caps)
 	return 0;
 }
 
+static void put_paths(uint8_t *b, const struct hs_msg *m)
+{
+	b[0] = m->paths;
+	for (unsigned int i = 1; i < m->paths; i++) {
+		uint32_t q = m->path_qpn[i];
 
-
-
+		b[3 * i - 2] = (uint8_t)(q >> 16);
+		b[3 * i - 1] = (uint8_t)(q >> 8);
+		b[3 * i] = (uint8_t)q;
+	}
+}
 
 int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 {
 	uint8_t *p = buf;
 	size_t max = hs_user_max(m->kind), alen = hs_auth_len(m->kind, m->caps);
-	size_t block = 0;
+	size_t block = 0, tlen = token_len(m), off;
 
 	if (!max)
 		return -EINVAL;
@@ -69,8 +83,8 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 			return -EINVAL;
 		block = hs_paths_len(m->paths);
 	}
-	if (m->user_len + alen + block > max ||
-	    buflen < HS_HDR_LEN + alen + (size_t)m->user_len + block)
+	if (m->user_len + alen + block + tlen > max ||
+	    buflen < HS_HDR_LEN + alen + (size_t)m->user_len + block + tlen)
 		return -EMSGSIZE;
 	be_put32(p, HS_MAGIC);
 	p[4] = HS_VERSION;
@@ -82,19 +96,11 @@ int hs_encode(const struct hs_msg *m, void *buf, size_t buflen)
 	be_put32(p + 12, m->max_msg);
 	memcpy(p + HS_HDR_LEN, m->auth, alen);
 	memcpy(p + HS_HDR_LEN + alen, m->user, m->user_len);
-	if (block) {
-		uint8_t *b = p + HS_HDR_LEN + alen + m->user_len;
-
-		b[0] = m->paths;
-		for (unsigned int i = 1; i < m->paths; i++) {
-			uint32_t q = m->path_qpn[i];
-
-			b[3 * i - 2] = (uint8_t)(q >> 16);
-			b[3 * i - 1] = (uint8_t)(q >> 8);
-			b[3 * i] = (uint8_t)q;
-		}
-	}
-	return (int)(HS_HDR_LEN + alen + m->user_len + block);
+	off = HS_HDR_LEN + alen + m->user_len;
+	if (block)
+		put_paths(p + off, m);
+	memcpy(p + off + block, m->token, tlen);
+	return (int)(off + block + tlen);
 }
 
 static const char *kind_name(unsigned int kind)
@@ -110,12 +116,71 @@ static const char *kind_name(unsigned int kind)
 	return "unknown";
 }
 
+/* The path block at off (the header, auth block and user bytes already
+ * checked): its count, its room in the kind, its bytes. */
+static int get_paths(const uint8_t *p, size_t len, size_t off, size_t alen, struct hs_msg *m,
+		     char *why, size_t whylen)
+{
+	const uint8_t *b;
+	size_t block;
+
+	if (len < off + 1) {
+		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, the path block starts at %zu",
+			 len, off);
+		return -EPROTO;
+	}
+	b = p + off;
+	if (b[0] < 1 || b[0] > HS_MAX_PATHS) {
+		snprintf(why, whylen, "easyrdma handshake: %s offers %u paths, 1..%d allowed",
+			 kind_name(m->kind), b[0], HS_MAX_PATHS);
+		return -EPROTO;
+	}
+	block = hs_paths_len(b[0]);
+	if (alen + m->user_len + block > hs_user_max(m->kind)) {
+		snprintf(why, whylen, "easyrdma handshake: %u user bytes and %u paths exceed the %zu bytes of a %s%s",
+			 m->user_len, b[0], hs_user_max(m->kind) - alen, kind_name(m->kind),
+			 alen ? " with a shared-secret block" : "");
+		return -EPROTO;
+	}
+	if (len < off + block) {
+		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, %u paths need %zu",
+			 len, b[0], off + block);
+		return -EPROTO;
+	}
+	m->paths = b[0];
+	for (unsigned int i = 1; i < m->paths; i++)
+		m->path_qpn[i] = (uint32_t)b[3 * i - 2] << 16 | (uint32_t)b[3 * i - 1] << 8 | b[3 * i];
+	return 0;
+}
+
+/* A reply's session token at off, after everything else it carries. */
+static int get_token(const uint8_t *p, size_t len, size_t off, struct hs_msg *m, char *why,
+		     size_t whylen)
+{
+	size_t tlen = token_len(m), max = HS_HDR_LEN + hs_user_max(m->kind);
+
+	if (!tlen)
+		return 0;
+	if (off + tlen > max) {
+		snprintf(why, whylen, "easyrdma handshake: the session token at bytes %zu..%zu exceeds the %zu bytes of a %s",
+			 off, off + tlen - 1, max, kind_name(m->kind));
+		return -EPROTO;
+	}
+	if (len < off + tlen) {
+		snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, the session token needs %zu",
+			 len, off + tlen);
+		return -EPROTO;
+	}
+	memcpy(m->token, p + off, tlen);
+	return 0;
+}
+
 int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 	      char *why, size_t whylen)
 {
 	const uint8_t *p = buf;
 	uint32_t magic;
-	size_t alen;
+	size_t alen, off;
 
 	memset(m, 0, sizeof(*m));
 	if (!buf || len < HS_HDR_LEN) {
@@ -170,38 +235,11 @@ int hs_decode(const void *buf, size_t len, enum hs_kind kind, struct hs_msg *m,
 	memcpy(m->auth, p + HS_HDR_LEN, alen);
 	memcpy(m->user, p + HS_HDR_LEN + alen, m->user_len);
 	m->paths = 1;
-	if (has_paths(m)) {
-		size_t off = HS_HDR_LEN + alen + m->user_len, block;
-		const uint8_t *b = p + off;
-
-		if (len < off + 1) {
-			snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, the path block starts at %zu",
-				 len, off);
-			return -EPROTO;
-		}
-		if (b[0] < 1 || b[0] > HS_MAX_PATHS) {
-			snprintf(why, whylen, "easyrdma handshake: %s offers %u paths, 1..%d allowed",
-				 kind_name(kind), b[0], HS_MAX_PATHS);
-			return -EPROTO;
-		}
-		block = hs_paths_len(b[0]);
-		if (alen + m->user_len + block > hs_user_max(kind)) {
-			snprintf(why, whylen, "easyrdma handshake: %u user bytes and %u paths exceed the %zu bytes of a %s%s",
-				 m->user_len, b[0], hs_user_max(kind) - alen, kind_name(kind),
-				 alen ? " with a shared-secret block" : "");
-			return -EPROTO;
-		}
-		if (len < off + block) {
-			snprintf(why, whylen, "easyrdma handshake truncated: %zu bytes, %u paths need %zu",
-				 len, b[0], off + block);
-			return -EPROTO;
-		}
-		m->paths = b[0];
-		for (unsigned int i = 1; i < m->paths; i++)
-			m->path_qpn[i] = (uint32_t)b[3 * i - 2] << 16 | (uint32_t)b[3 * i - 1] << 8 |
-					 b[3 * i];
-	}
-	return 0;
+	off = HS_HDR_LEN + alen + m->user_len;
+	if (has_paths(m) && get_paths(p, len, off, alen, m, why, whylen))
+		return -EPROTO;
+	off += has_paths(m) ? hs_paths_len(m->paths) : 0;
+	return get_token(p, len, off, m, why, whylen);
 }
 
 void hs_printable(const void *bytes, size_t len, char *text, size_t textlen)

@@ -11,6 +11,9 @@
  *   8  u16 capabilities    10 u16 receive credits     12 u32 max message size
  * rdma_cm on IB/RoCE carries 56 bytes in a REQ, 196 in a REP and 148 in a
  * REJ, and hands the receiver the full (zero-padded) size, hence user_len.
+ * In order, each only with its capability:
+ *   header (16) | auth block | user bytes | path block | resume block (REP)
+ * and all of it within the kind's size (a REP: 16 + 48 + user + paths + 16 <= 196).
  *
  * With HS_CAP_AUTH a request or reply carries an auth block of
  * hs_auth_len(kind) bytes between the header and the user bytes (auth.h);
@@ -22,6 +25,12 @@
  * user_len, so it sees a single-path request; without the bit a message means
  * one path. The extra paths' PSNs are not carried: both sides derive them
  * from QP 0's, which rdma_cm exchanges (hs_path_psn()).
+ *
+ * With HS_CAP_RESUME in a REP a resume block of HS_TOKEN_LEN bytes, the
+ * session token the listener chose, follows the path block (the user bytes
+ * when there is none); in a REQ the bit adds no bytes, and a REJ never
+ * carries the block. An older client never reads past the path block, so
+ * the token costs it nothing (resume.h: what the token is for).
  *
  * HS_CAP_KEEPALIVE (REQ and REP) adds no bytes: the sender answers probes.
  *
@@ -41,6 +50,7 @@
 #define HS_MAX_PATHS 8
 #define HS_AUTH_REQ_LEN 32	/* client nonce, request MAC */
 #define HS_AUTH_REP_LEN 48	/* server nonce, reply MAC */
+#define HS_TOKEN_LEN 16		/* a REP's session token, with HS_CAP_RESUME */
 
 enum hs_kind {
 	HS_REQ = 1,		/* connect request: the active side's credits and data */
@@ -74,6 +84,10 @@ enum {
 	/* The sender takes a goodbye that says why (wire/bye.h: 8 bytes, a
 	 * keepalive's end). No bytes here. */
 	HS_CAP_BYE_REASON = 1u << 8,
+	/* Session resume (wire/resume.h). REQ: no bytes, the client asks for
+	 * a session it may resume. REP: the listener grants one, and the
+	 * session token (HS_TOKEN_LEN bytes) follows the path block. */
+	HS_CAP_RESUME = 1u << 9,
 };
 
 /* The largest shift a rendezvous peer may announce: 2 GiB, a RoCE message's most. */
@@ -100,6 +114,9 @@ struct hs_msg {
 	 * travels in the CM message itself). */
 	uint8_t paths;
 	uint32_t path_qpn[HS_MAX_PATHS];
+	/* REP with HS_CAP_RESUME: the session token the listener chose, by
+	 * which a resume request names the session (zero otherwise). */
+	uint8_t token[HS_TOKEN_LEN];
 };
 
 /* Bytes of the path block for a number of paths (a connect request sends

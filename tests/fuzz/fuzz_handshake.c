@@ -57,8 +57,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (again.user_len != m.user_len || again.credits != m.credits ||
 			    again.max_msg != m.max_msg || again.caps != m.caps ||
 			    memcmp(again.user, m.user, m.user_len) || again.paths != m.paths ||
-			    memcmp(again.auth, m.auth, hs_auth_len(kinds[k], m.caps)))
+			    memcmp(again.auth, m.auth, hs_auth_len(kinds[k], m.caps)) ||
+			    memcmp(again.token, m.token, HS_TOKEN_LEN))
 				abort();
+			/* Only a reply with the bit carries a token, and it fits in the reply. */
+			if (kinds[k] != HS_REP || !(m.caps & HS_CAP_RESUME)) {
+				static const uint8_t zero[HS_TOKEN_LEN];
+
+				if (memcmp(m.token, zero, HS_TOKEN_LEN))
+					abort();
+			} else if ((size_t)n < HS_HDR_LEN + HS_TOKEN_LEN + hs_auth_len(kinds[k], m.caps) +
+						       m.user_len) {
+				abort();
+			}
 			/* A path block is within its bounds (with any auth block) and round-trips. */
 			if (m.paths < 1 || m.paths > HS_MAX_PATHS ||
 			    (m.paths > 1 && (hs_auth_len(kinds[k], m.caps) + m.user_len +

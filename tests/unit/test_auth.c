@@ -290,6 +290,39 @@ START_TEST(replayed_request_needs_a_new_proof)
 }
 END_TEST
 
+/* A keyed reply's session token (HS_CAP_RESUME) is under its MAC: a
+ * listener's token cannot be swapped on the way, nor the bit cleared. */
+START_TEST(reply_mac_covers_the_session_token)
+{
+	struct auth_key k = key(KEY_A);
+	struct hs_msg req = msg(HS_REQ, 0), rep = msg(HS_REP, 4), out;
+	uint8_t wire[HS_REP_MAX], bad[HS_REP_MAX], proof[AUTH_PROOF_LEN];
+	char why[160];
+	int n;
+
+	rep.caps |= HS_CAP_RESUME;
+	memset(rep.token, 0x42, HS_TOKEN_LEN);
+	ck_assert_int_eq(auth_req_seal(&k, &req), 0);
+	ck_assert_int_eq(auth_rep_seal(&k, &req, &rep, proof), 0);
+	n = hs_encode(&rep, wire, sizeof(wire));
+	ck_assert_int_eq(n, HS_HDR_LEN + HS_AUTH_REP_LEN + 4 + HS_TOKEN_LEN);
+	ck_assert_int_eq(hs_decode(wire, (size_t)n, HS_REP, &out, why, sizeof(why)), 0);
+	ck_assert_int_eq(auth_rep_check(&k, &req, &out, proof), 0);
+	for (int i = n - HS_TOKEN_LEN; i < n; i++) {
+		memcpy(bad, wire, sizeof(bad));
+		bad[i] ^= 0x80;
+		ck_assert_int_eq(hs_decode(bad, (size_t)n, HS_REP, &out, why, sizeof(why)), 0);
+		ck_assert_msg(auth_rep_check(&k, &req, &out, proof) == -EACCES, "flip of token byte %d passed",
+			      i - (n - HS_TOKEN_LEN));
+	}
+	/* The bit cleared: the token's bytes are no longer read, and the MAC fails. */
+	memcpy(bad, wire, sizeof(bad));
+	bad[8] &= (uint8_t)~(HS_CAP_RESUME >> 8);
+	ck_assert_int_eq(hs_decode(bad, (size_t)n, HS_REP, &out, why, sizeof(why)), 0);
+	ck_assert_int_eq(auth_rep_check(&k, &req, &out, proof), -EACCES);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("auth");
@@ -304,6 +337,7 @@ int main(void)
 	tcase_add_test(tc, garbled_request_refused);
 	tcase_add_test(tc, garbled_or_foreign_reply_refused);
 	tcase_add_test(tc, replayed_request_needs_a_new_proof);
+	tcase_add_test(tc, reply_mac_covers_the_session_token);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }

@@ -1,4 +1,4 @@
-/* test_handshake.c: the handshake codec: round trips, every truncation, bad magic/version/kind, oversized data. */
+/* test_handshake.c: the handshake codec: round trips, every truncation, bad magic/version/kind, oversized data, the path block and the session token. */
 #include <check.h>
 #include <errno.h>
 #include <string.h>
@@ -298,7 +298,7 @@ START_TEST(keepalive_capability)
 		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
 		ck_assert_int_eq(hs_peer_keepalive(out.caps), 0);
 		/* A newer one with bits unknown here. */
-		m.caps = HS_CAP_CREDITS | HS_CAP_KEEPALIVE | 0xff00;
+		m.caps = HS_CAP_CREDITS | HS_CAP_KEEPALIVE | 0xfc00;
 		hs_encode(&m, buf, sizeof(buf));
 		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
 		ck_assert_int_eq(hs_peer_keepalive(out.caps), 1);
@@ -398,6 +398,162 @@ START_TEST(paths_psns_distinct_24_bit)
 }
 END_TEST
 
+static struct hs_msg with_token(enum hs_kind kind, uint8_t user_len)
+{
+	struct hs_msg m = sample(kind, user_len);
+
+	m.caps |= HS_CAP_RESUME;
+	for (unsigned int i = 0; i < HS_TOKEN_LEN; i++)
+		m.token[i] = (uint8_t)(0xa0 + i);
+	return m;
+}
+
+/* A reply with HS_CAP_RESUME carries the session token last: after the
+ * user bytes, or after the path block; with an auth block too. */
+START_TEST(resume_token_round_trip)
+{
+	struct hs_msg in = with_token(HS_REP, 7), out;
+	uint8_t buf[HS_REP_MAX];
+	char why[160];
+	int n;
+
+	n = hs_encode(&in, buf, sizeof(buf));
+	ck_assert_int_eq(n, HS_HDR_LEN + 7 + HS_TOKEN_LEN);
+	ck_assert_uint_eq(buf[8], HS_CAP_RESUME >> 8 | 0x80);
+	ck_assert_mem_eq(buf + HS_HDR_LEN + 7, in.token, HS_TOKEN_LEN);
+	ck_assert_int_eq(hs_decode(buf, (size_t)n, HS_REP, &out, why, sizeof(why)), 0);
+	ck_assert_uint_eq(out.user_len, 7);
+	ck_assert_mem_eq(out.user, in.user, 7);
+	ck_assert_mem_eq(out.token, in.token, HS_TOKEN_LEN);
+	/* After a path block of 3 paths (7 bytes). */
+	in = with_token(HS_REP, 7);
+	in.caps |= HS_CAP_PATHS;
+	in.paths = 3;
+	in.path_qpn[1] = 0x111111;
+	in.path_qpn[2] = 0x222222;
+	n = hs_encode(&in, buf, sizeof(buf));
+	ck_assert_int_eq(n, HS_HDR_LEN + 7 + 7 + HS_TOKEN_LEN);
+	ck_assert_uint_eq(buf[HS_HDR_LEN + 7], 3);
+	ck_assert_mem_eq(buf + HS_HDR_LEN + 7 + 7, in.token, HS_TOKEN_LEN);
+	ck_assert_int_eq(hs_decode(buf, (size_t)n, HS_REP, &out, why, sizeof(why)), 0);
+	ck_assert_uint_eq(out.paths, 3);
+	ck_assert_uint_eq(out.path_qpn[2], 0x222222);
+	ck_assert_mem_eq(out.token, in.token, HS_TOKEN_LEN);
+	/* With an auth block, 8 paths and the most user bytes: 196 in all. */
+	in = with_token(HS_REP, (uint8_t)(hs_user_max(HS_REP) - HS_AUTH_REP_LEN -
+					  hs_paths_len(HS_MAX_PATHS) - HS_TOKEN_LEN));
+	in.caps |= HS_CAP_PATHS | HS_CAP_AUTH;
+	in.paths = HS_MAX_PATHS;
+	for (unsigned int i = 1; i < HS_MAX_PATHS; i++)
+		in.path_qpn[i] = 0x10000u * i + 5;
+	memset(in.auth, 0x5c, HS_AUTH_REP_LEN);
+	n = hs_encode(&in, buf, sizeof(buf));
+	ck_assert_int_eq(n, HS_REP_MAX);
+	ck_assert_int_eq(in.user_len, 94);
+	ck_assert_mem_eq(buf + HS_REP_MAX - HS_TOKEN_LEN, in.token, HS_TOKEN_LEN);
+	ck_assert_int_eq(hs_decode(buf, (size_t)n, HS_REP, &out, why, sizeof(why)), 0);
+	ck_assert_mem_eq(out.auth, in.auth, HS_AUTH_REP_LEN);
+	ck_assert_uint_eq(out.paths, HS_MAX_PATHS);
+	ck_assert_uint_eq(out.path_qpn[7], in.path_qpn[7]);
+	ck_assert_mem_eq(out.user, in.user, in.user_len);
+	ck_assert_mem_eq(out.token, in.token, HS_TOKEN_LEN);
+	/* One user byte more does not fit. */
+	in.user_len++;
+	ck_assert_int_eq(hs_encode(&in, buf, sizeof(buf)), -EMSGSIZE);
+	/* Nor does a buffer one byte short of the token. */
+	in.user_len--;
+	ck_assert_int_eq(hs_encode(&in, buf, HS_REP_MAX - 1), -EMSGSIZE);
+}
+END_TEST
+
+/* In a request the bit asks for resume and adds no byte; a reject never
+ * carries the block. */
+START_TEST(resume_bit_adds_nothing_to_request_or_reject)
+{
+	static const enum hs_kind kinds[] = { HS_REQ, HS_REJ };
+	uint8_t buf[HS_REP_MAX];
+	char why[160];
+
+	for (unsigned int k = 0; k < 2; k++) {
+		struct hs_msg in = with_token(kinds[k], 5), out;
+		int n = hs_encode(&in, buf, sizeof(buf));
+
+		ck_assert_int_eq(n, HS_HDR_LEN + 5);
+		/* The bytes after the message are the decoder's to ignore. */
+		memset(buf + n, 0xee, sizeof(buf) - (size_t)n);
+		ck_assert_int_eq(hs_decode(buf, sizeof(buf), kinds[k], &out, why, sizeof(why)), 0);
+		ck_assert_uint_eq(out.caps & HS_CAP_RESUME, HS_CAP_RESUME);
+		ck_assert_uint_eq(out.user_len, 5);
+		for (unsigned int i = 0; i < HS_TOKEN_LEN; i++)
+			ck_assert_uint_eq(out.token[i], 0);
+	}
+	/* A request keeps its whole 40 bytes with the bit. */
+	{
+		struct hs_msg in = with_token(HS_REQ, (uint8_t)hs_user_max(HS_REQ));
+
+		ck_assert_int_eq(hs_encode(&in, buf, sizeof(buf)), HS_REQ_MAX);
+	}
+}
+END_TEST
+
+/* A reply whose token is cut short, or would run past a reply's 196 bytes,
+ * is refused with a reason naming the token. */
+START_TEST(resume_token_truncated_or_too_long)
+{
+	struct hs_msg in = with_token(HS_REP, 10), out;
+	uint8_t buf[HS_REP_MAX] = { 0 };
+	char why[160];
+	int n, len;
+
+	in.caps |= HS_CAP_PATHS;
+	in.paths = 2;
+	in.path_qpn[1] = 0x123456;
+	n = hs_encode(&in, buf, sizeof(buf));
+	ck_assert_int_eq(n, HS_HDR_LEN + 10 + 4 + HS_TOKEN_LEN);
+	for (len = n - HS_TOKEN_LEN; len < n; len++) {
+		why[0] = '\0';
+		ck_assert_int_eq(hs_decode(buf, (size_t)len, HS_REP, &out, why, sizeof(why)), -EPROTO);
+		ck_assert_msg(strstr(why, "truncated") && strstr(why, "session token needs 46"),
+			      "length %d: \"%s\"", len, why);
+	}
+	/* A peer claiming the most user bytes and the token: no room left. */
+	in = with_token(HS_REP, 10);
+	hs_encode(&in, buf, sizeof(buf));
+	buf[6] = (uint8_t)hs_user_max(HS_REP);
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REP, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "easyrdma handshake: the session token at bytes 196..211 exceeds the 196 bytes of a reply");
+	/* One byte of room too few. */
+	buf[6] = (uint8_t)(hs_user_max(HS_REP) - HS_TOKEN_LEN + 1);
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REP, &out, why, sizeof(why)), -EPROTO);
+	ck_assert_str_eq(why, "easyrdma handshake: the session token at bytes 181..196 exceeds the 196 bytes of a reply");
+	buf[6] = (uint8_t)(hs_user_max(HS_REP) - HS_TOKEN_LEN);
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REP, &out, why, sizeof(why)), 0);
+}
+END_TEST
+
+/* A reply from a listener that predates resume (no bit) decodes with no
+ * token, whatever bytes follow its message. */
+START_TEST(resume_old_reply_has_no_token)
+{
+	struct hs_msg in = sample(HS_REP, 12), out;
+	uint8_t buf[HS_REP_MAX];
+	char why[160];
+	int n = hs_encode(&in, buf, sizeof(buf));
+
+	ck_assert_int_eq(n, HS_HDR_LEN + 12);
+	memset(buf + n, 0x77, sizeof(buf) - (size_t)n);
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REP, &out, why, sizeof(why)), 0);
+	ck_assert_uint_eq(out.caps & HS_CAP_RESUME, 0);
+	for (unsigned int i = 0; i < HS_TOKEN_LEN; i++)
+		ck_assert_uint_eq(out.token[i], 0);
+	/* The same bytes with the bit set: the token is the 16 that follow. */
+	buf[8] |= HS_CAP_RESUME >> 8;
+	ck_assert_int_eq(hs_decode(buf, sizeof(buf), HS_REP, &out, why, sizeof(why)), 0);
+	ck_assert_uint_eq(out.token[0], 0x77);
+	ck_assert_uint_eq(out.token[HS_TOKEN_LEN - 1], 0x77);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("handshake");
@@ -421,6 +577,10 @@ int main(void)
 	tcase_add_test(tc, keepalive_capability);
 	tcase_add_test(tc, rndv_capability);
 	tcase_add_test(tc, paths_psns_distinct_24_bit);
+	tcase_add_test(tc, resume_token_round_trip);
+	tcase_add_test(tc, resume_bit_adds_nothing_to_request_or_reject);
+	tcase_add_test(tc, resume_token_truncated_or_too_long);
+	tcase_add_test(tc, resume_old_reply_has_no_token);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
