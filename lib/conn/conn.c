@@ -48,9 +48,6 @@
  * proved): enough for the proof and a first few messages (3 credits). */
 #define CONN_PENDING_RECV 4
 
-/* IB CM reject reasons rdma_cm passes through as the REJECTED status. */
-#define IB_REJ_INVALID_SERVICE_ID 8
-#define IB_REJ_CONSUMER_DEFINED 28
 
 static void conn_end(struct ez_conn *conn, int status);
 static void conn_on_cm(struct cm_handler *h, const struct cm_event *ev);
@@ -206,8 +203,8 @@ static void release_and_report(struct ez_conn *conn)
 	}
 	/* Exactly one final callback: on_connect for a connection that never
 	 * came up (the table reports up only from CS_CONNECTED's entry), else
-	 * on_disconnect. */
-	if (conn->ended_from != CS_CONNECTED) {
+	 * on_disconnect (a session that was resuming came up before). */
+	if (conn->ended_from != CS_CONNECTED && conn->ended_from != CS_RESUMING) {
 		connect_reported(conn);
 		if (conn->cbs.on_connect)
 			conn->cbs.on_connect(conn, conn->end_status ? conn->end_status : -ECANCELED,

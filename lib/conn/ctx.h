@@ -188,6 +188,10 @@ void ctx_listener_gone(struct ez_ctx *ctx, struct rdma_cm_id *listen_id);
 int ctx_cm_behind(const struct ez_ctx *ctx);
 
 /* A CM event copied out of rdma_cm (so it can be acked before it is handled). */
+/* IB CM reject reasons rdma_cm passes through as the REJECTED status. */
+#define IB_REJ_INVALID_SERVICE_ID 8
+#define IB_REJ_CONSUMER_DEFINED 28
+
 struct cm_event {
 	enum rdma_cm_event_type type;
 	int status;

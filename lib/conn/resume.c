@@ -316,7 +316,9 @@ static void send_request(struct conn_resume *rs)
 	uint8_t buf[HS_REQ_MAX];
 	int n;
 
-	if (rs->id->verbs != conn->dev->verbs) {
+	/* The same device (rdma_cm's context for it may be another than the
+	 * library's): its PD, CQs and SRQ serve the new QP. */
+	if (strcmp(ibv_get_device_name(rs->id->verbs->device), conn->dev->name)) {
 		dial_failed(rs, "the address resolved to device %s, the session is on %s",
 			    ibv_get_device_name(rs->id->verbs->device), conn->dev->name);
 		return;
@@ -390,7 +392,7 @@ static void on_reply(struct conn_resume *rs, const struct cm_event *ev)
 	struct ez_conn *conn = rs->conn;
 	const struct auth_key *key = conn_auth_key(conn);
 	struct resume_msg rep;
-	char why[160];
+	char why[EZ_ERRMSG_MAX];
 	int ret;
 
 	if (resume_decode(ev->pdata, ev->pdata_len, RESUME_REPLY, &rep, why, sizeof(why))) {
@@ -429,7 +431,7 @@ static void on_rejected(struct conn_resume *rs, const struct cm_event *ev)
 {
 	struct ez_conn *conn = rs->conn;
 	struct resume_msg m;
-	char why[160];
+	char why[EZ_ERRMSG_MAX];
 
 	if (ev->status == IB_REJ_CONSUMER_DEFINED && resume_is(ev->pdata, ev->pdata_len) &&
 	    resume_decode(ev->pdata, ev->pdata_len, RESUME_REJECT, &m, why, sizeof(why)) == 0) {
@@ -500,7 +502,7 @@ static void answer(struct conn_resume *rs)
 	struct rdma_conn_param p = { 0 };
 	struct resume_msg rep = { .kind = RESUME_REPLY };
 	uint8_t buf[HS_REP_MAX];
-	char why[160];
+	char why[EZ_ERRMSG_MAX];
 	int n, ret;
 
 	if (conn->rcq)
@@ -575,7 +577,7 @@ void resume_on_request(struct ez_listener *l, const struct cm_event *ev, const c
 	struct ez_conn *conn;
 	struct conn_resume *rs;
 	const struct auth_key *key;
-	char why[160];
+	char why[EZ_ERRMSG_MAX];
 
 	if (resume_decode(ev->pdata, ev->pdata_len, RESUME_REQUEST, &req, why, sizeof(why))) {
 		reject_resume(ev->id, RESUME_R_DENIED, why);
@@ -610,7 +612,7 @@ void resume_on_request(struct ez_listener *l, const struct cm_event *ev, const c
 		reject_resume(ev->id, RESUME_R_DENIED, "from another address than the session's, without a shared secret");
 		return;
 	}
-	if (ev->id->verbs != conn->dev->verbs) {
+	if (strcmp(ibv_get_device_name(ev->id->verbs->device), conn->dev->name)) {
 		reject_resume(ev->id, RESUME_R_UNKNOWN, "on another device than the session's");
 		return;
 	}
