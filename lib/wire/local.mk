@@ -1,4 +1,4 @@
-# lib/wire/local.mk: the pure codecs (handshake, auth, replay, options, flow policy, addresses).
+# lib/wire/local.mk: the pure codecs (handshake, auth, replay, options, flow policy, addresses, session resume).
 lib_libezcore_la_SOURCES += \
 	lib/wire/addr.c lib/wire/addr.h \
 	lib/wire/handshake.c lib/wire/handshake.h \
@@ -11,6 +11,7 @@ lib_libezcore_la_SOURCES += \
 	lib/wire/budget.c lib/wire/budget.h lib/wire/rate.h \
 	lib/wire/rndv.c lib/wire/rndv.h \
 	lib/wire/settle.c lib/wire/settle.h \
+	lib/wire/resume.c lib/wire/resume.h \
 	lib/wire/exports.c lib/wire/exports.h \
 	lib/wire/be.h \
 	lib/wire/bye.h \

@@ -18,6 +18,7 @@ qpfsm_validate lib/qpfsm/validate.c lib/qpfsm/table.c lib/qpfsm/names.c
 handshake lib/wire/handshake.c lib/wire/auth.c
 rx_check lib/wire/rx_check.c lib/wire/rndv.c lib/wire/settle.c
 exports lib/wire/exports.c
+resume lib/wire/resume.c lib/wire/auth.c lib/wire/handshake.c
 "
 
 # Built first, then run FUZZ_JOBS at a time (default: the cores; 2 in CI)

@@ -32,6 +32,7 @@ UNIT_TESTS += tests/unit/test_penalty
 UNIT_TESTS += tests/unit/test_qpfsm
 UNIT_TESTS += tests/unit/test_rate
 UNIT_TESTS += tests/unit/test_replay
+UNIT_TESTS += tests/unit/test_resume
 UNIT_TESTS += tests/unit/test_rx_check
 UNIT_TESTS += tests/unit/test_settle
 UNIT_TESTS += tests/unit/test_sendslab
