@@ -388,6 +388,8 @@ static void take_transition(struct ez_conn *conn, const struct conn_fsm_row *row
 		teardown(conn);
 	if (actions & CA_DEFER_STEP)
 		loop_defer(&conn->ctx->loop, &conn->step_defer);
+	if (actions & CA_RESUME)
+		resume_paths_lost(conn, status);
 	if (actions & CA_DEFER_FINISH)
 		loop_defer(&conn->ctx->loop, &conn->finish_defer);
 	if (actions & CA_FINISH)
@@ -855,7 +857,7 @@ static void on_connect_response(struct ez_conn *conn, const struct cm_event *ev)
 	keep_accept_data(conn, &m);
 	ret = path_take_reply(conn, &m);
 	if (!ret)
-		ret = resume_take_reply(conn, &m);
+		ret = resume_take_reply(conn, &m, conn_auth_key(conn));
 	if (ret) {
 		conn_end(conn, ret);
 		return;
@@ -1336,7 +1338,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
 	if (!ret)
-		ret = resume_grant(conn, &req->hs);
+		ret = resume_grant(conn, &req->hs, conn_auth_key(conn));
 	conn_live_peer_caps(conn, req->hs.caps);
 	conn_rndv_peer(conn, req->hs.caps, req->hs.rndv_shift);
 	if (!ret && conn_exports_peer_caps(conn, req->hs.caps))

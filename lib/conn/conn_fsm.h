@@ -82,6 +82,7 @@ enum conn_action {
 	CA_FREE_IF_CLOSED = 1u << 7,	/* free the handle if the application closed it */
 	CA_FREE = 1u << 8,		/* free the handle */
 	CA_DEFER_STEP = 1u << 9,	/* queue the accept's next step for the next pass */
+	CA_RESUME = 1u << 10,		/* every path down: the session's window and the active side's dial (resume.c) */
 };
 
 struct conn_fsm_row {

@@ -8,7 +8,6 @@
 #include "base/log.h"
 #include "device/cq.h"
 #include "path.h"
-#include "resume.h"
 #include "sendq.h"
 
 static void conn_on_last_wqe(struct ez_conn *conn, uint32_t qpn)
@@ -44,7 +43,7 @@ static void on_event(struct ez_conn *conn, struct device_qp *qp, const struct de
 		break;
 	case IBV_EVENT_PORT_ERR:
 		/* With session resume the session waits for the port. */
-		if (ev->port == conn->port && !resume_on_loss(conn, ev->status, ev->why))
+		if (ev->port == conn->port && !path_lose_all(conn, ev->status, ev->why))
 			conn_fail(conn, ev->status, "%s", ev->why);
 		break;
 	case IBV_EVENT_DEVICE_FATAL:

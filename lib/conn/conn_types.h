@@ -471,6 +471,13 @@ static inline uint32_t conn_qpn0(const struct ez_conn *conn)
 	return conn->paths ? conn->paths[0].qpn : 0;
 }
 
+/* Session resume was granted (resume.c made its state at the handshake)
+ * and the window is on: the last path may fail without ending it. */
+static inline int conn_resumable(const struct ez_conn *conn)
+{
+	return conn->resume && conn->o.resume_ms;
+}
+
 /* Ended: saying goodbye, draining, finishing or dead. */
 static inline int conn_is_ended(const struct ez_conn *conn)
 {

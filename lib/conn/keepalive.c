@@ -5,7 +5,6 @@
 #include <stdio.h>
 
 #include "keepalive.h"
-#include "resume.h"
 #include "conn_fsm.h"
 #include "peer_penalty.h"
 #include "wire/opts.h"
@@ -65,7 +64,7 @@ static void ka_end(struct ez_conn *conn, uint32_t ms)
 		 conn->o.keepalive_interval_ms, conn->o.keepalive_probes);
 	/* With session resume the peer may be alive behind a link that
 	 * failed: the session waits for it (resume.c). */
-	if (resume_on_loss(conn, -ETIMEDOUT, msg))
+	if (path_lose_all(conn, -ETIMEDOUT, msg))
 		return;
 	if (conn->ka.peer_why) {
 		bye_reason_encode(BYE_KEEPALIVE, ms, why);

@@ -490,7 +490,7 @@ static void listener_on_request(struct ez_listener *l, const struct cm_event *ev
 	if (resume_is(ev->pdata, ev->pdata_len)) {
 		denied = limit_gate(l, &req->peer, why, sizeof(why));
 		free(req);
-		resume_on_request(l, ev, denied);
+		resume_on_request(l->ctx, ev, denied);
 		return;
 	}
 	if (hs_decode(ev->pdata, ev->pdata_len, HS_REQ, &req->hs, why, sizeof(why))) {

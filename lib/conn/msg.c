@@ -12,7 +12,6 @@
 #include "conn_handle.h"
 #include "msg.h"
 #include "sendq.h"
-#include "conn_auth.h"
 #include "conn_export.h"
 #include "conn_pd.h"
 #include "atomic.h"

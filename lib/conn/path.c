@@ -16,7 +16,6 @@
 #include "wire/settle.h"
 #include "base/log.h"
 #include "path.h"
-#include "resume.h"
 #include "srqpool/srqpool.h"
 
 _Static_assert(HS_MAX_PATHS == EZ_MAX_PATHS, "the handshake carries up to EZ_MAX_PATHS paths");
@@ -362,16 +361,22 @@ static void path_down(struct ez_conn *conn, struct conn_path *p, int status, int
 		     conn->host, p->idx, p->qpn, p->sport, ez_strerror(status), conn->paths_live);
 	if (conn->cbs.on_path_down)
 		conn->cbs.on_path_down(conn, p->idx, status, conn->paths_live, conn->arg);
-	/* The last one: the session waits to resume (its ops stay held). */
-	if (!conn->paths_live && !conn_is_ended(conn))
-		resume_paths_lost(conn, status);
+	/* The last one: the session waits to resume, its ops held (resume.c,
+	 * through the table); a connection not up yet ends. */
+	if (!conn->paths_live && !conn_is_ended(conn)) {
+		if (conn_fsm_row(conn->state, CE_PATHS_LOST)->valid)
+			conn_fire(conn, CE_PATHS_LOST, status);
+		else
+			conn_fail(conn, status, "every path failed before the connection was up (%s)",
+				  ez_strerror(status));
+	}
 }
 
 /* Whether the last live path may fail without ending the connection: the
  * session resumes instead (resume.c). */
 static int path_last_resumes(const struct ez_conn *conn)
 {
-	return conn->paths_exact && resume_granted(conn);
+	return conn->paths_exact && conn_resumable(conn);
 }
 
 void path_take_all_down(struct ez_conn *conn, int status)
@@ -379,6 +384,15 @@ void path_take_all_down(struct ez_conn *conn, int status)
 	for (uint32_t i = 0; i < conn->npaths && !conn_is_ended(conn); i++)
 		if (conn->paths[i].live)
 			path_down(conn, &conn->paths[i], status, 0);
+}
+
+int path_lose_all(struct ez_conn *conn, int status, const char *why)
+{
+	if (!path_last_resumes(conn) || conn->state != CS_CONNECTED || !conn->paths_live)
+		return 0;
+	ezi_log_warn("connection %s: %s: every path taken down, the session resumes", conn->host, why);
+	path_take_all_down(conn, status);
+	return 1;
 }
 
 /* A send the peer did not take (or, without exact failover, may not have
@@ -903,7 +917,7 @@ void path_resume_up(struct ez_conn *conn)
 
 	p->live = 1;
 	p->down_status = 0;
-	conn->paths_live++;
+	conn->paths_live++;	/* owner: path 0 back by the resume exchange (path_up()'s, for it) */
 	ezi_log_info("connection %s: session resumed on path 0 (QP %u to the peer's %u); %u held ops to settle",
 		     conn->host, p->qpn, p->remote_qpn, p->fo.parked);
 }

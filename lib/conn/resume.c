@@ -10,13 +10,11 @@
 #include <rdma/rdma_cma.h>
 
 #include "base/log.h"
-#include "conn_auth.h"
 #include "conn_fsm.h"
 #include "ctx.h"
 #include "device/cq.h"
 #include "device/device.h"
 #include "keepalive.h"
-#include "listener.h"
 #include "msg.h"
 #include "path.h"
 #include "resume.h"
@@ -45,6 +43,7 @@ struct conn_resume {
 	uint32_t peer_qpn;		/* passive: the client's new path-0 QP */
 	struct resume_msg req;		/* the request: ours (active) or the peer's */
 	struct resume_msg rep;		/* passive: our reply */
+	const struct auth_key *key;	/* the session's shared secret (conn_auth.c's), NULL: none */
 	uint64_t step_ns;		/* passive: when the step began */
 	struct loop_timer timer;	/* active: the next dial; passive: the step's bound */
 	struct loop_timer window;	/* the resume window */
@@ -83,11 +82,6 @@ static struct conn_resume *resume_new(struct ez_conn *conn)
 	return rs;
 }
 
-int resume_granted(const struct ez_conn *conn)
-{
-	return conn->resume && conn->o.resume_ms;
-}
-
 void resume_hs_fill(struct ez_conn *conn, struct hs_msg *m)
 {
 	if (m->kind == HS_REQ && conn->o.resume_ms && conn->npaths > 1)
@@ -107,7 +101,7 @@ static int token_zero(const uint8_t *t)
 	return !any;
 }
 
-int resume_grant(struct ez_conn *conn, const struct hs_msg *req)
+int resume_grant(struct ez_conn *conn, const struct hs_msg *req, const struct auth_key *key)
 {
 	struct conn_resume *rs;
 
@@ -116,6 +110,7 @@ int resume_grant(struct ez_conn *conn, const struct hs_msg *req)
 	rs = resume_new(conn);
 	if (!rs)
 		return ezi_fail(-ENOMEM, "ez_accept: session resume: out of memory");
+	rs->key = key;
 	do {
 		if (auth_random(rs->token, sizeof(rs->token)))
 			return ezi_fail(-EIO, "ez_accept: session resume: no random token (getrandom)");
@@ -123,7 +118,7 @@ int resume_grant(struct ez_conn *conn, const struct hs_msg *req)
 	return 0;
 }
 
-int resume_take_reply(struct ez_conn *conn, const struct hs_msg *rep)
+int resume_take_reply(struct ez_conn *conn, const struct hs_msg *rep, const struct auth_key *key)
 {
 	struct conn_resume *rs;
 
@@ -138,6 +133,7 @@ int resume_take_reply(struct ez_conn *conn, const struct hs_msg *rep)
 		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), -ENOMEM,
 				     "rdma_connect(%s): session resume: out of memory", conn->host);
 	memcpy(rs->token, rep->token, HS_TOKEN_LEN);
+	rs->key = key;
 	return 0;
 }
 
@@ -188,13 +184,9 @@ void resume_paths_lost(struct ez_conn *conn, int status)
 	struct conn_resume *rs = conn->resume;
 	uint32_t first;
 
-	if (!rs || conn->state != CS_CONNECTED) {
-		conn_fail(conn, status, "every path failed (%s)%s", ez_strerror(status),
-			  rs ? " before the connection was up" : "");
+	if (!rs)
 		return;
-	}
-	conn_fire(conn, CE_PATHS_LOST, 0);
-	conn->stats.sessions_lost++;
+	conn->stats.sessions_lost++;	/* owner: the session's counts are this file's */
 	rs->lost_ns = now_ns();
 	rs->lost_status = status;
 	rs->attempt = 0;
@@ -208,16 +200,6 @@ void resume_paths_lost(struct ez_conn *conn, int status)
 	/* Not before path 0's count is final (its flush). */
 	first = resume_backoff_ms(0, random24());
 	schedule_dial(rs, first > PATH_LAST_WQE_WAIT_MS ? first : PATH_LAST_WQE_WAIT_MS);
-}
-
-int resume_on_loss(struct ez_conn *conn, int status, const char *why)
-{
-	if (!resume_granted(conn) || !conn->paths_exact || conn->state != CS_CONNECTED ||
-	    !conn->paths_live)
-		return 0;
-	ezi_log_warn("connection %s: %s: every path taken down, the session resumes", conn->host, why);
-	path_take_all_down(conn, status);
-	return 1;
 }
 
 static void on_window(struct loop_timer *t)
@@ -276,7 +258,7 @@ static void dial(struct conn_resume *rs)
 	}
 	drop_id(rs);	/* the last exchange's, kept until now */
 	rs->attempt++;
-	conn->stats.resume_dials++;
+	conn->stats.resume_dials++;	/* owner: as above */
 	memset(&src, 0, sizeof(src));
 	memset(&dst, 0, sizeof(dst));
 	memcpy(&src, la, la->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
@@ -312,7 +294,7 @@ static void send_request(struct conn_resume *rs)
 	struct ez_conn *conn = rs->conn;
 	struct rdma_conn_param p = { 0 };
 	struct resume_msg req = { .kind = RESUME_REQUEST };
-	const struct auth_key *key = conn_auth_key(conn);
+	const struct auth_key *key = rs->key;
 	uint8_t buf[HS_REQ_MAX];
 	int n;
 
@@ -373,7 +355,7 @@ static void resumed(struct conn_resume *rs, uint32_t epoch)
 	ctx_timer_stop(conn->ctx, &rs->window);
 	path_resume_up(conn);
 	conn_fire(conn, CE_RESUMED, 0);
-	conn->stats.resumes++;
+	conn->stats.resumes++;	/* owner: as above */
 	ezi_log_warn("connection %s: session resumed %llu ms after its last path went down (epoch %u%s)",
 		     conn->host, (unsigned long long)ms, epoch,
 		     conn->active ? ", this side's dials: see resume_dials" : "");
@@ -390,7 +372,7 @@ static void resumed(struct conn_resume *rs, uint32_t epoch)
 static void on_reply(struct conn_resume *rs, const struct cm_event *ev)
 {
 	struct ez_conn *conn = rs->conn;
-	const struct auth_key *key = conn_auth_key(conn);
+	const struct auth_key *key = rs->key;
 	struct resume_msg rep;
 	char why[EZ_ERRMSG_MAX];
 	int ret;
@@ -486,7 +468,7 @@ static int same_addr(const struct sockaddr *a, const struct sockaddr *b)
 static struct ez_conn *find_session(struct ez_ctx *ctx, const uint8_t *token)
 {
 	for (struct ez_conn *c = ctx->conns; c; c = c->next)
-		if (!c->active && resume_granted(c) && !conn_is_ended(c) && c->id &&
+		if (!c->active && conn_resumable(c) && !conn_is_ended(c) && c->id &&
 		    !auth_memcmp(c->resume->token, token, HS_TOKEN_LEN))
 			return c;
 	return NULL;
@@ -498,7 +480,7 @@ static struct ez_conn *find_session(struct ez_ctx *ctx, const uint8_t *token)
 static void answer(struct conn_resume *rs)
 {
 	struct ez_conn *conn = rs->conn;
-	const struct auth_key *key = conn_auth_key(conn);
+	const struct auth_key *key = rs->key;
 	struct rdma_conn_param p = { 0 };
 	struct resume_msg rep = { .kind = RESUME_REPLY };
 	uint8_t buf[HS_REP_MAX];
@@ -571,7 +553,7 @@ static void answer(struct conn_resume *rs)
 	ctx_timer_start(conn->ctx, &rs->timer, RESUME_RTU_MAX_MS);
 }
 
-void resume_on_request(struct ez_listener *l, const struct cm_event *ev, const char *busy)
+void resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char *busy)
 {
 	struct resume_msg req;
 	struct ez_conn *conn;
@@ -587,7 +569,7 @@ void resume_on_request(struct ez_listener *l, const struct cm_event *ev, const c
 		reject_resume(ev->id, RESUME_R_BUSY, busy);
 		return;
 	}
-	conn = find_session(l->ctx, req.token);
+	conn = find_session(ctx, req.token);
 	if (!conn) {
 		reject_resume(ev->id, RESUME_R_UNKNOWN,
 			      "no session with this token here (the process restarted, or the session ended)");
@@ -599,7 +581,7 @@ void resume_on_request(struct ez_listener *l, const struct cm_event *ev, const c
 		reject_resume(ev->id, RESUME_R_STALE, why);
 		return;
 	}
-	key = conn_auth_key(conn);
+	key = rs->key;
 	if (resume_req_check(key, &req, ev->qp_num)) {
 		reject_resume(ev->id, RESUME_R_DENIED,
 			      key ? "no MAC made with the listener's shared secret" :

@@ -7,7 +7,7 @@
 #include "conn_types.h"
 #include "wire/handshake.h"
 
-struct ez_listener;
+struct auth_key;
 struct cm_event;
 
 /*
@@ -35,23 +35,20 @@ struct cm_event;
 void resume_hs_fill(struct ez_conn *conn, struct hs_msg *m);
 /* Passive, at ez_accept(): a request that asked, exact failover, and this
  * side's resume_ms: the session and its token. 0 or -ENOMEM/-EIO. */
-int resume_grant(struct ez_conn *conn, const struct hs_msg *req);
-/* Active: the reply's grant and token, kept. */
-int resume_take_reply(struct ez_conn *conn, const struct hs_msg *rep);
-/* Whether the session may resume (granted, a window). */
-int resume_granted(const struct ez_conn *conn);
-
-/* The last path went down (path.c): CS_RESUMING, the window starts, the
- * active side dials. */
+int resume_grant(struct ez_conn *conn, const struct hs_msg *req, const struct auth_key *key);
+/* Active: the reply's grant and token, kept. key: the connection's shared
+ * secret (it outlives the session's state), NULL: none; the resume
+ * messages' MACs use it. */
+int resume_take_reply(struct ez_conn *conn, const struct hs_msg *rep, const struct auth_key *key);
+/* CA_RESUME: the last path went down (path.c fired CE_PATHS_LOST, now
+ * CS_RESUMING): the window starts, the active side dials. */
 void resume_paths_lost(struct ez_conn *conn, int status);
-/* A loss that would end the connection (its port down, keepalive): 1 when
- * the session resumes instead (every path taken down now), else 0. */
-int resume_on_loss(struct ez_conn *conn, int status, const char *why);
 
-/* The listener's side: a request that starts with the resume magic;
+/* The listener's side (its context's sessions): a request that starts
+ * with the resume magic;
  * busy: why the listener's handshake caps refuse it (NULL: they take it).
  * The id is answered (accepted or rejected) or taken. */
-void resume_on_request(struct ez_listener *l, const struct cm_event *ev, const char *busy);
+void resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char *busy);
 
 /* The connection ends: the exchange under way goes (its id reaped). */
 void resume_stop(struct ez_conn *conn);

