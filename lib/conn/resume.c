@@ -171,6 +171,15 @@ void resume_free(struct ez_conn *conn)
 	conn->resume = NULL;	/* owner: as above */
 }
 
+int resume_test_session(const struct ez_conn *conn, uint8_t token[HS_TOKEN_LEN], uint32_t *epoch)
+{
+	if (!conn->resume)
+		return -ENOENT;
+	memcpy(token, conn->resume->token, HS_TOKEN_LEN);
+	*epoch = conn->resume->epoch;
+	return 0;
+}
+
 /* ---- the loss ---------------------------------------------------------- */
 
 static void schedule_dial(struct conn_resume *rs, uint32_t ms)

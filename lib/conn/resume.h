@@ -54,4 +54,8 @@ void resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char
 void resume_stop(struct ez_conn *conn);
 void resume_free(struct ez_conn *conn);
 
+/* Test hook: the session's token and epoch (the hostile tests forge what
+ * only the two sides know); 0, or -ENOENT without a session. */
+int resume_test_session(const struct ez_conn *conn, uint8_t token[HS_TOKEN_LEN], uint32_t *epoch);
+
 #endif

@@ -24,6 +24,7 @@ INTEGRATION_TESTS += tests/faults/test_hostile_rkey_pd
 tests_faults_test_hostile_rkey_pd_SOURCES = tests/faults/test_hostile_rkey.c
 tests_faults_test_hostile_rkey_pd_CPPFLAGS = $(AM_CPPFLAGS) -DEZ_TEST_EXPORT_PD
 INTEGRATION_TESTS += tests/faults/test_hostile_replay
+INTEGRATION_TESTS += tests/faults/test_hostile_resume
 INTEGRATION_TESTS += tests/faults/test_hostile_slowreader
 INTEGRATION_TESTS += tests/faults/test_hostile_halfopen
 INTEGRATION_TESTS += tests/faults/test_causes
