@@ -390,6 +390,8 @@ static void take_transition(struct ez_conn *conn, const struct conn_fsm_row *row
 		loop_defer(&conn->ctx->loop, &conn->step_defer);
 	if (actions & CA_RESUME)
 		resume_paths_lost(conn, status);
+	if (actions & CA_RESUMED)
+		resume_on_first_msg(conn);
 	if (actions & CA_DEFER_FINISH)
 		loop_defer(&conn->ctx->loop, &conn->finish_defer);
 	if (actions & CA_FINISH)

@@ -54,6 +54,8 @@ static const struct conn_fsm_row table[CS_COUNT][CE_COUNT] = {
 	/* Session resume (resume.c drives it; no action of the table's). */
 	[CS_CONNECTED][CE_PATHS_LOST] = ROW(CS_RESUMING, CA_RESUME),
 	[CS_RESUMING][CE_RESUMED] = ROW(CS_CONNECTED, 0),
+	/* The passive side's new path 0 carried a message before the RTU. */
+	[CS_RESUMING][CE_RTU] = ROW(CS_CONNECTED, CA_RESUMED),
 
 	LIVE(CS_NEW), LIVE(CS_RESOLVING_NAME), LIVE(CS_RESOLVING_ADDR), LIVE(CS_RESOLVING_ROUTE),
 	LIVE(CS_CONNECTING), LIVE(CS_AUTHENTICATING), LIVE(CS_ACCEPT_POOL), LIVE(CS_ACCEPT_QP),

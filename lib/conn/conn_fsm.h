@@ -83,6 +83,7 @@ enum conn_action {
 	CA_FREE = 1u << 8,		/* free the handle */
 	CA_DEFER_STEP = 1u << 9,	/* queue the accept's next step for the next pass */
 	CA_RESUME = 1u << 10,		/* every path down: the session's window and the active side's dial (resume.c) */
+	CA_RESUMED = 1u << 11,		/* the passive side's session back by a message before the RTU (resume.c) */
 };
 
 struct conn_fsm_row {

@@ -388,7 +388,12 @@ void path_take_all_down(struct ez_conn *conn, int status)
 
 int path_lose_all(struct ez_conn *conn, int status, const char *why)
 {
-	if (!path_last_resumes(conn) || conn->state != CS_CONNECTED || !conn->paths_live)
+	if (!path_last_resumes(conn))
+		return 0;
+	/* Already waiting to resume (a send failed first): nothing to do. */
+	if (conn->state == CS_RESUMING)
+		return 1;
+	if (conn->state != CS_CONNECTED || !conn->paths_live)
 		return 0;
 	ezi_log_warn("connection %s: %s: every path taken down, the session resumes", conn->host, why);
 	path_take_all_down(conn, status);

@@ -148,8 +148,8 @@ void path_up(struct ez_conn *conn, struct conn_path *p);
  * a port or keepalive loss, says it); the last hands over to resume.c. */
 void path_take_all_down(struct ez_conn *conn, int status);
 /* A loss that would end the connection (its port down, keepalive): 1 when
- * the session resumes instead (every path taken down now, why logged),
- * else 0 and the caller ends it. */
+ * the session resumes instead (every path taken down now, why logged) or
+ * is resuming already, else 0 and the caller ends it. */
 int path_lose_all(struct ez_conn *conn, int status, const char *why);
 
 /* Session resume (resume.c runs the exchange; path 0 comes back on a new

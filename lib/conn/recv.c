@@ -367,6 +367,10 @@ void conn_on_recv_wc(struct ez_conn *conn, const struct ibv_wc *wc)
 	 * already seen our reply and counts the connection as established. */
 	if (conn->state == CS_ACCEPTING)
 		conn_up_after_exports(conn, CE_RTU);
+	/* Likewise a resumed session's first message before the resume's
+	 * RTU: the peer has our reply, so the session is back (resume.c). */
+	if (conn->state == CS_RESUMING && !conn->active && path_index(conn, wc->qp_num) == 0)
+		conn_fire(conn, CE_RTU, 0);
 	if (m.kind == RX_EXPORTS && conn->state == CS_AWAITING_EXPORTS) {
 		exports_in(conn, buf, wc);
 		return;

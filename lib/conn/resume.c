@@ -59,6 +59,16 @@ static uint64_t now_ns(void)
 	return loop_now_ns();
 }
 
+/* The old QP's flushed sends (its posted count) and completed receives
+ * (its count), taken in before either is read. */
+static void poll_cqs(struct ez_conn *conn)
+{
+	if (conn->cqr.cq)
+		cq_poll(conn->cqr.cq);
+	if (conn->rcq && conn->rcq != conn->cqr.cq)
+		cq_poll(conn->rcq);
+}
+
 static uint32_t random24(void)
 {
 	uint32_t v = 0;
@@ -257,12 +267,20 @@ static void dial(struct conn_resume *rs)
 	const struct sockaddr *la = rdma_get_local_addr(conn->id), *pa = rdma_get_peer_addr(conn->id);
 
 	/* Receives path 0's old QP completed are in its count first. */
-	if (conn->rcq)
-		cq_poll(conn->rcq);
+	poll_cqs(conn);
 	if (conn_is_ended(conn) || conn->state != CS_RESUMING)
 		return;
 	if (!path_resume_ready(conn, now_ns())) {
 		ctx_timer_start(conn->ctx, &rs->timer, 20);
+		return;
+	}
+	/* No CM message while our port is down: a MAD sent then was seen to
+	 * break Soft-RoCE's QP1 for good (tests/faults/linkdown-rping.sh).
+	 * The dial waits for the port, looked at each RESUME_PORT_POLL_MS. */
+	if (device_port_down(conn->dev, conn->port)) {
+		snprintf(rs->last, sizeof(rs->last), "device %s port %u is down", conn->dev->name,
+			 conn->port);
+		ctx_timer_start(conn->ctx, &rs->timer, RESUME_PORT_POLL_MS);
 		return;
 	}
 	drop_id(rs);	/* the last exchange's, kept until now */
@@ -363,7 +381,9 @@ static void resumed(struct conn_resume *rs, uint32_t epoch)
 	ctx_timer_stop(conn->ctx, &rs->timer);
 	ctx_timer_stop(conn->ctx, &rs->window);
 	path_resume_up(conn);
-	conn_fire(conn, CE_RESUMED, 0);
+	/* Already back when a message overtook the RTU (CA_RESUMED). */
+	if (conn->state == CS_RESUMING)
+		conn_fire(conn, CE_RESUMED, 0);
 	conn->stats.resumes++;	/* owner: as above */
 	ezi_log_warn("connection %s: session resumed %llu ms after its last path went down (epoch %u%s)",
 		     conn->host, (unsigned long long)ms, epoch,
@@ -496,8 +516,7 @@ static void answer(struct conn_resume *rs)
 	char why[EZ_ERRMSG_MAX];
 	int n, ret;
 
-	if (conn->rcq)
-		cq_poll(conn->rcq);
+	poll_cqs(conn);
 	if (conn_is_ended(conn) || rs->step != RS_FLUSHING)
 		return;
 	if (!path_resume_ready(conn, now_ns())) {
@@ -631,6 +650,18 @@ void resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char
 	rs->step = RS_FLUSHING;
 	rs->step_ns = now_ns();
 	answer(rs);
+}
+
+/* CA_RESUMED: the passive side's new path 0 delivered the client's first
+ * message before the RTU (the table is CS_CONNECTED already). */
+void resume_on_first_msg(struct ez_conn *conn)
+{
+	struct conn_resume *rs = conn->resume;
+
+	if (!rs || rs->step != RS_ANSWERED)
+		return;
+	drop_id(rs);
+	resumed(rs, rs->rep.epoch);
 }
 
 static void on_established(struct conn_resume *rs)

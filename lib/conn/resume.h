@@ -29,6 +29,7 @@ struct cm_event;
 #define RESUME_ANSWER_MAX_MS 2000u	/* the listener waits this long for its old path 0 to flush */
 #define RESUME_RTU_MAX_MS 10000u	/* and this long for the client's RTU after its reply */
 #define RESUME_CM_TIMEOUT_MS 2000	/* each resolve step of a dial */
+#define RESUME_PORT_POLL_MS 100u	/* a dial waits this long again while our port is down */
 
 /* The request asks for resume (connect options); the reply grants it with
  * the session's token (resume_grant() made it). */
@@ -43,6 +44,10 @@ int resume_take_reply(struct ez_conn *conn, const struct hs_msg *rep, const stru
 /* CA_RESUME: the last path went down (path.c fired CE_PATHS_LOST, now
  * CS_RESUMING): the window starts, the active side dials. */
 void resume_paths_lost(struct ez_conn *conn, int status);
+
+/* CA_RESUMED: the passive side's session is back by the client's first
+ * message on the new path 0, ahead of the RTU. */
+void resume_on_first_msg(struct ez_conn *conn);
 
 /* The listener's side (its context's sessions): a request that starts
  * with the resume magic;

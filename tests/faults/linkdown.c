@@ -18,7 +18,11 @@
  * after ~0.5 s of silence; shorter ones fail spuriously between two TCG
  * guests) and one with long ones (L: 2^19 -> 2.1 s, 7 retries: ~17 s),
  * streams on both, takes its eth0 down for OUTAGE_S seconds, brings it up,
- * then connects again (N), which must work at the first attempt.
+ * then connects again (N), which must work at the first attempt. A third
+ * connection (R: S's timeouts, two paths, session resume for 30 s) must
+ * outlive the outage: its session resumes once b's port is back, every
+ * message b sent on it arrives once (a counts them by number), no op
+ * fails.
  * Rendezvous through files in $EZ_PAIR_DIR.
  */
 #define OUTAGE_S 3.0
@@ -52,7 +56,17 @@ struct side {
 	double t_end;
 	uint64_t sent, recv, errs;
 	int outstanding;
+	/* R, the resumed session: each sequence number seen (its messages
+	 * carry their number), the distinct ones and those seen twice; its
+	 * stream stops when quiet is set. */
+	uint8_t *seen;
+	uint64_t distinct, dups, recv_before_up;
+	int quiet;
 };
+
+/* Messages R may send in the test (8 a pacing tick at most, 100 ticks a
+ * second, ~30 s): its receiver's map of sequence numbers. */
+#define R_SEQ_MAX (1u << 16)
 
 static void on_op(struct ez_conn *conn, int status, void *arg)
 {
@@ -60,6 +74,8 @@ static void on_op(struct ez_conn *conn, int status, void *arg)
 
 	(void)conn;
 	s->outstanding--;
+	if (status && s->errs < 4)
+		pair_say("%s: op error %d (%s)", s->name, status, ez_conn_errmsg(conn));
 	if (status)
 		s->errs++;
 }
@@ -80,6 +96,15 @@ static void on_recv(struct ez_conn *conn, struct ez_buf *buf, void *arg)
 
 	(void)conn;
 	s->recv++;
+	if (s->seen && ez_buf_len(buf) == sizeof(uint64_t)) {
+		uint64_t seq;
+
+		memcpy(&seq, ez_buf_data(buf), sizeof(seq));
+		if (seq >= R_SEQ_MAX || s->seen[seq]++)
+			s->dups++;
+		else
+			s->distinct++;
+	}
 	ez_buf_release(buf);
 }
 
@@ -174,7 +199,8 @@ static void on_pace(struct ev_loop *l, ev_timer *w, int revents)
 	for (i = 0; i < nstreams; i++) {
 		struct side *s = streams[i];
 
-		if (s->connected && !s->connect_status && !s->ended && s->outstanding < 8 &&
+		if (s->connected && !s->connect_status && !s->ended && s->outstanding < 8 && !s->quiet &&
+		    s->sent < R_SEQ_MAX &&
 		    ez_send(s->conn, &s->sent, sizeof(s->sent), on_op, s) == 0) {
 			s->sent++;
 			s->outstanding++;
@@ -199,6 +225,11 @@ static const struct ez_conn_opts s_server_opts = { .qp_timeout = 15, .retry_coun
 						   .connect_timeout_ms = 20000, .op_timeout_ms = 1200 };
 static const struct ez_conn_opts l_opts = { .qp_timeout = 19, .retry_count = 7,
 					    .connect_timeout_ms = 20000 };
+/* R: S's short transport timeouts (its paths fail during the outage on
+ * both sides), two paths and session resume for 30 s: it must outlive the
+ * outage with nothing lost or delivered twice. */
+static const struct ez_conn_opts r_opts = { .qp_timeout = 15, .retry_count = 3, .paths = 2,
+					    .resume_ms = 30000, .connect_timeout_ms = 20000 };
 
 static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {
@@ -215,8 +246,17 @@ static void on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg
 	}
 	/* The client says which timeouts this connection has; the server's
 	 * direction uses the same. */
-	s->name = which == 'S' ? "a/S" : which == 'L' ? "a/L" : "a/N";
-	if (ez_accept(req, which == 'L' ? &l_opts : which == 'S' ? &s_server_opts : &s_opts, &cbs, s, &s->conn)) {
+	s->name = which == 'S' ? "a/S" : which == 'L' ? "a/L" : which == 'R' ? "a/R" : "a/N";
+	if (which == 'R') {
+		s->seen = calloc(R_SEQ_MAX, 1);
+		if (!s->seen) {
+			pair_say("a/R: out of memory");
+			pair_failures++;
+			return;
+		}
+	}
+	if (ez_accept(req, which == 'L' ? &l_opts : which == 'S' ? &s_server_opts :
+		      which == 'R' ? &r_opts : &s_opts, &cbs, s, &s->conn)) {
 		pair_say("ez_accept: %s", ez_errmsg());
 		pair_failures++;
 		return;
@@ -242,7 +282,7 @@ static int server(void)
 	struct ez_listener *l;
 	char port[16], buf[64];
 	double t_down = 0, t_up = 0, end;
-	struct side *S, *L, *N;
+	struct side *S, *L, *N, *R;
 	int i;
 
 	if (ez_listen(ctx, getenv("EZ_TEST_ADDR"), "0", NULL, on_request, NULL, &l)) {
@@ -262,6 +302,8 @@ static int server(void)
 		}
 		if (!t_up && timed_get("up", buf, sizeof(buf))) {
 			t_up = pair_now();
+			for (i = 0; i < naccepted; i++)
+				acc[i].recv_before_up = acc[i].recv;
 			/* Before system(), which holds the loop itself. */
 			gap_check("a");
 			pair_say("peer's link is up again; neighbours:");
@@ -274,6 +316,36 @@ static int server(void)
 	S = find("a/S");
 	L = find("a/L");
 	N = find("a/N");
+	R = find("a/R");
+	PAIR_CHECK(R != NULL, "a/R not accepted");
+	if (R) {
+		/* Every message b's R sent arrived once: b says how many. */
+		struct ez_conn_stats rs;
+		uint64_t want = 0;
+
+		end = pair_now() + 60;
+		while (!timed_get("r_sent", buf, sizeof(buf)) && pair_now() < end)
+			pair_spin(0.05);
+		want = strtoull(buf, NULL, 10);
+		while (R->distinct < want && !R->ended && pair_now() < end)
+			pair_spin(0.05);
+		memset(&rs, 0, sizeof(rs));
+		if (R->conn)
+			ez_conn_stats(R->conn, &rs);
+		pair_say("a/R: %llu of %llu messages arrived, %llu twice, %llu before the link came back; %llu op errors; session lost %llu, resumed %llu",
+			 (unsigned long long)R->distinct, (unsigned long long)want,
+			 (unsigned long long)R->dups, (unsigned long long)R->recv_before_up,
+			 (unsigned long long)R->errs, (unsigned long long)rs.sessions_lost,
+			 (unsigned long long)rs.resumes);
+		PAIR_CHECK(!R->ended, "a/R ended: %s", R->msg);
+		PAIR_CHECK(want > 0 && R->distinct == want && R->dups == 0,
+			   "a/R: %llu of %llu arrived, %llu twice", (unsigned long long)R->distinct,
+			   (unsigned long long)want, (unsigned long long)R->dups);
+		PAIR_CHECK(R->recv > R->recv_before_up, "a/R: nothing after the link came back");
+		PAIR_CHECK(R->errs == 0, "a/R: %llu op errors", (unsigned long long)R->errs);
+		PAIR_CHECK(rs.sessions_lost == 1 && rs.resumes == 1, "a/R: session lost %llu, resumed %llu",
+			   (unsigned long long)rs.sessions_lost, (unsigned long long)rs.resumes);
+	}
 	PAIR_CHECK(S && L && N, "accepted %d connections", naccepted);
 	if (S && L && N) {
 		/* S gives up within its timeout x retries (plus pacing and a slow
@@ -306,8 +378,10 @@ static int server(void)
 		    L->ended ? "ended: " : "alive", L->ended ? L->msg : "",
 		    (unsigned long long)N->recv);
 	}
-	for (i = 0; i < naccepted; i++)
+	for (i = 0; i < naccepted; i++) {
 		ez_conn_close(acc[i].conn);
+		free(acc[i].seen);
+	}
 	ez_listener_close(l);
 	pair_spin(0.5);
 	pair_put("server-done", "1");
@@ -318,15 +392,20 @@ static int server(void)
 
 static int client(void)
 {
-	struct side S = { .name = "b/S" }, L = { .name = "b/L" }, N = { .name = "b/N" };
+	struct side S = { .name = "b/S" }, L = { .name = "b/L" }, N = { .name = "b/N" },
+		    R = { .name = "b/R" };
+	struct ez_conn_opts ro = r_opts;
+	struct ez_conn_stats rs;
 	struct ez_conn_opts so = s_opts, lo = l_opts, no = { 0 };
-	char port[16], buf[16];
+	char port[16], buf[32];
 	double end = pair_now() + 30, t_down, t_up;
 	char first_msg[256] = "";
 	int i, first_status = 0;
 
 	while (!pair_get("port", port, sizeof(port)) && pair_now() < end)
 		usleep(20000);
+	ro.private_data = "R";
+	ro.private_data_len = 1;
 	so.private_data = "S";
 	so.private_data_len = 1;
 	lo.private_data = "L";
@@ -340,9 +419,17 @@ static int client(void)
 	}
 	streams[nstreams++] = &S;
 	streams[nstreams++] = &L;
+	if (ez_connect(ctx, getenv("EZ_PEER_ADDR"), port, &ro, &cbs, &R, &R.conn)) {
+		pair_say("ez_connect (R): %s", ez_errmsg());
+		return 1;
+	}
+	streams[nstreams++] = &R;
 	end = pair_now() + 30;
 	while ((!S.connected || !L.connected) && pair_now() < end)
 		pair_spin(0.02);
+	while (!R.connected && pair_now() < end)
+		pair_spin(0.02);
+	PAIR_CHECK(R.connected && !R.connect_status, "connect R: %d %s", R.connect_status, R.msg);
 	PAIR_CHECK(S.connected && !S.connect_status && L.connected && !L.connect_status,
 	      "connects: S %d, L %d", S.connect_status, L.connect_status);
 	pair_spin(1.5);
@@ -395,8 +482,8 @@ static int client(void)
 		no.connect_timeout_ms = 10000;
 		if (ez_connect(ctx, getenv("EZ_PEER_ADDR"), port, &no, &cbs, &N, &N.conn))
 			break;
-		streams[nstreams] = &N;
-		nstreams = 3;
+		streams[3] = &N;
+		nstreams = 4;
 		while (!N.connected && pair_now() < end)
 			pair_spin(0.02);
 		if (!N.connect_status)
@@ -416,6 +503,27 @@ static int client(void)
 	PAIR_CHECK(i == 0, "b/N: %d attempts (the first failed: %d %s)", i + 1, first_status, first_msg);
 	PAIR_CHECK(N.connected && !N.connect_status && N.recv >= 3, "b/N: connected %d status %d (%s), %llu received",
 	      N.connected, N.connect_status, N.msg, (unsigned long long)N.recv);
+	/* R outlived the outage: its session resumed (b dials once its port
+	 * is back), every send it took completed without error, and a counts
+	 * that every one of them arrived once. */
+	end = pair_now() + 60;
+	memset(&rs, 0, sizeof(rs));
+	while (!R.ended && pair_now() < end && (ez_conn_stats(R.conn, &rs) || !rs.resumes))
+		pair_spin(0.05);
+	R.quiet = 1;
+	while (!R.ended && R.outstanding && pair_now() < end)
+		pair_spin(0.05);
+	pair_say("b/R: session lost %llu, resumed %llu after %llu dial(s); %llu sent, %llu op errors, %d outstanding",
+		 (unsigned long long)rs.sessions_lost, (unsigned long long)rs.resumes,
+		 (unsigned long long)rs.resume_dials, (unsigned long long)R.sent,
+		 (unsigned long long)R.errs, R.outstanding);
+	PAIR_CHECK(!R.ended, "b/R ended: %s", R.msg);
+	PAIR_CHECK(rs.sessions_lost == 1 && rs.resumes == 1, "b/R: session lost %llu, resumed %llu",
+		   (unsigned long long)rs.sessions_lost, (unsigned long long)rs.resumes);
+	PAIR_CHECK(R.errs == 0 && R.outstanding == 0, "b/R: %llu op errors, %d outstanding",
+		   (unsigned long long)R.errs, R.outstanding);
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)R.sent);
+	pair_put("r_sent", buf);
 	pair_put("done", "1");
 	end = pair_now() + 15;
 	while (!pair_get("server-done", buf, sizeof(buf)) && pair_now() < end)
@@ -423,6 +531,7 @@ static int client(void)
 	ez_conn_close(S.conn);
 	ez_conn_close(L.conn);
 	ez_conn_close(N.conn);
+	ez_conn_close(R.conn);
 	pair_spin(0.5);
 	return pair_failures != 0;
 }
