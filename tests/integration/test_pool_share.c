@@ -52,6 +52,9 @@ struct bench {
 	uint64_t checks;	/* samples of the grant invariant */
 	uint32_t mark, limit;	/* for the phase conditions */
 	int strict;
+	/* Windowed opening (cli_open_windowed): the next to open, its send depth. */
+	int next_open;
+	uint32_t open_depth;
 };
 
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
@@ -172,13 +175,19 @@ static void pump(struct cli *c)
 	}
 }
 
+static void cli_open_depth(struct bench *b, int i, uint32_t target, uint32_t depth);
+
 static void cli_connect(struct ez_conn *conn, int status, void *arg)
 {
 	struct cli *c = arg;
+	struct bench *b = c->b;
 
 	ck_assert_msg(status == 0, "conn %d: %s", c->idx, ez_conn_errmsg(conn));
 	c->connected = 1;
 	c->connect_status = status;
+	/* A windowed bench opens the next one as each connects. */
+	if (b->next_open && b->next_open < b->n)
+		cli_open_depth(b, b->next_open++, 0, b->open_depth);
 	pump(c);
 }
 
@@ -252,6 +261,20 @@ static void cli_open_depth(struct bench *b, int i, uint32_t target, uint32_t dep
 static void cli_open(struct bench *b, int i, uint32_t target)
 {
 	cli_open_depth(b, i, target, 16);
+}
+
+/* All b->n connections, at most `window` connecting at once: each one's
+ * connect deadline then covers its own handshake and a queue `window` deep,
+ * not the whole batch. Opened all at once, 1,000 connects into a server on
+ * the same loop took 6-42 s under ASan in a TCG guest, and on a busier host
+ * conn 998 passed its 60 s deadline "waiting for the peer's CM reply" behind
+ * the 997 before it (the server accepts one at a time on this loop). */
+static void cli_open_windowed(struct bench *b, uint32_t depth, int window)
+{
+	b->open_depth = depth;
+	b->next_open = window < b->n ? window : b->n;
+	for (int i = 0; i < b->next_open; i++)
+		cli_open_depth(b, i, 0, depth);
 }
 
 /* The invariant, sampled: what the clients hold never exceeds what the pool
@@ -639,9 +662,9 @@ START_TEST(thousand_conns_one_pool)
 
 	bench_init(&b, n, &po);
 	b.strict = 1;
-	for (int i = 0; i < n; i++)
-		cli_open_depth(&b, i, 0, 8);
-	ck_assert_msg(run_until(&b, all_connected, 120, 0), "%d of %d accepted", b.accepted, n);
+	cli_open_windowed(&b, 8, 64);
+	ck_assert_msg(run_until(&b, all_connected, 120, 0), "%d of %d accepted (%d opened)",
+		      b.accepted, n, b.next_open);
 	t1 = now_s();
 	ck_assert_int_eq(ez_srqpool_stats(b.pool, &st0), 0);
 	ck_assert_uint_eq(st0.attached, n);
