@@ -530,6 +530,7 @@ int ez_ctx_free(struct ez_ctx *ctx)
 		free(mr);
 	}
 	free(ctx->penalty);
+	session_index_fini(&ctx->sessions);	/* empty: every connection is gone */
 	device_set_fini(&ctx->devices);
 	lookup_set_fini(&ctx->lookups);
 	/* Requests of closed listeners still held (nlisteners is 0). */

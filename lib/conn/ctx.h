@@ -12,6 +12,7 @@
 #include "device/device.h"
 #include "base/owner.h"
 #include "wire/budget.h"
+#include "conn/session_index.h"
 
 struct cm_event;
 struct handoff;
@@ -71,6 +72,7 @@ struct ez_ctx {
 	int naccepting;			/* accepts in their steps (CS_ACCEPT_*, conn.c) */
 	struct device_set devices;	/* opened on first use */
 	struct ez_conn *conns;		/* every live connection */
+	struct session_index sessions;	/* accepted resumable sessions by token (resume.c adds, removes) */
 	int nlisteners, nconns, npools, nmrs;
 	int nconnecting;		/* ez_connect()s not yet reported to on_connect */
 	uint32_t sport_rr;		/* EZ_SPORT_RANGE cursor of the context's connections */

@@ -48,6 +48,8 @@ struct conn_resume {
 	struct loop_timer timer;	/* active: the next dial; passive: the step's bound */
 	struct loop_timer window;	/* the resume window */
 	char last[160];			/* why the last dial failed */
+	struct session_node ix;		/* passive: in the context's index by token */
+	int indexed;
 };
 
 static void on_timer(struct loop_timer *t);
@@ -125,6 +127,10 @@ int resume_grant(struct ez_conn *conn, const struct hs_msg *req, const struct au
 		if (auth_random(rs->token, sizeof(rs->token)))
 			return ezi_fail(-EIO, "ez_accept: session resume: no random token (getrandom)");
 	} while (token_zero(rs->token));
+	rs->ix.token = rs->token;
+	if (session_index_add(&conn->ctx->sessions, &rs->ix))
+		return ezi_fail(-ENOMEM, "ez_accept: session resume: out of memory (the context's session index)");
+	rs->indexed = 1;
 	return 0;
 }
 
@@ -177,6 +183,8 @@ void resume_free(struct ez_conn *conn)
 	if (!conn->resume)
 		return;
 	resume_stop(conn);
+	if (conn->resume->indexed)
+		session_index_del(&conn->ctx->sessions, &conn->resume->ix);
 	free(conn->resume);
 	conn->resume = NULL;	/* owner: as above */
 }
@@ -494,13 +502,19 @@ static int same_addr(const struct sockaddr *a, const struct sockaddr *b)
 }
 
 /* The session with this token among the context's passive connections. */
+/* One short chain of the context's index (session_index.h), not a walk of
+ * every connection: a forged token costs what a genuine one does. */
 static struct ez_conn *find_session(struct ez_ctx *ctx, const uint8_t *token)
 {
-	for (struct ez_conn *c = ctx->conns; c; c = c->next)
-		if (!c->active && conn_resumable(c) && !conn_is_ended(c) && c->id &&
-		    !auth_memcmp(c->resume->token, token, HS_TOKEN_LEN))
-			return c;
-	return NULL;
+	struct session_node *n = session_index_find(&ctx->sessions, token);
+	struct ez_conn *c;
+
+	if (!n)
+		return NULL;
+	c = container_of(n, struct conn_resume, ix)->conn;
+	if (c->active || !conn_resumable(c) || conn_is_ended(c) || !c->id)
+		return NULL;
+	return c;
 }
 
 /* The reply, once path 0's old QP is done: our count, a new QP in RTS

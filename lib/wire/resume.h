@@ -9,7 +9,7 @@
 #include "handshake.h"
 
 /*
- * Session resume (issue 41 item 4; not wired into the connection yet). A
+ * Session resume (issue 41 item 4; lib/conn/resume.c runs it). A
  * listener that granted HS_CAP_RESUME gave the client a session token in
  * its reply (handshake.h). When every path of the connection is gone, the
  * active side dials the same listener again with a fresh rdma_cm

@@ -12,6 +12,7 @@
 #include "fault.h"
 #include "rawcm.h"
 #include "conn/conn_types.h"
+#include "conn/ctx.h"
 #include "conn/path.h"
 #include "conn/resume.h"
 #include "wire/resume.h"
@@ -151,6 +152,40 @@ START_TEST(forged_stale_and_malformed_refused)
 }
 END_TEST
 
+/* A run of forged tokens: each refused UNKNOWN with its reason, each lookup
+ * one short chain of the context's index (session_index.h), not a walk of
+ * the connections, and the honest session untouched throughout. */
+START_TEST(forged_token_flood_refused)
+{
+	struct bench t;
+	struct resume_msg m = { .kind = RESUME_REQUEST, .count = 0, .psn = 1 };
+	struct session_index *ix;
+	uint8_t buf[HS_REQ_MAX];
+	char text[128];
+	uint64_t compares0;
+	const int flood = 64;
+	int n;
+
+	bench_init(&t, 0);
+	ix = &t.s.eps[0].conn->ctx->sessions;
+	ck_assert_uint_eq(ix->count, 1);
+	compares0 = ix->compares;
+	for (int i = 0; i < flood; i++) {
+		for (int k = 0; k < HS_TOKEN_LEN; k++)
+			m.token[k] = (uint8_t)(i * 31 + k * 7 + 1);
+		n = encode_req(&m, buf);
+		ck_assert_uint_eq(attempt(&t, buf, n, text, sizeof(text)), RESUME_R_UNKNOWN);
+		ck_assert_ptr_nonnull(strstr(text, "no session with this token"));
+	}
+	/* One session in the index: a forged lookup reads its chain, 0 or 1. */
+	ck_assert_uint_le(ix->compares - compares0, flood);
+	printf("%d forged tokens refused; the index read %llu entries for them\n", flood,
+	       (unsigned long long)(ix->compares - compares0));
+	honest_untouched(&t);
+	bench_fini(&t);
+}
+END_TEST
+
 START_TEST(keyed_session_needs_the_key)
 {
 	struct bench t;
@@ -215,6 +250,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, forged_stale_and_malformed_refused);
+	tcase_add_test(tc, forged_token_flood_refused);
 	tcase_add_test(tc, keyed_session_needs_the_key);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);

@@ -36,5 +36,6 @@ UNIT_TESTS += tests/unit/test_resume
 UNIT_TESTS += tests/unit/test_rx_check
 UNIT_TESTS += tests/unit/test_settle
 UNIT_TESTS += tests/unit/test_sendslab
+UNIT_TESTS += tests/unit/test_session_index
 UNIT_TESTS += tests/unit/test_srqpool
 endif
