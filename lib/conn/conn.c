@@ -765,15 +765,26 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 	/* The path block is filled first: the shared-secret MAC covers it. */
 	path_hs_fill(conn, &m);
 	resume_hs_fill(conn, &m);
-	if (conn->auth) {
+	if (conn->auth)
+		m.caps |= HS_CAP_AUTH;	/* the seal sets it too; the room counts it now */
+	/* Checked before the seal, which would refuse it with less to say. */
+	ret = m.user_len > hs_user_room(&m) ? -EMSGSIZE : 0;
+	if (!ret && conn->auth) {
 		ret = kind == HS_REQ ? conn_auth_seal_req(conn, &m) : conn_auth_seal_rep(conn, &m);
 		if (ret)
-			return ret;
+			return ret;	/* its message is set */
 	}
-	ret = hs_encode(&m, buf, len);
+	if (!ret)
+		ret = hs_encode(&m, buf, len);
 	if (ret < 0)
 		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
-				     "handshake: %u bytes of private data do not fit", m.user_len);
+				     "handshake: %u bytes of private data do not fit: the %s holds %zu "
+				     "beside the shared secret's %zu bytes, the path block's %zu and the "
+				     "session token's %zu (ez_conn_opts(3))", m.user_len,
+				     kind == HS_REQ ? "request" : "reply", hs_user_room(&m),
+				     hs_auth_len(kind, m.caps),
+				     (m.caps & HS_CAP_PATHS) ? hs_paths_len(m.paths) : 0,
+				     hs_token_len(&m));
 	return ret;
 }
 

@@ -43,6 +43,20 @@ static size_t token_len(const struct hs_msg *m)
 	return (m->caps & HS_CAP_RESUME) && m->kind == HS_REP ? HS_TOKEN_LEN : 0;
 }
 
+size_t hs_token_len(const struct hs_msg *m)
+{
+	return token_len(m);
+}
+
+size_t hs_user_room(const struct hs_msg *m)
+{
+	size_t max = hs_user_max(m->kind), used = hs_auth_len(m->kind, m->caps) + token_len(m);
+
+	if ((m->caps & HS_CAP_PATHS) && m->kind != HS_REJ)
+		used += hs_paths_len(m->paths);
+	return used < max ? max - used : 0;
+}
+
 size_t hs_auth_len(enum hs_kind kind, uint16_t caps)
 {
 	if (!(caps & HS_CAP_AUTH))

@@ -122,6 +122,11 @@ struct hs_msg {
 /* Bytes of the path block for a number of paths (a connect request sends
  * none for a single path). */
 size_t hs_paths_len(unsigned int paths);
+/* The user bytes m's kind holds beside what its caps and paths add (the
+ * auth block, the path block, a reply's session token); 0 when they fill it. */
+size_t hs_user_room(const struct hs_msg *m);
+/* Of those, the session token's bytes (a reply granting HS_CAP_RESUME). */
+size_t hs_token_len(const struct hs_msg *m);
 
 /* The starting PSN of extra path i from QP 0's (24 bits). */
 uint32_t hs_path_psn(uint32_t psn0, unsigned int path);

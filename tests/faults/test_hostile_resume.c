@@ -155,6 +155,52 @@ END_TEST
 /* A run of forged tokens: each refused UNKNOWN with its reason, each lookup
  * one short chain of the context's index (session_index.h), not a walk of
  * the connections, and the honest session untouched throughout. */
+/* A keyed reply of two paths granting resume holds 132 - 4 - 16 = 112 user
+ * bytes (ez_conn_opts(3)): 113 end the accept with -EMSGSIZE naming each
+ * part, and the client is told; 112 arrive whole. */
+static int keyed_accept_with(struct bench *t, uint32_t len, const uint8_t *data)
+{
+	struct ez_conn_opts o = { .paths = 2, .resume_ms = 10000, .connect_timeout_ms = 20000,
+				  .auth_key = KEY, .auth_key_len = sizeof(KEY) - 1 };
+
+	memset(t, 0, sizeof(*t));
+	fb_init(&t->b);
+	t->s.opts = (struct ez_conn_opts){ .paths = 2, .resume_ms = 10000, .connect_timeout_ms = 20000,
+					   .private_data = data, .private_data_len = len };
+	t->s.auth_key = KEY;
+	t->s.auth_key_len = sizeof(KEY) - 1;
+	srv_start(&t->b, &t->s, 4);
+	ck_assert_int_eq(ep_connect(&t->b, &t->c, t->s.port, &o), 0);
+	ck_assert(fb_run(&t->b, &t->c.connected, 1, 30));
+	return t->c.connect_status;
+}
+
+START_TEST(keyed_reply_room_with_paths_and_token)
+{
+	static uint8_t data[EZ_ACCEPT_DATA_MAX_AUTH];
+	struct bench t;
+	const void *got;
+	size_t len = 0;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + 5);
+	ck_assert_int_ne(keyed_accept_with(&t, 113, data), 0);
+	ck_assert(fb_run(&t.b, &t.s.connect_failed, 1, 30));
+	printf("113 bytes: server: %s; client: %s\n", t.s.eps[0].connect_msg, t.c.connect_msg);
+	ck_assert_int_eq(t.s.eps[0].connect_status, -EMSGSIZE);
+	ck_assert_ptr_nonnull(strstr(t.s.eps[0].connect_msg,
+				     "113 bytes of private data do not fit: the reply holds 112 beside the "
+				     "shared secret's 48 bytes, the path block's 4 and the session token's 16"));
+	bench_fini(&t);
+
+	ck_assert_int_eq(keyed_accept_with(&t, 112, data), 0);
+	got = ez_conn_accept_data(t.c.conn, &len);
+	ck_assert_uint_eq(len, 112);
+	ck_assert_int_eq(memcmp(got, data, 112), 0);
+	bench_fini(&t);
+}
+END_TEST
+
 START_TEST(forged_token_flood_refused)
 {
 	struct bench t;
@@ -251,6 +297,7 @@ int main(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, forged_stale_and_malformed_refused);
 	tcase_add_test(tc, forged_token_flood_refused);
+	tcase_add_test(tc, keyed_reply_room_with_paths_and_token);
 	tcase_add_test(tc, keyed_session_needs_the_key);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);

@@ -554,6 +554,36 @@ START_TEST(resume_old_reply_has_no_token)
 }
 END_TEST
 
+/* The room left for user bytes, as ez_conn_opts(3) gives it: a keyed reply
+ * 132, less a path block of 1 + 3 x (paths - 1) and a session token of 16
+ * (8 paths and resume: 94); encoding fits exactly there and not one more. */
+START_TEST(user_room_beside_auth_paths_and_token)
+{
+	struct hs_msg m = sample(HS_REP, 0);
+	uint8_t buf[HS_REP_MAX];
+	size_t room;
+
+	m.caps = HS_CAP_AUTH;
+	ck_assert_uint_eq(hs_user_room(&m), EZ_ACCEPT_DATA_MAX_AUTH);
+	m.caps |= HS_CAP_PATHS;
+	m.paths = 8;
+	ck_assert_uint_eq(hs_user_room(&m), EZ_ACCEPT_DATA_MAX_AUTH - 22);
+	m.caps |= HS_CAP_RESUME;
+	room = hs_user_room(&m);
+	ck_assert_uint_eq(room, 94);
+	ck_assert_uint_eq(hs_token_len(&m), HS_TOKEN_LEN);
+	m.user_len = (uint8_t)room;
+	ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), HS_REP_MAX);
+	m.user_len++;
+	ck_assert_int_eq(hs_encode(&m, buf, sizeof(buf)), -EMSGSIZE);
+	/* A request: the token is a reply's only. */
+	m = sample(HS_REQ, 0);
+	m.caps = HS_CAP_AUTH | HS_CAP_RESUME;
+	ck_assert_uint_eq(hs_user_room(&m), EZ_CONNECT_DATA_MAX_AUTH);
+	ck_assert_uint_eq(hs_token_len(&m), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("handshake");
@@ -581,6 +611,7 @@ int main(void)
 	tcase_add_test(tc, resume_bit_adds_nothing_to_request_or_reject);
 	tcase_add_test(tc, resume_token_truncated_or_too_long);
 	tcase_add_test(tc, resume_old_reply_has_no_token);
+	tcase_add_test(tc, user_room_beside_auth_paths_and_token);
 	suite_add_tcase(s, tc);
 	return check_run_suite(s, CK_NORMAL);
 }
