@@ -813,15 +813,7 @@ static void on_route_resolved(struct ez_conn *conn)
 		conn_end(conn, n);
 		return;
 	}
-	p.private_data = hs;
-	p.private_data_len = (uint8_t)n;
-	p.responder_resources = min3(conn->o.responder_resources, conn->dev->attr.max_qp_rd_atom, 255);
-	p.initiator_depth = min3(conn->o.initiator_depth, conn->dev->attr.max_qp_init_rd_atom, 255);
-	p.flow_control = 1;
-	p.retry_count = conn->o.retry_count;
-	p.rnr_retry_count = conn->o.rnr_retry;
-	p.srq = 1;
-	p.qp_num = conn_qpn0(conn);
+	conn_cm_param_asked(conn, &p, hs, n);
 	conn->step = "rdma_connect";
 	conn_fire(conn, CE_REQ_SENT, 0);
 	if (rdma_connect(conn->id, &p))
@@ -1237,15 +1229,7 @@ static int accept_reply(struct ez_conn *conn)
 
 	if (n < 0)
 		return n;
-	p.private_data = hs;
-	p.private_data_len = (uint8_t)n;
-	p.responder_resources = conn->acc_rd_dest;
-	p.initiator_depth = conn->acc_rd_init;
-	p.flow_control = 1;
-	p.retry_count = conn->o.retry_count;
-	p.rnr_retry_count = conn->o.rnr_retry;
-	p.srq = 1;
-	p.qp_num = conn_qpn0(conn);
+	conn_cm_param(conn, &p, hs, n, conn->acc_rd_dest, conn->acc_rd_init);
 	conn->step = "rdma_accept";
 	if (rdma_accept(conn->id, &p))
 		return conn_fail_ret(conn, ezi_fail(-errno, "rdma_accept(%s): %s", conn->host,

@@ -2,7 +2,9 @@
 #ifndef EZ_CONN_CONN_TYPES_H
 #define EZ_CONN_CONN_TYPES_H
 
+#include <string.h>
 #include <sys/socket.h>
+#include <rdma/rdma_cma.h>
 #include <infiniband/verbs.h>
 
 #include "ctx.h"
@@ -476,6 +478,43 @@ static inline uint32_t conn_qpn0(const struct ez_conn *conn)
 static inline int conn_resumable(const struct ez_conn *conn)
 {
 	return conn->resume && conn->o.resume_ms;
+}
+
+/* The CM parameters of every connect and accept that brings up path 0 (the
+ * first handshake, conn.c; a session's resume, resume.c): private data, the
+ * RDMA READ depths, the QP's retry counts, an SRQ, path 0's QP. The active
+ * side asks for its options' depths within the device's (conn_cm_param_asked);
+ * the passive side answers with what it settled (acc_rd_*, conn.c). */
+static inline void conn_cm_param(const struct ez_conn *conn, struct rdma_conn_param *p,
+				 const void *pdata, int len, uint8_t rd_dest, uint8_t rd_init)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = pdata;
+	p->private_data_len = (uint8_t)len;
+	p->responder_resources = rd_dest;
+	p->initiator_depth = rd_init;
+	p->flow_control = 1;
+	p->retry_count = conn->o.retry_count;
+	p->rnr_retry_count = conn->o.rnr_retry;
+	p->srq = 1;
+	p->qp_num = conn_qpn0(conn);
+}
+
+static inline uint8_t conn_rd_within(unsigned int want, int device_max)
+{
+	unsigned int m = device_max < 0 ? 0 : (unsigned int)device_max;
+
+	m = want < m ? want : m;
+	return (uint8_t)(m < 255 ? m : 255);
+}
+
+/* The active side's: its options' depths within the device's. */
+static inline void conn_cm_param_asked(const struct ez_conn *conn, struct rdma_conn_param *p,
+				       const void *pdata, int len)
+{
+	conn_cm_param(conn, p, pdata, len,
+		      conn_rd_within(conn->o.responder_resources, conn->dev->attr.max_qp_rd_atom),
+		      conn_rd_within(conn->o.initiator_depth, conn->dev->attr.max_qp_init_rd_atom));
 }
 
 /* Ended: saying goodbye, draining, finishing or dead. */

@@ -256,13 +256,21 @@ static void dial_failed(struct conn_resume *rs, const char *fmt, ...)
 static void dial_failed(struct conn_resume *rs, const char *fmt, ...)
 {
 	struct ez_conn *conn = rs->conn;
-	uint32_t ms = resume_backoff_ms(rs->attempt, random24());
+	uint32_t ms = resume_backoff_ms(rs->attempt, random24()), left;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(rs->last, sizeof(rs->last), fmt, ap);
 	va_end(ap);
 	drop_id(rs);
+	/* A dial the window closes on first is not made: the window's timer
+	 * ends the session with this one's reason. */
+	if (!resume_window_left(rs->lost_ns, now_ns(), conn->o.resume_ms, &left) || left <= ms) {
+		ezi_log_info("connection %s: session resume, dial %u: %s; the window closes in %u ms, "
+			     "before another", conn->host, rs->attempt, rs->last, left);
+		rs->step = RS_IDLE;
+		return;
+	}
 	ezi_log_info("connection %s: session resume, dial %u: %s; the next in %u ms", conn->host,
 		     rs->attempt, rs->last, ms);
 	schedule_dial(rs, ms);
@@ -316,13 +324,6 @@ static void dial(struct conn_resume *rs)
 		dial_failed(rs, "rdma_resolve_addr: %s", ez_strerror(errno));
 }
 
-static uint8_t min_u8(unsigned int a, unsigned int b)
-{
-	unsigned int m = a < b ? a : b;
-
-	return (uint8_t)(m < 255 ? m : 255);
-}
-
 /* Route resolved: path 0's new QP, and the request that names it. */
 static void send_request(struct conn_resume *rs)
 {
@@ -359,17 +360,7 @@ static void send_request(struct conn_resume *rs)
 		return;
 	}
 	rs->req = req;
-	p.private_data = buf;
-	p.private_data_len = (uint8_t)n;
-	p.responder_resources = min_u8(conn->o.responder_resources,
-				       (unsigned int)conn->dev->attr.max_qp_rd_atom);
-	p.initiator_depth = min_u8(conn->o.initiator_depth,
-				   (unsigned int)conn->dev->attr.max_qp_init_rd_atom);
-	p.flow_control = 1;
-	p.retry_count = conn->o.retry_count;
-	p.rnr_retry_count = conn->o.rnr_retry;
-	p.srq = 1;
-	p.qp_num = conn_qpn0(conn);
+	conn_cm_param_asked(conn, &p, buf, n);
 	rs->step = RS_DIALED;
 	if (rdma_connect(rs->id, &p))
 		dial_failed(rs, "rdma_connect: %s", ez_strerror(errno));
@@ -577,15 +568,7 @@ static void answer(struct conn_resume *rs)
 		return;
 	}
 	rs->rep = rep;
-	p.private_data = buf;
-	p.private_data_len = (uint8_t)n;
-	p.responder_resources = conn->acc_rd_dest;
-	p.initiator_depth = conn->acc_rd_init;
-	p.flow_control = 1;
-	p.retry_count = conn->o.retry_count;
-	p.rnr_retry_count = conn->o.rnr_retry;
-	p.srq = 1;
-	p.qp_num = conn_qpn0(conn);
+	conn_cm_param(conn, &p, buf, n, conn->acc_rd_dest, conn->acc_rd_init);
 	rs->step = RS_ANSWERED;
 	rs->step_ns = now_ns();
 	if (rdma_accept(rs->id, &p)) {
