@@ -16,8 +16,7 @@
 #         tests (RoCEv2 capture, source ports per connection and path, link
 #         down), four VMs on one switch (tests/tiers/cluster.sh: 3 x 3,000
 #         connections), 10,000 connections in one process (tests/tiers/scale.sh), the instruction budget of the per-message path
-#         (tests/tiers/insn-budget.sh), make distcheck (in the background
-#         beside the one-guest tiers: run_tier_bg), the Debian packages
+#         (tests/tiers/insn-budget.sh), make distcheck, the Debian packages
 #         (built, checked with lintian, installed, hello.c built against them
 #         with pkg-config and CMake and run on the device, removed;
 #         tests/tiers/packages.sh) and
@@ -61,10 +60,6 @@ test_all() {
 	clean_results
 	run_tier "$tiers/unit.sh"
 	run_tier "$tiers/integration-asan.sh"
-	# The plain build's test programs first, so the guests' makes beside
-	# distcheck's find nothing to build in the same directory.
-	make -C "$build" -j2 integration-programs >/dev/null 2>&1
-	run_tier_bg "$tiers/distcheck.sh"
 	run_tier "$tiers/kernel612.sh"
 	run_tier "$tiers/tsan.sh"
 	if [ "${EZ_PLAIN_TIER:-0}" = 1 ]; then
@@ -72,12 +67,12 @@ test_all() {
 	else
 		run_tier "$tiers/plain-leak.sh"
 	fi
-	wait_tiers_bg
 	run_tier "$tiers/two-hosts.sh"
 	run_tier "$tiers/linkdown.sh"
 	run_tier "$tiers/cluster.sh"
 	run_tier "$tiers/scale.sh"
 	run_tier "$tiers/insn-budget.sh"
+	run_tier "$tiers/distcheck.sh"
 	run_tier "$tiers/packages.sh"
 	run_tier "$tiers/fuzz.sh"
 	report "$t0"

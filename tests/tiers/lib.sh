@@ -158,36 +158,3 @@ run_tier() {
 tier_status() {
 	[ $failed -eq 0 ]
 }
-
-# run_tier_bg SCRIPT: runs a host-only tier (no guest, nothing installed) in
-# the background beside the tiers that boot one guest, which leave one of
-# CI's two cores idle: make distcheck (5-6 min) fits beside the 6.12, TSan
-# and leak tiers. Its output and results wait in files of their own until
-# wait_tiers_bg prints them in place, so the log reads as if it ran there.
-bg_pids=() bg_names=() bg_outs=() bg_res=()
-run_tier_bg() {
-	local out res
-	out=$(mktemp "${TMPDIR:-/tmp}/ez-bg-out.XXXXXX") || { run_tier "$1"; return; }
-	res=$(mktemp "${TMPDIR:-/tmp}/ez-bg-res.XXXXXX") || { rm -f "$out"; run_tier "$1"; return; }
-	( EZ_RESULTS=$res; export EZ_RESULTS; run_tier "$1" ) >"$out" 2>&1 &
-	bg_pids+=($!) bg_names+=("${1##*/}") bg_outs+=("$out") bg_res+=("$res")
-	echo "(${1##*/} runs in the background; its output follows when it ends)"
-}
-
-# wait_tiers_bg: waits for every run_tier_bg tier, prints its output, adds its results.
-wait_tiers_bg() {
-	local k st
-	for k in "${!bg_pids[@]}"; do
-		wait "${bg_pids[$k]}"
-		st=$?
-		say "(background) ${bg_names[$k]}: its output"
-		cat "${bg_outs[$k]}"
-		cat "${bg_res[$k]}" >>"$EZ_RESULTS"
-		[ -s "${bg_res[$k]}.why" ] && cat "${bg_res[$k]}.why" >>"$EZ_RESULTS.why"
-		if [ $st -ne 0 ] && ! grep -q '^FAIL ' "${bg_res[$k]}"; then
-			result fail "${bg_names[$k]}: ended with status $st before writing a failure"
-		fi
-		rm -f "${bg_outs[$k]}" "${bg_res[$k]}" "${bg_res[$k]}.why"
-	done
-	bg_pids=() bg_names=() bg_outs=() bg_res=()
-}
