@@ -492,8 +492,8 @@ static int same_addr(const struct sockaddr *a, const struct sockaddr *b)
 	       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
 }
 
-/* The session with this token among the context's passive connections. */
-/* One short chain of the context's index (session_index.h), not a walk of
+/* The session with this token among the context's passive connections:
+ * one short chain of the context's index (session_index.h), not a walk of
  * every connection: a forged token costs what a genuine one does. */
 static struct ez_conn *find_session(struct ez_ctx *ctx, const uint8_t *token)
 {

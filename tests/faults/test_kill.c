@@ -14,6 +14,9 @@
 
 #include "easyrdma.h"
 #include "fault.h"
+#include "conn/conn_types.h"
+#include "conn/path.h"
+#include "../waits.h"
 #include "../checkmain.h"
 
 #define MR_SIZE (64 * 1024)
@@ -48,11 +51,14 @@ struct hello {
 	struct ez_rkey key;
 };
 
+/* The options the next peer process accepts with (set before peer_start). */
+static struct ez_conn_opts peer_opts;
+
 /* A peer process: listens, echoes every message, exposes a writable MR. */
 static void peer_main(int wfd)
 {
 	struct fb b;
-	struct srv s = { 0 };
+	struct srv s = { .opts = peer_opts };
 	struct ez_mr *mr;
 	struct hello h;
 	void *mem = calloc(1, MR_SIZE);
@@ -293,6 +299,95 @@ START_TEST(peer_killed_mid_transfer)
 }
 END_TEST
 
+/* The peer process is stopped, then killed, while the client resumes a
+ * session whose every path failed: the client's dial waits on a process
+ * that cannot answer, then the kernel ends that process's CM ids. The
+ * session ends once (the dead peer cannot be resumed), with a reason;
+ * every op the paths held ends exactly once, before on_disconnect; nothing
+ * of the connection is left (QPs, and ASan's leak check in its tier). */
+START_TEST(peer_killed_mid_resume)
+{
+	struct fb b;
+	struct hello h;
+	pid_t peer;
+	struct stream st;
+	struct ez_conn_opts o = { .paths = 2, .resume_ms = 30000, .send_depth = 32,
+				  .connect_timeout_ms = 20000 };
+	struct ez_conn_cbs cbs = { .on_connect = stream_on_connect, .on_recv = stream_on_recv,
+				   .on_disconnect = stream_on_disconnect };
+	struct ez_conn_stats cs;
+	void *lmem = calloc(1, MR_SIZE);
+	double t_kill, end;
+	int status, seen = 0, held;
+
+	memset(&st, 0, sizeof(st));
+	peer_opts = (struct ez_conn_opts){ .paths = 2, .resume_ms = 30000 };
+	peer = peer_start(&h);
+	fb_init(&b);
+	st.cbs = calloc(MAX_OPS, 1);
+	st.key = h.key;
+	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, lmem, MR_SIZE, 0, &st.mr), 0);
+	ck_assert_int_eq(ez_connect(b.ctx, test_addr(), h.port, &o, &cbs, &st, &st.e.conn), 0);
+	ck_assert(fb_run(&b, &st.e.connected, 1, 30));
+	ck_assert_msg(st.e.connect_status == 0, "connect: %d", st.e.connect_status);
+	stream_post(&st);
+	ck_assert(fb_run(&b, &st.done_ok, 200, 30));
+
+	/* The peer stops; every path of the client fails under the stream. */
+	ck_assert_int_eq(kill(peer, SIGSTOP), 0);
+	st.stop = 1;
+	held = st.outstanding;
+	ck_assert_int_eq(path_test_break(st.e.conn, 0), 0);
+	ck_assert_int_eq(path_test_break(st.e.conn, 1), 0);
+	/* Wait for the event: the session resuming and its first dial out. */
+	end = now_s() + hang_ceiling(30);
+	do {
+		fb_spin(&b, 0.01);
+		ck_assert_int_eq(ez_conn_stats(st.e.conn, &cs), 0);
+	} while ((cs.sessions_lost < 1 || cs.resume_dials < 1) && !st.e.disconnected &&
+		 now_s() < end);
+	ck_assert_msg(cs.sessions_lost == 1 && cs.resume_dials >= 1 && !st.e.disconnected,
+		      "lost %llu, dials %llu, disconnected %d (%s)",
+		      (unsigned long long)cs.sessions_lost, (unsigned long long)cs.resume_dials,
+		      st.e.disconnected, st.e.disconnect_msg);
+	ck_assert_int_eq(ez_send(st.e.conn, "x", 1, NULL, NULL), -EAGAIN);
+
+	t_kill = now_s();
+	ck_assert_int_eq(kill(peer, SIGKILL), 0);
+	status = reap(&b, peer, 30);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "peer status %d", status);
+	ck_assert_msg(fb_run(&b, &st.e.disconnected, 1, 60), "no on_disconnect after the kill");
+	ck_assert_int_eq(ez_conn_stats(st.e.conn, &cs), 0);
+	printf("killed mid-resume: %d ops held at the break; on_disconnect(%d, \"%s\") %.0f ms "
+	       "after the kill; dials %llu; ops: %d ok, %d -ECANCELED, %d -ETIMEDOUT, %d other (%d)\n",
+	       held, st.e.disconnect_status, st.e.disconnect_msg, (st.t_disc - t_kill) * 1e3,
+	       (unsigned long long)cs.resume_dials, st.done_ok, st.done_canceled,
+	       st.done_timedout, st.done_other, st.other_status);
+	ck_assert_int_lt(st.e.disconnect_status, 0);
+	ck_assert_uint_eq(cs.sessions_lost, 1);
+	ck_assert_uint_eq(cs.resumes, 0);
+	/* Every op exactly once, before on_disconnect. */
+	ck_assert_int_eq(st.outstanding, 0);
+	ck_assert_int_eq(st.after_disc, 0);
+	for (long i = 0; i < st.next_op; i++) {
+		ck_assert_msg(st.cbs[i] == 1, "op %ld: %d callbacks", i, st.cbs[i]);
+		seen++;
+	}
+	ck_assert_int_eq(seen, st.next_op);
+	ck_assert_int_eq(st.done_ok + st.done_canceled + st.done_timedout + st.done_other,
+			 st.next_op);
+	ck_assert_int_eq(ez_send(st.e.conn, "x", 1, NULL, NULL), -ENOTCONN);
+	ez_conn_close(st.e.conn);
+	fb_spin(&b, 0.2);
+	ck_assert_int_eq(st.e.disconnected, 1);
+	ck_assert_int_eq(ez_mr_dereg(st.mr), 0);
+	fb_fini(&b);
+	ck_assert_int_eq(rdma_res_count("qp"), 0);
+	free(st.cbs);
+	free(lmem);
+}
+END_TEST
+
 /* The victim is the client: the server's accepted connection ends, the
  * listener accepts the next client. */
 static void client_main(int rfd, int wfd)
@@ -388,7 +483,7 @@ int main(void)
 {
 	Suite *su = suite_create("faults_kill");
 	TCase *tc = tcase_create("kill");
-	TCase *tc2 = tcase_create("client_killed");
+	TCase *tc2 = tcase_create("client_killed"), *tc3;
 
 	/* ~20 s each normally; ASan in a loaded TCG guest needs more. */
 	tcase_set_timeout(tc, 120);
@@ -400,5 +495,9 @@ int main(void)
 	 * handler drained the CQ while this client kept it from emptying.) */
 	tcase_add_test(tc2, client_killed_listener_carries_on);
 	suite_add_tcase(su, tc2);
+	tc3 = tcase_create("killed_mid_resume");
+	tcase_set_timeout(tc3, 180);
+	tcase_add_test(tc3, peer_killed_mid_resume);
+	suite_add_tcase(su, tc3);
 	return check_run_suite(su, CK_NORMAL);
 }
