@@ -957,6 +957,13 @@ static void on_disconnected(struct ez_conn *conn)
 	} else if (conn->state == CS_CONNECTED) {
 		conn_fail(conn, -ECONNRESET, "peer %s disconnected without closing (process ended or reset)",
 			  conn->host);
+	} else if (conn->state == CS_RESUMING) {
+		/* The peer's kernel ended the old path 0 while this side
+		 * resumed: its process ended (or closed); what a resume would
+		 * reach has lost the session, so it ends now, not at the
+		 * window's end (test_kill peer_killed_mid_resume). */
+		conn_fail(conn, -ECONNRESET, "peer %s disconnected while the session was resuming (its process ended or it closed the session): there is nothing to resume",
+			  conn->host);
 	} else {
 		conn_fail(conn, -ECONNRESET, "%s(%s): peer disconnected before the connection was established",
 			  conn->step, conn->host);
