@@ -738,9 +738,21 @@ static int conn_rtr_rts(struct ez_conn *conn, int rd_dest, int rd_init)
 	return path_after_rts(conn);
 }
 
+/* What a handshake of m's blocks holds, named part by part, for m.user_len
+ * bytes that do not fit. */
+static void hs_room_text(const struct hs_msg *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u bytes of private data do not fit: the %s holds %zu beside the "
+		 "shared secret's %zu bytes, the path block's %zu and the session token's %zu "
+		 "(ez_conn_opts(3))", m->user_len, m->kind == HS_REQ ? "request" : "reply",
+		 hs_user_room(m), hs_auth_len(m->kind, m->caps),
+		 (m->caps & HS_CAP_PATHS) ? hs_paths_len(m->paths) : 0, hs_token_len(m));
+}
+
 /* The request or reply, sealed when the connection has a shared secret. */
 static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size_t len)
 {
+	char why[EZ_ERRMSG_MAX];
 	struct hs_msg m = {
 		.kind = kind,
 		/* We answer probes and take a goodbye that says why, always. */
@@ -776,16 +788,26 @@ static int encode_hs(struct ez_conn *conn, enum hs_kind kind, uint8_t *buf, size
 	}
 	if (!ret)
 		ret = hs_encode(&m, buf, len);
-	if (ret < 0)
-		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret,
-				     "handshake: %u bytes of private data do not fit: the %s holds %zu "
-				     "beside the shared secret's %zu bytes, the path block's %zu and the "
-				     "session token's %zu (ez_conn_opts(3))", m.user_len,
-				     kind == HS_REQ ? "request" : "reply", hs_user_room(&m),
-				     hs_auth_len(kind, m.caps),
-				     (m.caps & HS_CAP_PATHS) ? hs_paths_len(m.paths) : 0,
-				     hs_token_len(&m));
+	if (ret < 0) {
+		hs_room_text(&m, why, sizeof(why));
+		return ezi_fail_into(conn->errmsg, sizeof(conn->errmsg), ret, "handshake: %s", why);
+	}
 	return ret;
+}
+
+/* The blocks of this side's reply beside the user's bytes (the shared
+ * secret's, the granted paths', a resume token), as encode_hs() will make
+ * them: ez_accept() knows them once the paths and resume are granted, and
+ * refuses data they leave no room for itself, not at the reply a loop pass
+ * later. */
+static size_t reply_room(struct ez_conn *conn, struct hs_msg *m)
+{
+	*m = (struct hs_msg){ .kind = HS_REP, .user_len = (uint8_t)conn->o.private_data_len };
+	path_hs_fill(conn, m);
+	resume_hs_fill(conn, m);
+	if (conn->auth)
+		m->caps |= HS_CAP_AUTH;
+	return hs_user_room(m);
 }
 
 static uint8_t min3(unsigned int a, unsigned int b, unsigned int c)
@@ -1299,6 +1321,8 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	struct ez_conn_cbs c;
 	struct ez_conn *conn;
 	struct ez_ctx *ctx;
+	struct hs_msg shape;
+	char why[EZ_ERRMSG_MAX];
 	int ret;
 	uint8_t req_resp, req_init;
 
@@ -1322,10 +1346,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 		return ret;
 	}
 	if (req->auth) {
-		if (conn->o.private_data_len > EZ_ACCEPT_DATA_MAX_AUTH)
-			ret = ezi_fail(-EINVAL, "ez_conn_opts.private_data_len %u exceeds %d for an accept on a listener with a shared secret",
-				       conn->o.private_data_len, EZ_ACCEPT_DATA_MAX_AUTH);
-		else if (conn_auth_new(conn, req->auth->key, req->auth->len))
+		if (conn_auth_new(conn, req->auth->key, req->auth->len))
 			ret = ezi_fail(-ENOMEM, "ez_accept: out of memory");
 		else
 			conn->auth->req = req->hs;
@@ -1343,6 +1364,10 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	path_grant(conn, &req->hs);
 	if (!ret)
 		ret = resume_grant(conn, &req->hs, conn_auth_key(conn));
+	if (!ret && conn->o.private_data_len > reply_room(conn, &shape)) {
+		hs_room_text(&shape, why, sizeof(why));
+		ret = ezi_fail(-EMSGSIZE, "ez_accept: %s", why);
+	}
 	conn_live_peer_caps(conn, req->hs.caps);
 	conn_rndv_peer(conn, req->hs.caps, req->hs.rndv_shift);
 	if (!ret && conn_exports_peer_caps(conn, req->hs.caps))

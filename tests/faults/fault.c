@@ -266,6 +266,7 @@ int srv_accept(struct srv *s, struct ez_conn_req *req)
 	ret = ez_accept(req, &s->opts, &srv_cbs, e, &e->conn);
 	if (ret) {
 		s->accept_errors++;
+		s->accept_status = ret;
 		snprintf(s->accept_msg, sizeof(s->accept_msg), "%s", ez_errmsg());
 		return ret;
 	}

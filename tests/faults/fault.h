@@ -83,6 +83,7 @@ struct srv {
 	struct ep *eps;
 	int neps, cap;
 	int accept_errors;
+	int accept_status;	/* the last ez_accept() error */
 	char accept_msg[256];
 	int connected;		/* server eps that reached on_connect(0) */
 	int disconnected;

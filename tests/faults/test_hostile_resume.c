@@ -156,8 +156,9 @@ END_TEST
  * one short chain of the context's index (session_index.h), not a walk of
  * the connections, and the honest session untouched throughout. */
 /* A keyed reply of two paths granting resume holds 132 - 4 - 16 = 112 user
- * bytes (ez_conn_opts(3)): 113 end the accept with -EMSGSIZE naming each
- * part, and the client is told; 112 arrive whole. */
+ * bytes (ez_conn_opts(3)): with 113, ez_accept() itself returns -EMSGSIZE
+ * naming each part (it knows them once it granted paths and resume), the
+ * client is told why in the rejection; 112 arrive whole. */
 static int keyed_accept_with(struct bench *t, uint32_t len, const uint8_t *data)
 {
 	struct ez_conn_opts o = { .paths = 2, .resume_ms = 10000, .connect_timeout_ms = 20000,
@@ -185,12 +186,16 @@ START_TEST(keyed_reply_room_with_paths_and_token)
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 13 + 5);
 	ck_assert_int_ne(keyed_accept_with(&t, 113, data), 0);
-	ck_assert(fb_run(&t.b, &t.s.connect_failed, 1, 30));
-	printf("113 bytes: server: %s; client: %s\n", t.s.eps[0].connect_msg, t.c.connect_msg);
-	ck_assert_int_eq(t.s.eps[0].connect_status, -EMSGSIZE);
-	ck_assert_ptr_nonnull(strstr(t.s.eps[0].connect_msg,
-				     "113 bytes of private data do not fit: the reply holds 112 beside the "
-				     "shared secret's 48 bytes, the path block's 4 and the session token's 16"));
+	printf("113 bytes: ez_accept: %s; client: %s\n", t.s.accept_msg, t.c.connect_msg);
+	ck_assert_int_eq(t.s.accept_errors, 1);
+	ck_assert_int_eq(t.s.accept_status, -EMSGSIZE);
+	ck_assert_ptr_nonnull(strstr(t.s.accept_msg,
+				     "ez_accept: 113 bytes of private data do not fit: the reply holds 112 "
+				     "beside the shared secret's 48 bytes, the path block's 4 and the "
+				     "session token's 16"));
+	ck_assert_int_eq(t.s.neps, 0);
+	ck_assert_int_eq(t.c.connect_status, -ECONNREFUSED);
+	ck_assert_ptr_nonnull(strstr(t.c.connect_msg, "accept failed: ez_accept: 113 bytes"));
 	bench_fini(&t);
 
 	ck_assert_int_eq(keyed_accept_with(&t, 112, data), 0);
