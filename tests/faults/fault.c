@@ -1,7 +1,7 @@
 /* fault.c: the fault suite's bench: loop, echo server, counting endpoints, resource counters. */
 #include "config.h"
 
-#include <check.h>
+#include "../checkmain.h"	/* check.h, passing assertions silent */
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>

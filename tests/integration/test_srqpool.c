@@ -81,9 +81,12 @@ static void check_msg(const char *p, uint32_t len, uint32_t conn, uint32_t seq)
 	ck_assert_msg(h.conn == conn && h.seq == seq,
 		      "conn %u expected message %u, got conn %u message %u (lost, duplicated or reordered)",
 		      conn, seq, h.conn, h.seq);
+	/* One assertion a message: each ck_assert is a write to the test's
+	 * log pipe (Check's mark point), a syscall, which a byte at a time cost
+	 * 18 ms a message in a TCG guest (400 messages: 7.5 s, 25 s under ASan). */
 	for (uint32_t i = sizeof(h); i < len; i++)
-		ck_assert_msg(p[i] == (char)(conn * 31 + seq * 7 + i),
-			      "conn %u message %u: payload byte %u differs", conn, seq, i);
+		if (p[i] != (char)(conn * 31 + seq * 7 + i))
+			ck_abort_msg("conn %u message %u: payload byte %u differs", conn, seq, i);
 }
 
 static void qp_connect(struct bench *b, struct ibv_qp *qp, uint32_t remote_qpn)
