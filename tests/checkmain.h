@@ -3,6 +3,8 @@
 #define EZ_TESTS_CHECKMAIN_H
 
 #include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* A passing ck_assert wrote its file and line to the runner (Check's mark
  * point, so a crash or a timeout can say where the test last was): a
@@ -28,6 +30,14 @@ static inline int check_run_suite(Suite *s, enum print_output mode)
 
 	srunner_run_all(sr, mode);
 	failed = srunner_ntests_failed(sr);
+	/* A run of nothing is not a pass: CK_RUN_CASE or CK_RUN_SUITE naming
+	 * no case printed "100%: Checks: 0" and exited 0. */
+	if (srunner_ntests_run(sr) == 0) {
+		fprintf(stderr, "no test ran (CK_RUN_SUITE '%s', CK_RUN_CASE '%s' name none of this program's)\n",
+			getenv("CK_RUN_SUITE") ? getenv("CK_RUN_SUITE") : "",
+			getenv("CK_RUN_CASE") ? getenv("CK_RUN_CASE") : "");
+		failed = 1;
+	}
 	srunner_free(sr);
 	return failed ? 1 : 0;
 }
