@@ -79,6 +79,46 @@ void fb_fini(struct fb *b)
 	ev_loop_destroy(b->loop);
 }
 
+/* ---- the loop's longest gap --------------------------------------------- */
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void loop_gap_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct loop_gap *g = (struct loop_gap *)w;
+	double t = now_s(), c = thread_cpu_s();
+
+	(void)loop;
+	(void)revents;
+	if (t - g->last > g->max_s) {
+		g->max_s = t - g->last;
+		g->max_cpu_s = c - g->last_cpu;
+	}
+	g->last = t;
+	g->last_cpu = c;
+}
+
+void loop_gap_start(struct fb *b, struct loop_gap *g)
+{
+	memset(g, 0, sizeof(*g));
+	g->last = now_s();
+	g->last_cpu = thread_cpu_s();
+	ev_timer_init(&g->t, loop_gap_tick, 0.01, 0.01);
+	ev_timer_start(b->loop, &g->t);
+}
+
+void loop_gap_stop(struct fb *b, struct loop_gap *g)
+{
+	loop_gap_tick(b->loop, &g->t, 0);
+	ev_timer_stop(b->loop, &g->t);
+}
+
 /* ---- endpoints -------------------------------------------------------- */
 
 static void ep_on_connect(struct ez_conn *conn, int status, void *arg)

@@ -103,6 +103,19 @@ int ep_connect(struct fb *b, struct ep *e, const char *port, const struct ez_con
 int ep_send_seq(struct ep *e, uint64_t seq);
 void ep_close(struct ep *e);
 
+/* The loop's longest gap while started: a 10 ms timer on b's loop notes
+ * the time between its runs, on the wall clock and in the loop thread's
+ * CPU. The CPU figure is the library's (a TCG vCPU the host does not run
+ * shows as wall time only); a wall gap of seconds is a wait on the network
+ * (the transport's retries, a CM reply), which the loop must never make. */
+struct loop_gap {
+	ev_timer t;
+	double last, last_cpu;
+	double max_s, max_cpu_s;	/* the longest gap, and the loop's CPU in it */
+};
+void loop_gap_start(struct fb *b, struct loop_gap *g);
+void loop_gap_stop(struct fb *b, struct loop_gap *g);
+
 /* Resource counters. */
 int count_fds(void);
 long rss_kb(void);
