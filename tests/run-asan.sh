@@ -102,6 +102,18 @@ if [ -n "$reports" ]; then
 	echo "$reports" | sed 's/^/  /'
 	[ $st -eq 0 ] && st=1
 fi
+# Each test's seconds, longest first: its log's end less the one before it
+# in its guest (the first of each guest also holds the guest's start). The
+# figures to keep the table above from (it is how the shards are balanced).
+if [ "$shards" -le 1 ]; then
+	parts=("$(find "$bdir/tests" -name 'test_*.log' | sed "s|^$bdir/||; s|\.log\$||" | tr '\n' ' ')")
+fi
+for part in "${parts[@]}"; do
+	prev=$t0
+	for t in $part; do
+		[ -f "$bdir/$t.log" ] && echo "$(stat -c %Y "$bdir/$t.log") ${t##*/}"
+	done | sort -n | while read -r m b; do echo "$((m - prev)) $b"; prev=$m; done
+done | sort -nr | awk '{ s = s sprintf(" [%s]=%s", $2, $1) } END { print "run-asan: seconds each:" s }'
 ntests=$(find "$bdir/tests" -name '*.trs' | wc -l)
 [ "$ntests" -gt 0 ] || { echo "run-asan: no test ran"; st=1; }
 echo "run-asan: $ntests test programs, whole run $(( $(date +%s) - t0 )) s, status $st"
