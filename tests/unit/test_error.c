@@ -82,16 +82,16 @@ START_TEST(message_is_per_thread)
 }
 END_TEST
 
-/* The header's version macros and the library's string agree (a release
- * that bumps one and not the other fails here), and they are configure's. */
+/* The header's version macros are configure's (ez_version() returns
+ * PACKAGE_VERSION, lib/base/version.c): a release that bumps one and not
+ * the other fails here. */
 START_TEST(version_is_the_headers)
 {
 	char want[32];
 
 	snprintf(want, sizeof(want), "%d.%d.%d", EZ_VERSION_MAJOR, EZ_VERSION_MINOR,
 		 EZ_VERSION_PATCH);
-	ck_assert_str_eq(ez_version(), want);
-	ck_assert_str_eq(ez_version(), PACKAGE_VERSION);
+	ck_assert_str_eq(want, PACKAGE_VERSION);
 }
 END_TEST
 
