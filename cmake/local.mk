@@ -13,6 +13,7 @@ ez_cmake_edit = sed -e 's|@libdir[@]|$(libdir)|g' \
 	-e 's|@PACKAGE_VERSION[@]|$(PACKAGE_VERSION)|g' \
 	-e 's|@EZ_VERSION_MAJOR[@]|$(EZ_VERSION_MAJOR)|g' \
 	-e 's|@EZ_VERSION_MINOR[@]|$(EZ_VERSION_MINOR)|g' \
+	-e 's|@EZ_SONAME_MAJOR[@]|$(EZ_SONAME_MAJOR)|g' \
 	-e 's|@have_mlx5dv_01[@]|$(EZ_HAVE_MLX5DV_01)|g'
 
 cmake/easyrdma-config.cmake: $(srcdir)/cmake/easyrdma-config.cmake.in Makefile

@@ -30,6 +30,14 @@ extern "C" {
 /* Library-wide: version, errors, logging                              */
 /* ------------------------------------------------------------------ */
 
+/* The version of this header. The library's (ez_version()) may be later:
+ * a library with the soname the program was linked against runs it
+ * unchanged; a release that changes behaviour a working program may rely
+ * on takes a new soname (NEWS marks each such change RUN-TIME CHANGE). */
+#define EZ_VERSION_MAJOR 0
+#define EZ_VERSION_MINOR 2
+#define EZ_VERSION_PATCH 0
+
 const char *ez_version(void);
 
 /* strerror() for a negative (or positive) errno value; never NULL. */

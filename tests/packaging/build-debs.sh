@@ -16,16 +16,18 @@ trap 'rm -rf "$work"' EXIT
 
 # The source: what git knows (tracked and new, not ignored), else the whole
 # tree without build products.
-mkdir "$work/easyrdma-0.1.0"
+# The source directory is named for debian/changelog's version.
+src="$work/easyrdma-$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)"
+mkdir "$src"
 if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
 	(cd "$top" && git ls-files -z --cached --others --exclude-standard) |
-		(cd "$top" && xargs -0 cp --parents -t "$work/easyrdma-0.1.0" 2>/dev/null || true)
+		(cd "$top" && xargs -0 cp --parents -t "$src" 2>/dev/null || true)
 	# cp --parents of a deleted but still listed file fails: the copy above
 	# tolerates it; a file that matters shows up as a build failure below.
 else
-	tar -C "$top" --exclude='./build*' --exclude=./autom4te.cache -cf - . | tar -C "$work/easyrdma-0.1.0" -xf -
+	tar -C "$top" --exclude='./build*' --exclude=./autom4te.cache -cf - . | tar -C "$src" -xf -
 fi
-cd "$work/easyrdma-0.1.0"
+cd "$src"
 echo "build-debs: dpkg-buildpackage -us -uc -b in $work"
 dpkg-buildpackage -us -uc -b > "$work/build.log" 2>&1 || {
 	tail -n 60 "$work/build.log"

@@ -25,8 +25,8 @@ got=$(pkg-config --variable=libdir easyrdma) || fail "pkg-config does not know e
 cc -o "$work/hello_pc" "$work/hello.c" $(pkg-config --cflags --libs easyrdma) -lev ||
 	fail "hello.c does not build with pkg-config"
 # (/lib and /usr/lib are one directory on a merged-/usr system: compare real paths.)
-loaded=$(ldd "$work/hello_pc" | awk '$1 == "libeasyrdma.so.0" { print $3 }')
-[ -n "$loaded" ] && [ "$(readlink -f "$loaded")" = "$(readlink -f "$libdir/libeasyrdma.so.0")" ] ||
+loaded=$(ldd "$work/hello_pc" | awk '$1 == "libeasyrdma.so.1" { print $3 }')
+[ -n "$loaded" ] && [ "$(readlink -f "$loaded")" = "$(readlink -f "$libdir/libeasyrdma.so.1")" ] ||
 	fail "hello_pc loads another libeasyrdma: $(ldd "$work/hello_pc" | grep easyrdma)"
 
 # CMake: find_package(easyrdma) and its imported targets.

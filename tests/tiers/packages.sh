@@ -8,7 +8,7 @@ set -uo pipefail
 # shellcheck source=tests/tiers/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-pkgs=(libeasyrdma0 libeasyrdma-dev easyrdma-tools)
+pkgs=(libeasyrdma1 libeasyrdma-dev easyrdma-tools)
 
 # make install writes the pkg-config and CMake files with the configured paths.
 make_install_files() {
@@ -56,7 +56,7 @@ packages() {
 	say "Debian packages installed: hello.c with pkg-config and CMake, on the device"
 	purge
 	multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-	if apt-get install -y "$out"/libeasyrdma0_*.deb "$out"/libeasyrdma-dev_*.deb \
+	if apt-get install -y "$out"/libeasyrdma1_*.deb "$out"/libeasyrdma-dev_*.deb \
 		"$out"/easyrdma-tools_*.deb > "$out/apt.log" 2>&1; then
 		pass_fail "hello.c against the installed packages (pkg-config, CMake)" \
 			"$top/tests/packaging/check-installed.sh" "/usr/lib/$multiarch"

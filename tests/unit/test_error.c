@@ -1,5 +1,8 @@
-/* test_error.c: error strings and the per-thread last-error message. */
+/* test_error.c: error strings, the per-thread last-error message, and the version. */
+#include "config.h"
+
 #include <check.h>
+#include <stdio.h>
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -79,11 +82,25 @@ START_TEST(message_is_per_thread)
 }
 END_TEST
 
+/* The header's version macros are configure's (ez_version() returns
+ * PACKAGE_VERSION, lib/base/version.c): a release that bumps one and not
+ * the other fails here. */
+START_TEST(version_is_the_headers)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%d.%d.%d", EZ_VERSION_MAJOR, EZ_VERSION_MINOR,
+		 EZ_VERSION_PATCH);
+	ck_assert_str_eq(want, PACKAGE_VERSION);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("error");
 	TCase *tc = tcase_create("core");
 
+	tcase_add_test(tc, version_is_the_headers);
 	tcase_add_test(tc, strerror_takes_both_signs);
 	tcase_add_test(tc, fail_sets_message_and_returns_code);
 	tcase_add_test(tc, fail_into_copies_to_object_buffer);
