@@ -1,4 +1,4 @@
-/* test_workers.c: one listener, its connections spread over worker threads (ez_listen_opts.workers, ez_handoff): every callback on its worker's thread, echoes checked byte for byte, workers freed during handoffs, a connect storm, the listener closed with handoffs pending, a session accepted on a worker resumed through the listener (and forged tokens refused there). */
+/* test_workers.c: one listener, its connections spread over worker threads (ez_listen_opts.workers, ez_handoff): every callback on its worker's thread, echoes checked byte for byte, workers freed during handoffs, a connect storm, the listener closed with handoffs pending, a session accepted on a worker resumed through the listener (forged tokens refused there; a stopped worker's sessions refused with the reason). */
 #include "config.h"
 
 #include <check.h>
@@ -53,6 +53,9 @@ struct worker {
 	int ready;		/* atomic: taking requests */
 	int stop;		/* atomic: close everything and free */
 	int stall;		/* atomic: do not run the loop while set */
+	int stalled;		/* atomic: the worker saw stall set */
+	int stop_taking;	/* atomic: stop taking requests (even stalled) */
+	int took_stop;		/* atomic: it did */
 	int free_now;		/* atomic: free the context at once (queued requests rejected) */
 	int freed;		/* atomic */
 	/* The worker's own (read after the join). */
@@ -221,7 +224,12 @@ static void *worker_main(void *arg)
 	ck_assert_int_eq(ez_ctx_take_requests(w->ctx, w_on_request, w), 0);
 	st(&w->ready, 1);
 	while (!ld(&w->stop) && !ld(&w->free_now)) {
+		if (ld(&w->stop_taking) && !ld(&w->took_stop)) {
+			ck_assert_int_eq(ez_ctx_take_requests(w->ctx, NULL, NULL), 0);
+			st(&w->took_stop, 1);
+		}
 		if (ld(&w->stall)) {
+			st(&w->stalled, 1);
 			usleep(2000);
 			continue;
 		}
@@ -1056,6 +1064,110 @@ START_TEST(session_resumes_on_its_worker)
 }
 END_TEST
 
+/* The client's session ends; its reason. */
+static void r_wait_down(struct ez_ctx *ctx, struct ez_ctx *cctx, struct rcli *rc)
+{
+	double end = now_s() + 30;
+
+	while (!rc->down && now_s() < end)
+		pump2(ctx, cctx, 10);
+	ck_assert_msg(rc->down, "the session did not end within 30 s");
+	printf("refused: %s\n", rc->why);
+}
+
+/* A session whose worker stopped taking requests cannot be handed its
+ * resume: refused as unknown, naming why, the client's session ended
+ * with ECONNRESET, nothing crashed. Worker 0 stops before its session's
+ * paths break (the listener's hand is refused); worker 1 is stalled with
+ * the request in its inbox and stops then (the letter is disposed of). */
+START_TEST(resume_to_a_stopped_worker_refused)
+{
+	enum { NW = 2 };
+	static struct rcli ra, rb;
+	struct worker ws[NW];
+	struct ez_ctx *ctx, *cctx, *wctx[NW];
+	struct ez_listener *l;
+	struct ez_conn_opts co = { .paths = 2, .resume_ms = RESUME_MS, .max_msg_size = RSZ,
+				   .connect_timeout_ms = 20000 };
+	char port[8];
+	double end;
+
+	w_resume = 1;
+	workers_start(ws, NW);
+	for (int i = 0; i < NW; i++)
+		wctx[i] = ws[i].ctx;
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &cctx), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
+					     .placement = EZ_PLACE_CALLBACK, .place = place_alternate };
+
+		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), 0);
+	}
+	placed = 0;
+	memset(&ra, 0, sizeof(ra));
+	memset(&rb, 0, sizeof(rb));
+	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
+	/* One at a time: the first to worker 0, the second to worker 1. */
+	ck_assert_int_eq(ez_connect(cctx, test_addr(), port, &co, &r_client_cbs, &ra, &ra.conn), 0);
+	end = now_s() + 30;
+	while (!ra.up && !ra.failed && now_s() < end)
+		pump2(ctx, cctx, 10);
+	ck_assert_msg(ra.up, "session a not up: %s", ra.why);
+	ck_assert_int_eq(ez_connect(cctx, test_addr(), port, &co, &r_client_cbs, &rb, &rb.conn), 0);
+	end = now_s() + 30;
+	while (!rb.up && !rb.failed && now_s() < end)
+		pump2(ctx, cctx, 10);
+	ck_assert_msg(rb.up, "session b not up: %s", rb.why);
+
+	/* Worker 0 takes no more requests; then session a's paths break. */
+	st(&ws[0].stop_taking, 1);
+	while (!ld(&ws[0].took_stop))
+		pump2(ctx, cctx, 10);
+	r_break_all(&ra);
+	r_wait_down(ctx, cctx, &ra);
+	ck_assert_int_eq(ra.down_status, -ECONNRESET);
+	ck_assert_msg(strstr(ra.why, "no such session") &&
+		      strstr(ra.why, "the session's context takes no more requests"), "%s", ra.why);
+	ck_assert_uint_eq(l->resumes_handed, 0);
+
+	/* Worker 1 stalls; session b's request waits in its inbox; then it
+	 * stops taking requests, which disposes of the letter. */
+	st(&ws[1].stall, 1);
+	while (!ld(&ws[1].stalled))
+		pump2(ctx, cctx, 10);
+	r_break_all(&rb);
+	end = now_s() + 30;
+	while (l->resumes_handed < 1 && !rb.down && now_s() < end)
+		pump2(ctx, cctx, 10);
+	ck_assert_msg(l->resumes_handed == 1, "the listener handed %llu resume requests (session b: %s)",
+		      (unsigned long long)l->resumes_handed, rb.down ? rb.why : "resuming");
+	st(&ws[1].stop_taking, 1);
+	while (!ld(&ws[1].took_stop))
+		pump2(ctx, cctx, 10);
+	st(&ws[1].stall, 0);
+	r_wait_down(ctx, cctx, &rb);
+	ck_assert_int_eq(rb.down_status, -ECONNRESET);
+	ck_assert_msg(strstr(rb.why, "no such session") &&
+		      strstr(rb.why, "the session's context: worker stopped taking requests"), "%s",
+		      rb.why);
+
+	ez_conn_close(ra.conn);
+	ez_conn_close(rb.conn);
+	end = now_s() + 20;
+	while (ez_ctx_free(cctx) == -EBUSY && now_s() < end)
+		pump2(ctx, cctx, 10);
+	ez_listener_close(l);
+	workers_join(ws, NW);
+	w_resume = 0;
+	ck_assert_int_eq(ws[0].connected, 1);
+	ck_assert_int_eq(ws[1].connected, 1);
+	ck_assert_int_eq(ws[0].disconnected, 1);
+	ck_assert_int_eq(ws[1].disconnected, 1);
+	ck_assert_int_eq(ez_ctx_free(ctx), 0);
+}
+END_TEST
+
 /* Argument checks need no peer. */
 START_TEST(workers_bad_options)
 {
@@ -1103,6 +1215,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, handoff_storm);
 	tcase_add_test(tc, listener_close_with_handoffs_pending);
 	tcase_add_test(tc, session_resumes_on_its_worker);
+	tcase_add_test(tc, resume_to_a_stopped_worker_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
