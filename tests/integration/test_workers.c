@@ -933,6 +933,66 @@ static uint8_t forged_resume(struct ez_ctx *a, struct ez_ctx *b, uint16_t port,
 	return rej.reason;
 }
 
+/* The resume tests' bench: two workers taking resumable sessions, the
+ * listener's context and the client's, both run by this thread. */
+#define RNW 2
+
+struct rbench {
+	struct worker ws[RNW];
+	struct ez_ctx *ctx, *cctx;
+	struct ez_listener *l;
+	char port[8];
+};
+
+static void rb_start(struct rbench *t, ez_place_cb place)
+{
+	struct ez_ctx *wctx[RNW];
+
+	w_resume = 1;
+	workers_start(t->ws, RNW);
+	for (int i = 0; i < RNW; i++)
+		wctx[i] = t->ws[i].ctx;
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &t->ctx), 0);
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &t->cctx), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = RNW,
+					     .workers = wctx, .placement = EZ_PLACE_CALLBACK,
+					     .place = place };
+
+		ck_assert_int_eq(ez_listen(t->ctx, test_addr(), "0", &lo, NULL, NULL, &t->l), 0);
+	}
+	snprintf(t->port, sizeof(t->port), "%u", ez_listener_port(t->l));
+}
+
+/* A resumable two-path session of the client, up. */
+static void rb_connect(struct rbench *t, struct rcli *rc)
+{
+	struct ez_conn_opts co = { .paths = 2, .resume_ms = RESUME_MS, .max_msg_size = RSZ,
+				   .connect_timeout_ms = 20000 };
+	double end = now_s() + 30;
+
+	memset(rc, 0, sizeof(*rc));
+	ck_assert_int_eq(ez_connect(t->cctx, test_addr(), t->port, &co, &r_client_cbs, rc,
+				    &rc->conn), 0);
+	while (!rc->up && !rc->failed && now_s() < end)
+		pump2(t->ctx, t->cctx, 10);
+	ck_assert_msg(rc->up, "client not up: %s", rc->failed ? rc->why : "(timed out)");
+}
+
+/* The client's context freed (its sessions closed first), the listener
+ * closed, the workers joined (their sessions ended by the peer's close). */
+static void rb_stop(struct rbench *t)
+{
+	double end = now_s() + 20;
+
+	while (ez_ctx_free(t->cctx) == -EBUSY && now_s() < end)
+		pump2(t->ctx, t->cctx, 10);
+	ez_listener_close(t->l);
+	workers_join(t->ws, RNW);
+	w_resume = 0;
+	ck_assert_int_eq(ez_ctx_free(t->ctx), 0);
+}
+
 /* Decoy sessions in the listener's routes beside the honest one, so that
  * a lookup that walked them would read every one for each forged token. */
 #define DECOYS 2000
@@ -949,41 +1009,25 @@ static uint8_t forged_resume(struct ez_ctx *a, struct ez_ctx *b, uint16_t port,
  * each, though 2,000 decoys are in them. */
 START_TEST(session_resumes_on_its_worker)
 {
-	enum { NW = 2 };
 	static struct session_route decoy[DECOYS];
 	static uint8_t decoy_token[DECOYS][HS_TOKEN_LEN];
 	static struct rcli rc;
-	struct worker ws[NW];
-	struct ez_ctx *ctx, *cctx, *wctx[NW];
+	static struct rbench t;
+	struct worker *ws = t.ws;
 	struct ez_listener *l;
-	struct ez_conn_opts co = { .paths = 2, .resume_ms = RESUME_MS, .max_msg_size = RSZ,
-				   .connect_timeout_ms = 20000 };
+	struct ez_ctx *ctx, *cctx;
 	struct ez_conn_stats cs;
 	uint8_t token[HS_TOKEN_LEN];
 	uint64_t compares0, read, seed = 7;
-	char port[8], text[128];
+	char text[128];
 	double end;
 
-	w_resume = 1;
-	workers_start(ws, NW);
-	for (int i = 0; i < NW; i++)
-		wctx[i] = ws[i].ctx;
-	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
-	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &cctx), 0);
-	{
-		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
-					     .placement = EZ_PLACE_CALLBACK, .place = place_second };
-
-		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), 0);
-	}
-	memset(&rc, 0, sizeof(rc));
+	rb_start(&t, place_second);
+	l = t.l;
+	ctx = t.ctx;
+	cctx = t.cctx;
 	rc_cur = &rc;
-	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
-	ck_assert_int_eq(ez_connect(cctx, test_addr(), port, &co, &r_client_cbs, &rc, &rc.conn), 0);
-	end = now_s() + 30;
-	while (!rc.up && !rc.failed && now_s() < end)
-		pump2(ctx, cctx, 10);
-	ck_assert_msg(rc.up, "client not up: %s", rc.failed ? rc.why : "(timed out)");
+	rb_connect(&t, &rc);
 
 	r_send_more(&rc);
 	end = now_s() + 90;
@@ -1042,12 +1086,7 @@ START_TEST(session_resumes_on_its_worker)
 	ck_assert_int_eq(ez_conn_stats(rc.conn, &cs), 0);
 	ck_assert_uint_eq(cs.resumes, 1);
 	ez_conn_close(rc.conn);
-	end = now_s() + 20;
-	while (ez_ctx_free(cctx) == -EBUSY && now_s() < end)
-		pump2(ctx, cctx, 10);
-	ez_listener_close(l);
-	workers_join(ws, NW);
-	w_resume = 0;
+	rb_stop(&t);
 	printf("worker 1: %d requests, %d connected; its session: lost %llu, resumed %llu, ended %d\n",
 	       ws[1].requests, ws[1].connected, (unsigned long long)ws[1].end_stats.sessions_lost,
 	       (unsigned long long)ws[1].end_stats.resumes, ws[1].end_status);
@@ -1060,7 +1099,6 @@ START_TEST(session_resumes_on_its_worker)
 	ck_assert_uint_eq(ws[1].end_stats.sessions_lost, 1);
 	ck_assert_uint_eq(ws[1].end_stats.resumes, 1);
 	ck_assert_uint_eq(ws[1].end_stats.resume_dials, 0);
-	ck_assert_int_eq(ez_ctx_free(ctx), 0);
 }
 END_TEST
 
@@ -1082,43 +1120,21 @@ static void r_wait_down(struct ez_ctx *ctx, struct ez_ctx *cctx, struct rcli *rc
  * the request in its inbox and stops then (the letter is disposed of). */
 START_TEST(resume_to_a_stopped_worker_refused)
 {
-	enum { NW = 2 };
 	static struct rcli ra, rb;
-	struct worker ws[NW];
-	struct ez_ctx *ctx, *cctx, *wctx[NW];
+	static struct rbench t;
+	struct worker *ws = t.ws;
 	struct ez_listener *l;
-	struct ez_conn_opts co = { .paths = 2, .resume_ms = RESUME_MS, .max_msg_size = RSZ,
-				   .connect_timeout_ms = 20000 };
-	char port[8];
+	struct ez_ctx *ctx, *cctx;
 	double end;
 
-	w_resume = 1;
-	workers_start(ws, NW);
-	for (int i = 0; i < NW; i++)
-		wctx[i] = ws[i].ctx;
-	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &ctx), 0);
-	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &cctx), 0);
-	{
-		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = NW, .workers = wctx,
-					     .placement = EZ_PLACE_CALLBACK, .place = place_alternate };
-
-		ck_assert_int_eq(ez_listen(ctx, test_addr(), "0", &lo, NULL, NULL, &l), 0);
-	}
 	placed = 0;
-	memset(&ra, 0, sizeof(ra));
-	memset(&rb, 0, sizeof(rb));
-	snprintf(port, sizeof(port), "%u", ez_listener_port(l));
+	rb_start(&t, place_alternate);
+	l = t.l;
+	ctx = t.ctx;
+	cctx = t.cctx;
 	/* One at a time: the first to worker 0, the second to worker 1. */
-	ck_assert_int_eq(ez_connect(cctx, test_addr(), port, &co, &r_client_cbs, &ra, &ra.conn), 0);
-	end = now_s() + 30;
-	while (!ra.up && !ra.failed && now_s() < end)
-		pump2(ctx, cctx, 10);
-	ck_assert_msg(ra.up, "session a not up: %s", ra.why);
-	ck_assert_int_eq(ez_connect(cctx, test_addr(), port, &co, &r_client_cbs, &rb, &rb.conn), 0);
-	end = now_s() + 30;
-	while (!rb.up && !rb.failed && now_s() < end)
-		pump2(ctx, cctx, 10);
-	ck_assert_msg(rb.up, "session b not up: %s", rb.why);
+	rb_connect(&t, &ra);
+	rb_connect(&t, &rb);
 
 	/* Worker 0 takes no more requests; then session a's paths break. */
 	st(&ws[0].stop_taking, 1);
@@ -1154,17 +1170,11 @@ START_TEST(resume_to_a_stopped_worker_refused)
 
 	ez_conn_close(ra.conn);
 	ez_conn_close(rb.conn);
-	end = now_s() + 20;
-	while (ez_ctx_free(cctx) == -EBUSY && now_s() < end)
-		pump2(ctx, cctx, 10);
-	ez_listener_close(l);
-	workers_join(ws, NW);
-	w_resume = 0;
+	rb_stop(&t);
 	ck_assert_int_eq(ws[0].connected, 1);
 	ck_assert_int_eq(ws[1].connected, 1);
 	ck_assert_int_eq(ws[0].disconnected, 1);
 	ck_assert_int_eq(ws[1].disconnected, 1);
-	ck_assert_int_eq(ez_ctx_free(ctx), 0);
 }
 END_TEST
 
