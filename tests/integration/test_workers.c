@@ -942,7 +942,10 @@ struct rbench {
 	struct ez_ctx *ctx, *cctx;
 	struct ez_listener *l;
 	char port[8];
+	const char *key;	/* a shared secret on both sides (NULL: none) */
 };
+
+static const char RKEY[] = "easyrdma test key: 32 bytes long";
 
 static void rb_start(struct rbench *t, ez_place_cb place)
 {
@@ -959,6 +962,11 @@ static void rb_start(struct rbench *t, ez_place_cb place)
 					     .workers = wctx, .placement = EZ_PLACE_CALLBACK,
 					     .place = place };
 
+		if (t->key) {
+			lo.auth_key = t->key;
+			lo.auth_key_len = (uint32_t)strlen(t->key);
+		}
+
 		ck_assert_int_eq(ez_listen(t->ctx, test_addr(), "0", &lo, NULL, NULL, &t->l), 0);
 	}
 	snprintf(t->port, sizeof(t->port), "%u", ez_listener_port(t->l));
@@ -971,6 +979,10 @@ static void rb_connect(struct rbench *t, struct rcli *rc)
 				   .connect_timeout_ms = 20000 };
 	double end = now_s() + 30;
 
+	if (t->key) {
+		co.auth_key = t->key;
+		co.auth_key_len = (uint32_t)strlen(t->key);
+	}
 	memset(rc, 0, sizeof(*rc));
 	ck_assert_int_eq(ez_connect(t->cctx, test_addr(), t->port, &co, &r_client_cbs, rc,
 				    &rc->conn), 0);
@@ -1007,7 +1019,7 @@ static void rb_stop(struct rbench *t)
  * neither side sees a disconnect until the close. Forged tokens at that
  * listener are refused RESUME_R_UNKNOWN reading one chain of the routes
  * each, though 2,000 decoys are in them. */
-START_TEST(session_resumes_on_its_worker)
+static void resume_on_worker(const char *key)
 {
 	static struct session_route decoy[DECOYS];
 	static uint8_t decoy_token[DECOYS][HS_TOKEN_LEN];
@@ -1022,6 +1034,8 @@ START_TEST(session_resumes_on_its_worker)
 	char text[128];
 	double end;
 
+	memset(&t, 0, sizeof(t));
+	t.key = key;
 	rb_start(&t, place_second);
 	l = t.l;
 	ctx = t.ctx;
@@ -1100,6 +1114,20 @@ START_TEST(session_resumes_on_its_worker)
 	ck_assert_uint_eq(ws[1].end_stats.resumes, 1);
 	ck_assert_uint_eq(ws[1].end_stats.resume_dials, 0);
 }
+
+START_TEST(session_resumes_on_its_worker)
+{
+	resume_on_worker(NULL);
+}
+END_TEST
+
+/* The same with a shared secret: the request's MAC is checked on the
+ * worker, with the session's key (the listener's, copied when the
+ * request was handed). */
+START_TEST(keyed_session_resumes_on_its_worker)
+{
+	resume_on_worker(RKEY);
+}
 END_TEST
 
 /* The client's session ends; its reason. */
@@ -1127,6 +1155,7 @@ START_TEST(resume_to_a_stopped_worker_refused)
 	struct ez_ctx *ctx, *cctx;
 	double end;
 
+	memset(&t, 0, sizeof(t));
 	placed = 0;
 	rb_start(&t, place_alternate);
 	l = t.l;
@@ -1225,6 +1254,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, handoff_storm);
 	tcase_add_test(tc, listener_close_with_handoffs_pending);
 	tcase_add_test(tc, session_resumes_on_its_worker);
+	tcase_add_test(tc, keyed_session_resumes_on_its_worker);
 	tcase_add_test(tc, resume_to_a_stopped_worker_refused);
 	suite_add_tcase(s, tc);
 	return s;
