@@ -947,6 +947,17 @@ struct rbench {
 
 static const char RKEY[] = "easyrdma test key: 32 bytes long";
 
+/* place NULL: no workers; the application's on_request hands each request
+ * to the last worker with ez_handoff(). */
+static struct ez_ctx *rb_target;
+
+static void rb_hand(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	(void)l;
+	(void)arg;
+	ck_assert_msg(ez_handoff(req, rb_target) == 0, "ez_handoff: %s", ez_errmsg());
+}
+
 static void rb_start(struct rbench *t, ez_place_cb place)
 {
 	struct ez_ctx *wctx[RNW];
@@ -966,8 +977,15 @@ static void rb_start(struct rbench *t, ez_place_cb place)
 			lo.auth_key = t->key;
 			lo.auth_key_len = (uint32_t)strlen(t->key);
 		}
-
-		ck_assert_int_eq(ez_listen(t->ctx, test_addr(), "0", &lo, NULL, NULL, &t->l), 0);
+		if (!place) {
+			lo.nworkers = 0;
+			lo.workers = NULL;
+			lo.placement = 0;
+			lo.place = NULL;
+			rb_target = wctx[RNW - 1];
+		}
+		ck_assert_int_eq(ez_listen(t->ctx, test_addr(), "0", &lo, place ? NULL : rb_hand, NULL,
+					   &t->l), 0);
 	}
 	snprintf(t->port, sizeof(t->port), "%u", ez_listener_port(t->l));
 }
@@ -1019,7 +1037,7 @@ static void rb_stop(struct rbench *t)
  * neither side sees a disconnect until the close. Forged tokens at that
  * listener are refused RESUME_R_UNKNOWN reading one chain of the routes
  * each, though 2,000 decoys are in them. */
-static void resume_on_worker(const char *key)
+static void resume_on_worker(const char *key, ez_place_cb place)
 {
 	static struct session_route decoy[DECOYS];
 	static uint8_t decoy_token[DECOYS][HS_TOKEN_LEN];
@@ -1036,7 +1054,7 @@ static void resume_on_worker(const char *key)
 
 	memset(&t, 0, sizeof(t));
 	t.key = key;
-	rb_start(&t, place_second);
+	rb_start(&t, place);
 	l = t.l;
 	ctx = t.ctx;
 	cctx = t.cctx;
@@ -1117,7 +1135,7 @@ static void resume_on_worker(const char *key)
 
 START_TEST(session_resumes_on_its_worker)
 {
-	resume_on_worker(NULL);
+	resume_on_worker(NULL, place_second);
 }
 END_TEST
 
@@ -1126,7 +1144,16 @@ END_TEST
  * request was handed). */
 START_TEST(keyed_session_resumes_on_its_worker)
 {
-	resume_on_worker(RKEY);
+	resume_on_worker(RKEY, place_second);
+}
+END_TEST
+
+/* The same, the request handed by the application's on_request with
+ * ez_handoff() instead of a listener's workers: the request carries the
+ * listener's routes the same way. */
+START_TEST(session_resumes_after_ez_handoff)
+{
+	resume_on_worker(NULL, NULL);
 }
 END_TEST
 
@@ -1255,6 +1282,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, listener_close_with_handoffs_pending);
 	tcase_add_test(tc, session_resumes_on_its_worker);
 	tcase_add_test(tc, keyed_session_resumes_on_its_worker);
+	tcase_add_test(tc, session_resumes_after_ez_handoff);
 	tcase_add_test(tc, resume_to_a_stopped_worker_refused);
 	suite_add_tcase(s, tc);
 	return s;
