@@ -1363,7 +1363,7 @@ int ez_accept_sz(struct ez_conn_req *req, const struct ez_conn_opts *opts, size_
 	req_init = req->initiator_depth;
 	path_grant(conn, &req->hs);
 	if (!ret)
-		ret = resume_grant(conn, &req->hs, conn_auth_key(conn));
+		ret = resume_grant(conn, &req->hs, conn_auth_key(conn), req->routes);
 	if (!ret && conn->o.private_data_len > reply_room(conn, &shape)) {
 		hs_room_text(&shape, why, sizeof(why));
 		ret = ezi_fail(-EMSGSIZE, "ez_accept: %s", why);

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "listener.h"
 #include "resume.h"
+#include "session_route.h"
 #include "wire/resume.h"
 #include "base/log.h"
 #include "wire/replay.h"
@@ -57,6 +58,8 @@ void listener_req_free(struct ez_conn_req *req)
 		auth_key_wipe(req->auth);
 		free(req->auth);
 	}
+	session_routes_put(req->routes);
+	free(req->resume);
 	free(req);
 }
 
@@ -361,6 +364,12 @@ static int req_hand(struct ez_conn_req *req, struct handoff *h)
 		req->auth = k;
 		req->auth_own = 1;
 	}
+	/* The first listener's routes, kept across further hands: its
+	 * address is the one the client dials again to resume. */
+	if (!req->routes && l->routes) {
+		session_routes_get(l->routes);
+		req->routes = l->routes;
+	}
 	req->due_ns = req->pend.timer.due_ns;
 	listener_hs_leave(&req->pend);
 	listener_req_unlink(req);
@@ -451,6 +460,66 @@ static void place(struct ez_listener *l, struct ez_conn_req *req)
 	req_refuse(req, why);
 }
 
+/* A session's resume request whose session this context does not have:
+ * handed, as a letter, to the context the session was handed to (its
+ * route, registered at its grant), where resume.c answers it against that
+ * context's own sessions. The route is one lookup under the routes' lock,
+ * a forged token's as cheap as a genuine one's; the hand is the same
+ * non-blocking post as a connection request's. */
+static void resume_hand(struct ez_listener *l, const struct cm_event *ev, const uint8_t *token)
+{
+	struct handoff *h = l->routes ? session_routes_find(l->routes, token) : NULL;
+	struct ez_conn_req *req;
+	char why[EZ_ERRMSG_MAX];
+	int ret;
+
+	if (!h) {
+		resume_reject(ev->id, RESUME_R_UNKNOWN, RESUME_UNKNOWN_TEXT);
+		return;
+	}
+	req = calloc(1, sizeof(*req));
+	if (req)
+		req->resume = malloc(sizeof(*req->resume));
+	if (!req || !req->resume) {
+		handoff_put(h);
+		if (req)
+			listener_req_free(req);
+		resume_reject(ev->id, RESUME_R_BUSY, "out of memory handing the request to the session's context");
+		return;
+	}
+	*req->resume = *ev;
+	req->id = ev->id;
+	/* Its events on the target before the letter: logged, not lost. */
+	req->cm.on_event = req_on_cm;
+	ev->id->context = req;
+	ret = handoff_post(h, &req->mail, ev->id);
+	handoff_put(h);
+	if (!ret) {
+		l->resumes_handed++;
+		return;
+	}
+	/* The session's context is freed or takes no requests: the session
+	 * cannot be answered there (a freed context's sessions ended). */
+	if (ret == -ESHUTDOWN)
+		snprintf(why, sizeof(why), "the session's context takes no more requests (freed, or ez_ctx_take_requests stopped)");
+	else
+		snprintf(why, sizeof(why), "handing the request to the session's context: %s", ez_errmsg());
+	ev->id->context = l;
+	req->id = NULL;
+	listener_req_free(req);
+	resume_reject(ev->id, ret == -ESHUTDOWN ? RESUME_R_UNKNOWN : RESUME_R_BUSY, why);
+}
+
+/* A session's resume: its own exchange (resume.c), with this context's
+ * sessions first, then the contexts this listener handed sessions to. */
+static void resume_take(struct ez_listener *l, const struct cm_event *ev, const char *busy)
+{
+	uint8_t token[HS_TOKEN_LEN];
+
+	if (resume_on_request(l->ctx, ev, busy, token) == -ENOENT)
+		resume_hand(l, ev, token);
+}
+
 static void listener_on_request(struct ez_listener *l, const struct cm_event *ev)
 {
 	struct ez_conn_req *req;
@@ -490,7 +559,7 @@ static void listener_on_request(struct ez_listener *l, const struct cm_event *ev
 	if (resume_is(ev->pdata, ev->pdata_len)) {
 		denied = limit_gate(l, &req->peer, why, sizeof(why));
 		free(req);
-		resume_on_request(l->ctx, ev, denied);
+		resume_take(l, ev, denied);
 		return;
 	}
 	if (hs_decode(ev->pdata, ev->pdata_len, HS_REQ, &req->hs, why, sizeof(why))) {
@@ -559,6 +628,8 @@ static void listener_free(struct ez_listener *l)
 	}
 	for (uint32_t i = 0; i < l->nworkers; i++)
 		handoff_put(l->workers[i]);
+	/* Sessions handed on keep the routes until they end (session_route.h). */
+	session_routes_put(l->routes);
 	free(l->workers);
 	if (l->auth) {
 		auth_key_wipe(l->auth);
@@ -675,6 +746,11 @@ int ez_listen_sz(struct ez_ctx *ctx, const char *address, const char *service,
 	l->max_ctx_conns = opts->max_ctx_conns ? opts->max_ctx_conns : LISTENER_DEF_MAX_CTX_CONNS;
 	l->cm.on_event = listener_on_cm;
 	l->ctx = ctx;
+	l->routes = session_routes_new();
+	if (!l->routes) {
+		listener_free(l);
+		return ezi_fail(-ENOMEM, "ez_listen: out of memory");
+	}
 	peer_penalty_opts(&l->pen, opts);
 	l->on_request = on_request;
 	l->arg = arg;
@@ -809,6 +885,15 @@ static void worker_deliver(struct handoff *h, struct loop_mail *m)
 	char why[160];
 	const char *denied;
 
+	/* A resume of one of this context's sessions: the listener's caps
+	 * let it through; the session decides (or it ended meanwhile:
+	 * RESUME_R_UNKNOWN). */
+	if (req->resume) {
+		resume_on_request(w->ctx, req->resume, NULL, NULL);
+		listener_req_free(req);
+		return;
+	}
+
 	w->max_pending = req->max_pending;
 	w->max_pending_per_peer = req->max_pending_per_peer;
 	w->max_conns = req->max_conns;
@@ -828,7 +913,17 @@ static void worker_deliver(struct handoff *h, struct loop_mail *m)
 
 static void worker_dispose(struct handoff *h, struct loop_mail *m, const char *why)
 {
-	req_refuse(container_of(m, struct ez_conn_req, mail), why);
+	struct ez_conn_req *req = container_of(m, struct ez_conn_req, mail);
+	char text[96];
+
+	if (req->resume) {
+		snprintf(text, sizeof(text), "the session's context: %s", why);
+		resume_reject(req->id, RESUME_R_UNKNOWN, text);
+		req->id = NULL;
+		listener_req_free(req);
+		return;
+	}
+	req_refuse(req, why);
 }
 
 /* The inbox closed: the requests the worker has not answered go too. */

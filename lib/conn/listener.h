@@ -38,6 +38,14 @@ struct ez_conn_req {
 	uint32_t max_conns, max_conns_per_peer, max_ctx_conns;
 	struct loop_mail mail;	/* in the target's inbox while handed */
 	uint64_t due_ns;	/* while handed: the handshake deadline */
+	/* Handed from a listener: that listener's routes (a reference), where
+	 * a session granted at ez_accept is registered so that its resume
+	 * finds this context (session_route.h). NULL: not handed. */
+	struct session_routes *routes;
+	/* Not a connection request but a session's resume request, handed to
+	 * the context that owns the session: the CM event as the listener
+	 * read it (its id is the request's). NULL: a connection request. */
+	struct cm_event *resume;
 };
 
 struct ez_listener {
@@ -64,6 +72,10 @@ struct ez_listener {
 	uint32_t nworkers, placement, rr;
 	ez_place_cb place;
 	uint64_t handed, refused_workers;
+	/* Tokens of the sessions handed to other contexts (workers,
+	 * ez_handoff), a reference; NULL on a worker's listener. */
+	struct session_routes *routes;
+	uint64_t resumes_handed;	/* resume requests handed to their session's context */
 	/* A worker context's listener (ez_ctx_take_requests): no CM id; the
 	 * requests handed to the context are counted on it and reach
 	 * on_request through it. */

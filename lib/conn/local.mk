@@ -17,6 +17,7 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/rebuild.c lib/conn/rebuild.h \
 	lib/conn/resume.c lib/conn/resume.h \
 	lib/conn/session_index.c lib/conn/session_index.h \
+	lib/conn/session_route.c lib/conn/session_route.h \
 	lib/conn/conn_export.c lib/conn/conn_export.h \
 	lib/conn/conn_pd.c lib/conn/conn_pd.h \
 	lib/conn/peer_penalty.c lib/conn/peer_penalty.h \

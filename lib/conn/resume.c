@@ -18,6 +18,7 @@
 #include "msg.h"
 #include "path.h"
 #include "resume.h"
+#include "session_route.h"
 #include "wire/auth.h"
 #include "wire/resume.h"
 
@@ -50,6 +51,8 @@ struct conn_resume {
 	char last[160];			/* why the last dial failed */
 	struct session_node ix;		/* passive: in the context's index by token */
 	int indexed;
+	struct session_route route;	/* passive, accepted on a context a listener handed it to:
+					 * that listener's way here (session_route.h) */
 };
 
 static void on_timer(struct loop_timer *t);
@@ -113,9 +116,11 @@ static int token_zero(const uint8_t *t)
 	return !any;
 }
 
-int resume_grant(struct ez_conn *conn, const struct hs_msg *req, const struct auth_key *key)
+int resume_grant(struct ez_conn *conn, const struct hs_msg *req, const struct auth_key *key,
+		 struct session_routes *routes)
 {
 	struct conn_resume *rs;
+	int ret;
 
 	if (!(req->caps & HS_CAP_RESUME) || !conn->o.resume_ms || !conn->paths_exact)
 		return 0;
@@ -131,6 +136,16 @@ int resume_grant(struct ez_conn *conn, const struct hs_msg *req, const struct au
 	if (session_index_add(&conn->ctx->sessions, &rs->ix))
 		return ezi_fail(-ENOMEM, "ez_accept: session resume: out of memory (the context's session index)");
 	rs->indexed = 1;
+	if (!routes)
+		return 0;
+	/* Handed here by a listener on another context: its client's resume
+	 * dial reaches that listener, which finds us by this route. */
+	ret = session_route_add(routes, &rs->route, rs->token, conn->ctx);
+	if (ret == -ENOMEM)
+		return ezi_fail(-ENOMEM, "ez_accept: session resume: out of memory (the listener's routes)");
+	if (ret)
+		ezi_log_warn("ez_accept: session resume granted on a context that takes no more requests "
+			     "(ez_ctx_take_requests stopped): the listener cannot hand it a resume");
 	return 0;
 }
 
@@ -185,6 +200,7 @@ void resume_free(struct ez_conn *conn)
 	resume_stop(conn);
 	if (conn->resume->indexed)
 		session_index_del(&conn->ctx->sessions, &conn->resume->ix);
+	session_route_del(&conn->resume->route);
 	free(conn->resume);
 	conn->resume = NULL;	/* owner: as above */
 }
@@ -462,7 +478,7 @@ static void on_rejected(struct conn_resume *rs, const struct cm_event *ev)
 
 /* ---- the passive side: a request --------------------------------------- */
 
-static void reject_resume(struct rdma_cm_id *id, uint8_t reason, const char *text)
+void resume_reject(struct rdma_cm_id *id, uint8_t reason, const char *text)
 {
 	struct resume_msg m = { .kind = RESUME_REJECT, .reason = reason };
 	uint8_t buf[RESUME_MAX_LEN];
@@ -530,7 +546,7 @@ static void answer(struct conn_resume *rs)
 
 			rs->id = NULL;
 			rs->step = RS_IDLE;
-			reject_resume(id, RESUME_R_NOT_READY, "this side's old path 0 has not flushed");
+			resume_reject(id, RESUME_R_NOT_READY, "this side's old path 0 has not flushed");
 			return;
 		}
 		ctx_timer_start(conn->ctx, &rs->timer, 20);
@@ -546,7 +562,7 @@ static void answer(struct conn_resume *rs)
 		rs->id = NULL;
 		rs->step = RS_IDLE;
 		snprintf(why, sizeof(why), "%s", ez_errmsg());
-		reject_resume(id, RESUME_R_NOT_READY, why);
+		resume_reject(id, RESUME_R_NOT_READY, why);
 		return;
 	}
 	rep.epoch = rs->req.epoch + 1;
@@ -578,37 +594,24 @@ static void answer(struct conn_resume *rs)
 	ctx_timer_start(conn->ctx, &rs->timer, RESUME_RTU_MAX_MS);
 }
 
-void resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char *busy)
+/* The session's own context (where the listener is, or the worker the
+ * listener handed the request to): the request checked against the
+ * session, then answered once its old path 0 has flushed. */
+static void take_request(struct ez_conn *conn, const struct cm_event *ev,
+			 const struct resume_msg *req)
 {
-	struct resume_msg req;
-	struct ez_conn *conn;
-	struct conn_resume *rs;
+	struct conn_resume *rs = conn->resume;
 	const struct auth_key *key;
 	char why[EZ_ERRMSG_MAX];
 
-	if (resume_decode(ev->pdata, ev->pdata_len, RESUME_REQUEST, &req, why, sizeof(why))) {
-		reject_resume(ev->id, RESUME_R_DENIED, why);
-		return;
-	}
-	if (busy) {
-		reject_resume(ev->id, RESUME_R_BUSY, busy);
-		return;
-	}
-	conn = find_session(ctx, req.token);
-	if (!conn) {
-		reject_resume(ev->id, RESUME_R_UNKNOWN,
-			      "no session with this token here (the process restarted, or the session ended)");
-		return;
-	}
-	rs = conn->resume;
-	if (req.epoch != rs->epoch) {
-		snprintf(why, sizeof(why), "epoch %u, the session's is %u", req.epoch, rs->epoch);
-		reject_resume(ev->id, RESUME_R_STALE, why);
+	if (req->epoch != rs->epoch) {
+		snprintf(why, sizeof(why), "epoch %u, the session's is %u", req->epoch, rs->epoch);
+		resume_reject(ev->id, RESUME_R_STALE, why);
 		return;
 	}
 	key = rs->key;
-	if (resume_req_check(key, &req, ev->qp_num)) {
-		reject_resume(ev->id, RESUME_R_DENIED,
+	if (resume_req_check(key, req, ev->qp_num)) {
+		resume_reject(ev->id, RESUME_R_DENIED,
 			      key ? "no MAC made with the listener's shared secret" :
 				    "a MAC, and the session has no shared secret");
 		return;
@@ -616,37 +619,65 @@ void resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char
 	/* Without a key the token is all there is: only from the session's
 	 * own peer address. */
 	if (!key && !same_addr(rdma_get_peer_addr(ev->id), rdma_get_peer_addr(conn->id))) {
-		reject_resume(ev->id, RESUME_R_DENIED, "from another address than the session's, without a shared secret");
+		resume_reject(ev->id, RESUME_R_DENIED, "from another address than the session's, without a shared secret");
 		return;
 	}
 	if (strcmp(ibv_get_device_name(ev->id->verbs->device), conn->dev->name)) {
-		reject_resume(ev->id, RESUME_R_UNKNOWN, "on another device than the session's");
+		resume_reject(ev->id, RESUME_R_UNKNOWN, "on another device than the session's");
 		return;
 	}
 	/* A newer request supersedes one under way (its client gave up on it). */
 	if (rs->step == RS_ANSWERED) {
-		reject_resume(ev->id, RESUME_R_NOT_READY, "the session's previous resume is still awaiting its RTU");
+		resume_reject(ev->id, RESUME_R_NOT_READY, "the session's previous resume is still awaiting its RTU");
 		return;
 	}
 	if (rs->step == RS_FLUSHING) {
 		ctx_timer_stop(conn->ctx, &rs->timer);
-		reject_resume(rs->id, RESUME_R_NOT_READY, "superseded by a newer request");
+		resume_reject(rs->id, RESUME_R_NOT_READY, "superseded by a newer request");
 		rs->id = NULL;
 	}
 	/* This side had not seen the loss (it sent nothing that could fail). */
 	if (conn->state == CS_CONNECTED)
 		path_take_all_down(conn, -ECONNRESET);
 	if (conn_is_ended(conn) || conn->state != CS_RESUMING) {
-		reject_resume(ev->id, RESUME_R_UNKNOWN, "the session ended");
+		resume_reject(ev->id, RESUME_R_UNKNOWN, "the session ended");
 		return;
 	}
 	ev->id->context = &rs->cm;
 	rs->id = ev->id;
-	rs->req = req;
+	rs->req = *req;
 	rs->peer_qpn = ev->qp_num;
 	rs->step = RS_FLUSHING;
 	rs->step_ns = now_ns();
 	answer(rs);
+}
+
+int resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char *busy,
+		      uint8_t token[HS_TOKEN_LEN])
+{
+	struct resume_msg req;
+	struct ez_conn *conn;
+	char why[EZ_ERRMSG_MAX];
+
+	if (resume_decode(ev->pdata, ev->pdata_len, RESUME_REQUEST, &req, why, sizeof(why))) {
+		resume_reject(ev->id, RESUME_R_DENIED, why);
+		return 0;
+	}
+	if (busy) {
+		resume_reject(ev->id, RESUME_R_BUSY, busy);
+		return 0;
+	}
+	conn = find_session(ctx, req.token);
+	if (!conn && token) {
+		memcpy(token, req.token, HS_TOKEN_LEN);
+		return -ENOENT;
+	}
+	if (!conn) {
+		resume_reject(ev->id, RESUME_R_UNKNOWN, RESUME_UNKNOWN_TEXT);
+		return 0;
+	}
+	take_request(conn, ev, &req);
+	return 0;
 }
 
 /* CA_RESUMED: the passive side's new path 0 delivered the client's first

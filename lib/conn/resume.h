@@ -9,6 +9,8 @@
 
 struct auth_key;
 struct cm_event;
+struct rdma_cm_id;
+struct session_routes;
 
 /*
  * Granted in the handshake (HS_CAP_RESUME, wire/resume.h) to a connection
@@ -35,8 +37,12 @@ struct cm_event;
  * the session's token (resume_grant() made it). */
 void resume_hs_fill(struct ez_conn *conn, struct hs_msg *m);
 /* Passive, at ez_accept(): a request that asked, exact failover, and this
- * side's resume_ms: the session and its token. 0 or -ENOMEM/-EIO. */
-int resume_grant(struct ez_conn *conn, const struct hs_msg *req, const struct auth_key *key);
+ * side's resume_ms: the session and its token. routes: the routes of the
+ * listener that handed the request to this context (NULL: it came to a
+ * listener of this context), where the session is registered so that its
+ * resume finds it here. 0 or -ENOMEM/-EIO. */
+int resume_grant(struct ez_conn *conn, const struct hs_msg *req, const struct auth_key *key,
+		 struct session_routes *routes);
 /* Active: the reply's grant and token, kept. key: the connection's shared
  * secret (it outlives the session's state), NULL: none; the resume
  * messages' MACs use it. */
@@ -52,8 +58,17 @@ void resume_on_first_msg(struct ez_conn *conn);
 /* The listener's side (its context's sessions): a request that starts
  * with the resume magic;
  * busy: why the listener's handshake caps refuse it (NULL: they take it).
- * The id is answered (accepted or rejected) or taken. */
-void resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char *busy);
+ * The id is answered (accepted or rejected) or taken, and 0 returned;
+ * except when token is not NULL and no session of ctx has the request's
+ * token: -ENOENT, the token in token and the id untouched (the listener
+ * then looks for the context it handed the session to). */
+int resume_on_request(struct ez_ctx *ctx, const struct cm_event *ev, const char *busy,
+		      uint8_t token[HS_TOKEN_LEN]);
+/* Refuses a resume request (the peer reads reason and text) and destroys id. */
+void resume_reject(struct rdma_cm_id *id, uint8_t reason, const char *text);
+/* RESUME_R_UNKNOWN's text for a token no context here has. */
+#define RESUME_UNKNOWN_TEXT "no session with this token here (the process restarted, or the session ended)"
+
 
 /* The connection ends: the exchange under way goes (its id reaped). */
 void resume_stop(struct ez_conn *conn);

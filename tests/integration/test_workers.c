@@ -1,17 +1,25 @@
-/* test_workers.c: one listener, its connections spread over worker threads (ez_listen_opts.workers, ez_handoff): every callback on its worker's thread, echoes checked byte for byte, workers freed during handoffs, a connect storm, the listener closed with handoffs pending. */
+/* test_workers.c: one listener, its connections spread over worker threads (ez_listen_opts.workers, ez_handoff): every callback on its worker's thread, echoes checked byte for byte, workers freed during handoffs, a connect storm, the listener closed with handoffs pending, a session accepted on a worker resumed through the listener (forged tokens refused there; a stopped worker's sessions refused with the reason). */
 #include "config.h"
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <rdma/rdma_cma.h>
+
 #include "easyrdma.h"
 #include "testenv.h"
+#include "conn/listener.h"
+#include "conn/path.h"
+#include "conn/session_route.h"
+#include "wire/resume.h"
 #include "../checkmain.h"
 
 #define MAXW 4
@@ -45,12 +53,22 @@ struct worker {
 	int ready;		/* atomic: taking requests */
 	int stop;		/* atomic: close everything and free */
 	int stall;		/* atomic: do not run the loop while set */
+	int stalled;		/* atomic: the worker saw stall set */
+	int stop_taking;	/* atomic: stop taking requests (even stalled) */
+	int took_stop;		/* atomic: it did */
 	int free_now;		/* atomic: free the context at once (queued requests rejected) */
 	int freed;		/* atomic */
 	/* The worker's own (read after the join). */
 	int requests, accepted, connected, disconnected, live, msgs;
 	int wrong_thread;	/* callbacks that ran on another thread */
 	int free_ret;
+	/* session_resumes_on_its_worker: sequence-numbered messages, each
+	 * checked byte for byte and counted once (got: atomic, the others the
+	 * worker's); the session's stats at its end. */
+	int got, bad, dups;
+	unsigned char seen[1024];
+	struct ez_conn_stats end_stats;
+	int end_status;
 };
 
 static int ld(const int *p)
@@ -111,6 +129,63 @@ static const struct ez_conn_cbs w_cbs = {
 	.on_connect = w_on_connect, .on_recv = w_on_recv, .on_disconnect = w_on_disconnect,
 };
 
+/* ---- session_resumes_on_its_worker: the workers' side ------------------- */
+
+#define RN 400		/* messages of the resumed session */
+#define RSZ 1024	/* each */
+#define RESUME_MS 20000
+
+/* Set before the workers start: they accept resumable two-path sessions
+ * and check what arrives instead of echoing it (an echo refused while
+ * the session resumes would be lost to the test, not to the library). */
+static int w_resume;
+
+/* Message seq of the resumed session: its number, then bytes only it has. */
+static void r_fill(unsigned char *m, int seq)
+{
+	memcpy(m, &seq, sizeof(seq));
+	memset(m + sizeof(seq), (seq * 29 + 7) & 0xff, RSZ - sizeof(seq));
+}
+
+static void r_on_recv(struct ez_conn *c, struct ez_buf *b, void *arg)
+{
+	struct worker *w = arg;
+	unsigned char want[RSZ];
+	int seq = -1;
+
+	(void)c;
+	w_check(w);
+	if (ez_buf_len(b) == RSZ)
+		memcpy(&seq, ez_buf_data(b), sizeof(seq));
+	if (seq < 0 || seq >= RN) {
+		w->bad++;
+	} else {
+		r_fill(want, seq);
+		if (memcmp(want, ez_buf_data(b), RSZ))
+			w->bad++;
+		else if (w->seen[seq]++)
+			w->dups++;
+		else
+			st(&w->got, ld(&w->got) + 1);
+	}
+	ez_buf_release(b);
+}
+
+static void r_on_disconnect(struct ez_conn *c, int status, void *arg)
+{
+	struct worker *w = arg;
+
+	w_check(w);
+	if (ez_conn_stats(c, &w->end_stats))
+		fprintf(stderr, "worker %d: ez_conn_stats: %s\n", w->idx, ez_errmsg());
+	w->end_status = status;
+	w_on_disconnect(c, status, arg);
+}
+
+static const struct ez_conn_cbs r_cbs = {
+	.on_connect = w_on_connect, .on_recv = r_on_recv, .on_disconnect = r_on_disconnect,
+};
+
 static void w_on_request(struct ez_listener *l, struct ez_conn_req *req, void *arg)
 {
 	struct worker *w = arg;
@@ -120,6 +195,17 @@ static void w_on_request(struct ez_listener *l, struct ez_conn_req *req, void *a
 	(void)l;
 	w_check(w);
 	w->requests++;
+	if (w_resume) {
+		o = (struct ez_conn_opts){ .paths = 2, .resume_ms = RESUME_MS, .max_msg_size = RSZ,
+					   .connect_timeout_ms = 20000 };
+		if (ez_accept(req, &o, &r_cbs, w, &c) == 0) {
+			w->accepted++;
+			w->live++;
+		} else {
+			fprintf(stderr, "worker %d: ez_accept: %s\n", w->idx, ez_errmsg());
+		}
+		return;
+	}
 	if (ez_accept(req, &o, &w_cbs, w, &c) == 0) {
 		w->accepted++;
 		w->live++;
@@ -138,7 +224,12 @@ static void *worker_main(void *arg)
 	ck_assert_int_eq(ez_ctx_take_requests(w->ctx, w_on_request, w), 0);
 	st(&w->ready, 1);
 	while (!ld(&w->stop) && !ld(&w->free_now)) {
+		if (ld(&w->stop_taking) && !ld(&w->took_stop)) {
+			ck_assert_int_eq(ez_ctx_take_requests(w->ctx, NULL, NULL), 0);
+			st(&w->took_stop, 1);
+		}
 		if (ld(&w->stall)) {
+			st(&w->stalled, 1);
 			usleep(2000);
 			continue;
 		}
@@ -631,6 +722,518 @@ START_TEST(listener_close_with_handoffs_pending)
 }
 END_TEST
 
+/* ---- session_resumes_on_its_worker: the client's side (the main thread) -- */
+
+struct rcli {
+	struct ez_conn *conn;
+	int up, failed, down, down_status;
+	int next, posted, completed, errors, resuming, send_ready, broke;
+	int refused_ended;	/* ez_send's -ENOTCONN: the session ended */
+	uint32_t held_at_break;
+	int done[RN];		/* on_sent calls per message */
+	char why[256];
+};
+
+static struct rcli *rc_cur;
+
+/* Runs the listener's context and the client's, each its own, on this
+ * thread, until one has something or ms pass. */
+static void pump2(struct ez_ctx *a, struct ez_ctx *b, int ms)
+{
+	struct pollfd p[2] = { { .fd = ez_ctx_fd(a), .events = POLLIN },
+			       { .fd = ez_ctx_fd(b), .events = POLLIN } };
+	int ta = ez_ctx_timeout_ms(a), tb = ez_ctx_timeout_ms(b), t = ms;
+
+	if (ta >= 0 && ta < t)
+		t = ta;
+	if (tb >= 0 && tb < t)
+		t = tb;
+	poll(p, 2, t);
+	ez_ctx_process(a);
+	ez_ctx_process(b);
+}
+
+/* Every path of the client at once, with the send window full: each holds
+ * work when it breaks. */
+static void r_break_all(struct rcli *rc)
+{
+	struct ez_conn_info ci;
+	struct ez_path_info pi;
+
+	ck_assert_int_eq(ez_conn_info(rc->conn, &ci), 0);
+	ck_assert_uint_eq(ci.paths, 2);
+	for (uint32_t i = 0; i < ci.paths; i++) {
+		ck_assert_int_eq(ez_conn_path_info(rc->conn, i, &pi), 0);
+		rc->held_at_break += pi.posted;
+		ck_assert_int_eq(path_test_break(rc->conn, i), 0);
+	}
+	rc->broke = 1;
+}
+
+static void r_on_sent(struct ez_conn *c, int status, void *arg);
+
+static void r_send_more(struct rcli *rc)
+{
+	unsigned char m[RSZ];
+
+	while (rc->next < RN) {
+		int ret;
+
+		r_fill(m, rc->next);
+		ret = ez_send(rc->conn, m, RSZ, r_on_sent, (void *)(intptr_t)rc->next);
+		if (ret == -ENOBUFS) {
+			if (!rc->broke && rc->completed >= RN / 4)
+				r_break_all(rc);
+			return;
+		}
+		/* The session resumes: on_send_ready says when to go on. */
+		if (ret == -EAGAIN && strstr(ez_errmsg(), "resuming")) {
+			rc->resuming++;
+			return;
+		}
+		/* The session ended (its ops end first, then on_disconnect,
+		 * whose reason the test reports). */
+		if (ret == -ENOTCONN) {
+			rc->refused_ended++;
+			return;
+		}
+		ck_assert_msg(ret == 0, "ez_send: %s", ez_errmsg());
+		rc->posted++;
+		rc->next++;
+	}
+}
+
+static void r_on_sent(struct ez_conn *c, int status, void *arg)
+{
+	int seq = (int)(intptr_t)arg;
+
+	(void)c;
+	ck_assert(seq >= 0 && seq < RN);
+	rc_cur->done[seq]++;
+	rc_cur->completed++;
+	if (status) {
+		fprintf(stderr, "send %d: %s\n", seq, ez_strerror(status));
+		rc_cur->errors++;
+	}
+	r_send_more(rc_cur);
+}
+
+static void rc_on_connect(struct ez_conn *c, int status, void *arg)
+{
+	struct rcli *rc = arg;
+
+	if (status) {
+		snprintf(rc->why, sizeof(rc->why), "%s", ez_conn_errmsg(c));
+		rc->failed = 1;
+		return;
+	}
+	rc->up = 1;
+}
+
+static void rc_on_disconnect(struct ez_conn *c, int status, void *arg)
+{
+	struct rcli *rc = arg;
+
+	snprintf(rc->why, sizeof(rc->why), "%s", ez_conn_errmsg(c));
+	rc->down = 1;
+	rc->down_status = status;
+}
+
+static void r_on_send_ready(struct ez_conn *c, void *arg)
+{
+	struct rcli *rc = arg;
+
+	(void)c;
+	rc->send_ready++;
+	r_send_more(rc);
+}
+
+static void rc_on_recv(struct ez_conn *c, struct ez_buf *b, void *arg)
+{
+	(void)c;
+	(void)arg;
+	ez_buf_release(b);
+}
+
+static const struct ez_conn_cbs r_client_cbs = {
+	.on_connect = rc_on_connect, .on_recv = rc_on_recv, .on_disconnect = rc_on_disconnect,
+	.on_send_ready = r_on_send_ready,
+};
+
+static int place_second(struct ez_listener *l, const struct ez_conn_req *req, unsigned int n,
+			void *arg)
+{
+	(void)l;
+	(void)req;
+	(void)arg;
+	return (int)n - 1;
+}
+
+/* A raw rdma_cm peer's resume request with token to the listener at port:
+ * the refusal's reason, its text in text. The contexts turn meanwhile. */
+static uint8_t forged_resume(struct ez_ctx *a, struct ez_ctx *b, uint16_t port,
+			     const uint8_t *token, char *text, size_t len)
+{
+	struct resume_msg m = { .kind = RESUME_REQUEST, .psn = 1 }, rej;
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP }, *ai;
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1,
+				     .retry_count = 7, .rnr_retry_count = 7, .qp_num = 0xabcde };
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	uint8_t req[HS_REQ_MAX];
+	char sport[8], why[160];
+	int n, status = -1, done = 0;
+	double end = now_s() + 30;
+
+	ck_assert_ptr_nonnull(ch);
+	memcpy(m.token, token, HS_TOKEN_LEN);
+	n = resume_encode(&m, req, sizeof(req));
+	ck_assert_int_gt(n, 0);
+	snprintf(sport, sizeof(sport), "%u", port);
+	ck_assert_int_eq(rdma_getaddrinfo(test_addr(), sport, &hints, &ai), 0);
+	ck_assert_int_eq(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	ck_assert_int_eq(rdma_resolve_addr(id, NULL, ai->ai_dst_addr, 2000), 0);
+	rdma_freeaddrinfo(ai);
+	ck_assert_int_eq(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK), 0);
+	memset(&rej, 0, sizeof(rej));
+	while (!done && now_s() < end) {
+		if (rdma_get_cm_event(ch, &ev)) {
+			pump2(a, b, 5);
+			continue;
+		}
+		switch (ev->event) {
+		case RDMA_CM_EVENT_ADDR_RESOLVED:
+			ck_assert_int_eq(rdma_resolve_route(id, 2000), 0);
+			break;
+		case RDMA_CM_EVENT_ROUTE_RESOLVED:
+			p.private_data = req;
+			p.private_data_len = (uint8_t)n;
+			ck_assert_int_eq(rdma_connect(id, &p), 0);
+			break;
+		case RDMA_CM_EVENT_REJECTED:
+			status = ev->status;
+			ck_assert_msg(resume_decode(ev->param.conn.private_data,
+						    ev->param.conn.private_data_len, RESUME_REJECT, &rej,
+						    why, sizeof(why)) == 0,
+				      "the refusal is no resume reject: %s", why);
+			done = 1;
+			break;
+		default:
+			ck_abort_msg("forged resume: %s", rdma_event_str(ev->event));
+		}
+		rdma_ack_cm_event(ev);
+	}
+	ck_assert_msg(done, "forged resume: no answer within 30 s");
+	ck_assert_int_eq(status, 28);	/* the IB CM's "consumer defined" */
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	snprintf(text, len, "%s", rej.text);
+	printf("forged resume refused: %s (%s)\n", resume_reason_str(rej.reason), rej.text);
+	return rej.reason;
+}
+
+/* The resume tests' bench: two workers taking resumable sessions, the
+ * listener's context and the client's, both run by this thread. */
+#define RNW 2
+
+struct rbench {
+	struct worker ws[RNW];
+	struct ez_ctx *ctx, *cctx;
+	struct ez_listener *l;
+	char port[8];
+	const char *key;	/* a shared secret on both sides (NULL: none) */
+};
+
+static const char RKEY[] = "easyrdma test key: 32 bytes long";
+
+/* place NULL: no workers; the application's on_request hands each request
+ * to the last worker with ez_handoff(). */
+static struct ez_ctx *rb_target;
+
+static void rb_hand(struct ez_listener *l, struct ez_conn_req *req, void *arg)
+{
+	(void)l;
+	(void)arg;
+	ck_assert_msg(ez_handoff(req, rb_target) == 0, "ez_handoff: %s", ez_errmsg());
+}
+
+static void rb_start(struct rbench *t, ez_place_cb place)
+{
+	struct ez_ctx *wctx[RNW];
+
+	w_resume = 1;
+	workers_start(t->ws, RNW);
+	for (int i = 0; i < RNW; i++)
+		wctx[i] = t->ws[i].ctx;
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &t->ctx), 0);
+	ck_assert_int_eq(ez_ctx_new(NULL, EZ_CTX_NO_LOOP, &t->cctx), 0);
+	{
+		struct ez_listen_opts lo = { .handshake_timeout_ms = HS_MS, .nworkers = RNW,
+					     .workers = wctx, .placement = EZ_PLACE_CALLBACK,
+					     .place = place };
+
+		if (t->key) {
+			lo.auth_key = t->key;
+			lo.auth_key_len = (uint32_t)strlen(t->key);
+		}
+		if (!place) {
+			lo.nworkers = 0;
+			lo.workers = NULL;
+			lo.placement = 0;
+			lo.place = NULL;
+			rb_target = wctx[RNW - 1];
+		}
+		ck_assert_int_eq(ez_listen(t->ctx, test_addr(), "0", &lo, place ? NULL : rb_hand, NULL,
+					   &t->l), 0);
+	}
+	snprintf(t->port, sizeof(t->port), "%u", ez_listener_port(t->l));
+}
+
+/* A resumable two-path session of the client, up. */
+static void rb_connect(struct rbench *t, struct rcli *rc)
+{
+	struct ez_conn_opts co = { .paths = 2, .resume_ms = RESUME_MS, .max_msg_size = RSZ,
+				   .connect_timeout_ms = 20000 };
+	double end = now_s() + 30;
+
+	if (t->key) {
+		co.auth_key = t->key;
+		co.auth_key_len = (uint32_t)strlen(t->key);
+	}
+	memset(rc, 0, sizeof(*rc));
+	ck_assert_int_eq(ez_connect(t->cctx, test_addr(), t->port, &co, &r_client_cbs, rc,
+				    &rc->conn), 0);
+	while (!rc->up && !rc->failed && now_s() < end)
+		pump2(t->ctx, t->cctx, 10);
+	ck_assert_msg(rc->up, "client not up: %s", rc->failed ? rc->why : "(timed out)");
+}
+
+/* The client's context freed (its sessions closed first), the listener
+ * closed, the workers joined (their sessions ended by the peer's close). */
+static void rb_stop(struct rbench *t)
+{
+	double end = now_s() + 20;
+
+	while (ez_ctx_free(t->cctx) == -EBUSY && now_s() < end)
+		pump2(t->ctx, t->cctx, 10);
+	ez_listener_close(t->l);
+	workers_join(t->ws, RNW);
+	w_resume = 0;
+	ck_assert_int_eq(ez_ctx_free(t->ctx), 0);
+}
+
+/* Decoy sessions in the listener's routes beside the honest one, so that
+ * a lookup that walked them would read every one for each forged token. */
+#define DECOYS 2000
+#define FORGED 16
+
+/* A listener with two worker contexts hands a resumable two-path session
+ * to worker 1. Every path of the client breaks with its window full; its
+ * dial reaches the listener's context, which has no such session: the
+ * listener's routes hand the request to worker 1, which answers it. The
+ * session resumes once on each side, every message arrives once and
+ * intact on the worker, every send ends exactly once without error, and
+ * neither side sees a disconnect until the close. Forged tokens at that
+ * listener are refused RESUME_R_UNKNOWN reading one chain of the routes
+ * each, though 2,000 decoys are in them. */
+static void resume_on_worker(const char *key, ez_place_cb place)
+{
+	static struct session_route decoy[DECOYS];
+	static uint8_t decoy_token[DECOYS][HS_TOKEN_LEN];
+	static struct rcli rc;
+	static struct rbench t;
+	struct worker *ws = t.ws;
+	struct ez_listener *l;
+	struct ez_ctx *ctx, *cctx;
+	struct ez_conn_stats cs;
+	uint8_t token[HS_TOKEN_LEN];
+	uint64_t compares0, read, seed = 7;
+	char text[128];
+	double end;
+
+	memset(&t, 0, sizeof(t));
+	t.key = key;
+	rb_start(&t, place);
+	l = t.l;
+	ctx = t.ctx;
+	cctx = t.cctx;
+	rc_cur = &rc;
+	rb_connect(&t, &rc);
+
+	r_send_more(&rc);
+	end = now_s() + 90;
+	while ((ld(&ws[1].got) < RN || rc.completed < rc.posted) && !rc.down && now_s() < end)
+		pump2(ctx, cctx, 10);
+	ck_assert_int_eq(ez_conn_stats(rc.conn, &cs), 0);
+	printf("worker session: every path broken holding %u sends; ez_send refused %d times while it "
+	       "resumed; on_send_ready %d; client lost %llu, resumed %llu, dials %llu; "
+	       "listener handed %llu resume request(s)\n",
+	       rc.held_at_break, rc.resuming, rc.send_ready, (unsigned long long)cs.sessions_lost,
+	       (unsigned long long)cs.resumes, (unsigned long long)cs.resume_dials,
+	       (unsigned long long)l->resumes_handed);
+	ck_assert_msg(!rc.down, "the client's session ended: %s", rc.why);
+	ck_assert_int_eq(rc.refused_ended, 0);
+	ck_assert_int_eq(rc.broke, 1);
+	ck_assert_msg(ld(&ws[1].got) == RN, "%d of %d messages arrived", ld(&ws[1].got), RN);
+	ck_assert_int_eq(ld(&ws[0].got), 0);
+	ck_assert_int_eq(rc.posted, RN);
+	ck_assert_int_eq(rc.completed, RN);
+	for (int i = 0; i < RN; i++)
+		ck_assert_msg(rc.done[i] == 1, "send %d ended %d times", i, rc.done[i]);
+	ck_assert_int_eq(rc.errors, 0);
+	ck_assert_uint_eq(cs.sessions_lost, 1);
+	ck_assert_uint_eq(cs.resumes, 1);
+	ck_assert_uint_ge(cs.resume_dials, 1);
+	ck_assert_uint_ge(l->resumes_handed, 1);
+
+	/* Forged tokens at the same listener, 2,000 decoys routed beside the
+	 * session (to worker 0's inbox: never reached, as none matches). */
+	for (int i = 0; i < DECOYS; i++) {
+		for (int k = 0; k < HS_TOKEN_LEN; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			decoy_token[i][k] = (uint8_t)(seed >> 56);
+		}
+		ck_assert_int_eq(session_route_add(l->routes, &decoy[i], decoy_token[i], ws[0].ctx), 0);
+	}
+	compares0 = session_routes_compares(l->routes);
+	for (int i = 0; i < FORGED; i++) {
+		for (int k = 0; k < HS_TOKEN_LEN; k++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			token[k] = (uint8_t)(seed >> 56);
+		}
+		ck_assert_uint_eq(forged_resume(ctx, cctx, ez_listener_port(l), token, text,
+						sizeof(text)), RESUME_R_UNKNOWN);
+		ck_assert_msg(strstr(text, "no session with this token here"), "%s", text);
+	}
+	read = session_routes_compares(l->routes) - compares0;
+	printf("%d forged tokens refused among %d routes; the routes read %llu entries for them (a walk: %llu)\n",
+	       FORGED, DECOYS + 1, (unsigned long long)read, (unsigned long long)FORGED * (DECOYS + 1));
+	ck_assert_uint_le(read, 8 * FORGED);
+	for (int i = 0; i < DECOYS; i++)
+		session_route_del(&decoy[i]);
+
+	/* The session goes on after the forgeries: one more round trip of
+	 * the counts (nothing resumed twice). */
+	ck_assert_int_eq(ez_conn_stats(rc.conn, &cs), 0);
+	ck_assert_uint_eq(cs.resumes, 1);
+	ez_conn_close(rc.conn);
+	rb_stop(&t);
+	printf("worker 1: %d requests, %d connected; its session: lost %llu, resumed %llu, ended %d\n",
+	       ws[1].requests, ws[1].connected, (unsigned long long)ws[1].end_stats.sessions_lost,
+	       (unsigned long long)ws[1].end_stats.resumes, ws[1].end_status);
+	ck_assert_int_eq(ws[0].requests, 0);
+	ck_assert_int_eq(ws[1].requests, 1);
+	ck_assert_int_eq(ws[1].connected, 1);
+	ck_assert_int_eq(ws[1].disconnected, 1);
+	ck_assert_int_eq(ws[1].bad, 0);
+	ck_assert_int_eq(ws[1].dups, 0);
+	ck_assert_uint_eq(ws[1].end_stats.sessions_lost, 1);
+	ck_assert_uint_eq(ws[1].end_stats.resumes, 1);
+	ck_assert_uint_eq(ws[1].end_stats.resume_dials, 0);
+}
+
+START_TEST(session_resumes_on_its_worker)
+{
+	resume_on_worker(NULL, place_second);
+}
+END_TEST
+
+/* The same with a shared secret: the request's MAC is checked on the
+ * worker, with the session's key (the listener's, copied when the
+ * request was handed). */
+START_TEST(keyed_session_resumes_on_its_worker)
+{
+	resume_on_worker(RKEY, place_second);
+}
+END_TEST
+
+/* The same, the request handed by the application's on_request with
+ * ez_handoff() instead of a listener's workers: the request carries the
+ * listener's routes the same way. */
+START_TEST(session_resumes_after_ez_handoff)
+{
+	resume_on_worker(NULL, NULL);
+}
+END_TEST
+
+/* The client's session ends; its reason. */
+static void r_wait_down(struct ez_ctx *ctx, struct ez_ctx *cctx, struct rcli *rc)
+{
+	double end = now_s() + 30;
+
+	while (!rc->down && now_s() < end)
+		pump2(ctx, cctx, 10);
+	ck_assert_msg(rc->down, "the session did not end within 30 s");
+	printf("refused: %s\n", rc->why);
+}
+
+/* A session whose worker stopped taking requests cannot be handed its
+ * resume: refused as unknown, naming why, the client's session ended
+ * with ECONNRESET, nothing crashed. Worker 0 stops before its session's
+ * paths break (the listener's hand is refused); worker 1 is stalled with
+ * the request in its inbox and stops then (the letter is disposed of). */
+START_TEST(resume_to_a_stopped_worker_refused)
+{
+	static struct rcli ra, rb;
+	static struct rbench t;
+	struct worker *ws = t.ws;
+	struct ez_listener *l;
+	struct ez_ctx *ctx, *cctx;
+	double end;
+
+	memset(&t, 0, sizeof(t));
+	placed = 0;
+	rb_start(&t, place_alternate);
+	l = t.l;
+	ctx = t.ctx;
+	cctx = t.cctx;
+	/* One at a time: the first to worker 0, the second to worker 1. */
+	rb_connect(&t, &ra);
+	rb_connect(&t, &rb);
+
+	/* Worker 0 takes no more requests; then session a's paths break. */
+	st(&ws[0].stop_taking, 1);
+	while (!ld(&ws[0].took_stop))
+		pump2(ctx, cctx, 10);
+	r_break_all(&ra);
+	r_wait_down(ctx, cctx, &ra);
+	ck_assert_int_eq(ra.down_status, -ECONNRESET);
+	ck_assert_msg(strstr(ra.why, "no such session") &&
+		      strstr(ra.why, "the session's context takes no more requests"), "%s", ra.why);
+	ck_assert_uint_eq(l->resumes_handed, 0);
+
+	/* Worker 1 stalls; session b's request waits in its inbox; then it
+	 * stops taking requests, which disposes of the letter. */
+	st(&ws[1].stall, 1);
+	while (!ld(&ws[1].stalled))
+		pump2(ctx, cctx, 10);
+	r_break_all(&rb);
+	end = now_s() + 30;
+	while (l->resumes_handed < 1 && !rb.down && now_s() < end)
+		pump2(ctx, cctx, 10);
+	ck_assert_msg(l->resumes_handed == 1, "the listener handed %llu resume requests (session b: %s)",
+		      (unsigned long long)l->resumes_handed, rb.down ? rb.why : "resuming");
+	st(&ws[1].stop_taking, 1);
+	while (!ld(&ws[1].took_stop))
+		pump2(ctx, cctx, 10);
+	st(&ws[1].stall, 0);
+	r_wait_down(ctx, cctx, &rb);
+	ck_assert_int_eq(rb.down_status, -ECONNRESET);
+	ck_assert_msg(strstr(rb.why, "no such session") &&
+		      strstr(rb.why, "the session's context: worker stopped taking requests"), "%s",
+		      rb.why);
+
+	ez_conn_close(ra.conn);
+	ez_conn_close(rb.conn);
+	rb_stop(&t);
+	ck_assert_int_eq(ws[0].connected, 1);
+	ck_assert_int_eq(ws[1].connected, 1);
+	ck_assert_int_eq(ws[0].disconnected, 1);
+	ck_assert_int_eq(ws[1].disconnected, 1);
+}
+END_TEST
+
 /* Argument checks need no peer. */
 START_TEST(workers_bad_options)
 {
@@ -677,6 +1280,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, handoff_raw);
 	tcase_add_test(tc, handoff_storm);
 	tcase_add_test(tc, listener_close_with_handoffs_pending);
+	tcase_add_test(tc, session_resumes_on_its_worker);
+	tcase_add_test(tc, keyed_session_resumes_on_its_worker);
+	tcase_add_test(tc, session_resumes_after_ez_handoff);
+	tcase_add_test(tc, resume_to_a_stopped_worker_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,9 +6,13 @@
 # thread that does not own the context, and runs ez_ctx_process() from two
 # threads at once; tests/integration/test_workers hands connection requests
 # to worker threads' contexts (ez_handoff, a listener's workers) while they
-# run, stall, and are freed; tests/unit/test_mailbox posts to a loop from
-# four threads (the mailbox under those handoffs). Only what it needs is built (the static core and the one
-# program: about a minute), so the tier stays small in CI. Each program's
+# run, stall, and are freed, and a session's resume request from the
+# listener's thread to its worker's (session_route.c's lock);
+# tests/unit/test_mailbox posts to a loop from four threads (the mailbox
+# under those handoffs); tests/unit/test_session_route registers and
+# removes sessions' routes on four threads while another looks them up.
+# Only what it needs is built (the static core and the one program: about a
+# minute), so the tier stays small in CI. Each program's
 # output goes to build-tsan/tests/faults/NAME.log and its result to NAME.trs
 # (written here in the test driver's format, so count_trs counts it).
 set -uo pipefail
@@ -16,7 +20,8 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 tsan_dir=$top/build-tsan
-tsan_programs=(tests/faults/test_misuse tests/integration/test_workers tests/unit/test_mailbox)
+tsan_programs=(tests/faults/test_misuse tests/integration/test_workers tests/unit/test_mailbox
+	tests/unit/test_session_route)
 
 tsan_build() {
 	mkdir -p "$tsan_dir"

@@ -37,5 +37,6 @@ UNIT_TESTS += tests/unit/test_rx_check
 UNIT_TESTS += tests/unit/test_settle
 UNIT_TESTS += tests/unit/test_sendslab
 UNIT_TESTS += tests/unit/test_session_index
+UNIT_TESTS += tests/unit/test_session_route
 UNIT_TESTS += tests/unit/test_srqpool
 endif
