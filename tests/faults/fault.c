@@ -104,11 +104,17 @@ static void loop_gap_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	g->last_cpu = c;
 }
 
+void loop_gap_reset(struct loop_gap *g)
+{
+	g->max_s = g->max_cpu_s = 0;
+	g->last = now_s();
+	g->last_cpu = thread_cpu_s();
+}
+
 void loop_gap_start(struct fb *b, struct loop_gap *g)
 {
 	memset(g, 0, sizeof(*g));
-	g->last = now_s();
-	g->last_cpu = thread_cpu_s();
+	loop_gap_reset(g);
 	ev_timer_init(&g->t, loop_gap_tick, 0.01, 0.01);
 	ev_timer_start(b->loop, &g->t);
 }

@@ -114,6 +114,8 @@ struct loop_gap {
 	double max_s, max_cpu_s;	/* the longest gap, and the loop's CPU in it */
 };
 void loop_gap_start(struct fb *b, struct loop_gap *g);
+/* The longest gap measured again from now (the timer keeps running). */
+void loop_gap_reset(struct loop_gap *g);
 void loop_gap_stop(struct fb *b, struct loop_gap *g);
 
 /* Resource counters. */

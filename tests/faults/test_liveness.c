@@ -33,53 +33,6 @@
 #define GAP_MAX_S 2.0
 #endif
 
-/* A 10 ms timer on the loop: the longest time between its runs. */
-struct gap {
-	ev_timer t;
-	double last, max;
-	double cpu_last, max_cpu;	/* this thread's CPU time in the longest gap */
-};
-
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The CPU time says whether a long gap was the loop's own work (it ran
- * all along) or the machine's (a vCPU the host did not run, other
- * processes, the kernel's softirqs). */
-static void on_gap(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct gap *g = (struct gap *)w;
-	double n = now_s(), c = thread_cpu_s();
-
-	(void)loop;
-	(void)revents;
-	if (g->last && n - g->last > g->max) {
-		g->max = n - g->last;
-		g->max_cpu = c - g->cpu_last;
-	}
-	g->last = n;
-	g->cpu_last = c;
-}
-
-static void gap_start(struct ev_loop *loop, struct gap *g)
-{
-	memset(g, 0, sizeof(*g));
-	ev_timer_init(&g->t, on_gap, 0.01, 0.01);
-	ev_timer_start(loop, &g->t);
-}
-
-static void gap_reset(struct gap *g)
-{
-	g->last = 0;
-	g->max = 0;
-	g->max_cpu = 0;
-}
-
 static int env_int(const char *name, int def)
 {
 	const char *v = getenv(name);
@@ -121,7 +74,7 @@ START_TEST(churn_lanes)
 	struct lane *ln = calloc((size_t)lanes, sizeof(*ln));
 	struct fb b, cb;
 	struct srv s = { .opts = opts };
-	struct gap g;
+	struct loop_gap g;
 	int i, cycles = 0, attempts = 0, refused = 0, busy = 1;
 	int max_alive = 0, max_excess = 0, max_live = 0, max_cq = 0;
 	char refusal[256] = "";
@@ -136,7 +89,7 @@ START_TEST(churn_lanes)
 	srv_start(&b, &s, 40000);
 	cb = b;
 	ck_assert_msg(ez_ctx_new(b.loop, 0, &cb.ctx) == 0, "ez_ctx_new: %s", ez_errmsg());
-	gap_start(b.loop, &g);
+	loop_gap_start(&b, &g);
 	t0 = now_s();
 	end = t0 + secs;
 	while (busy) {
@@ -222,7 +175,7 @@ START_TEST(churn_lanes)
 	       "longest loop gap %.1f ms (the loop's thread ran %.1f ms of it)\n",
 	       lanes, secs, cycles, cycles / (t_last - t0), attempts, refused, refused ? ": " : "",
 	       refusal, max_alive, max_live, max_excess, max_cq, alive(b.ctx), cq_reserved(b.ctx),
-	       (now_s() - t_last) * 1e3, g.max * 1e3, g.max_cpu * 1e3);
+	       (now_s() - t_last) * 1e3, g.max_s * 1e3, g.max_cpu_s * 1e3);
 	/* The library's own: each context's longest pass and its longest
 	 * costly steps (ctx.h's ctx_pass_stats), against the gap above, which
 	 * also holds the other context's pass, this loop's lanes and the
@@ -250,8 +203,8 @@ START_TEST(churn_lanes)
 		      max_alive, lanes);
 	ck_assert_int_eq(alive(b.ctx), 0);
 	ck_assert_int_eq(cq_reserved(b.ctx), 0);
-	ck_assert_msg(g.max < GAP_MAX_S, "longest loop gap %.1f ms", g.max * 1e3);
-	ev_timer_stop(b.loop, &g.t);
+	ck_assert_msg(g.max_s < GAP_MAX_S, "longest loop gap %.1f ms", g.max_s * 1e3);
+	loop_gap_stop(&b, &g);
 	ck_assert_msg(ctx_free_when_idle(b.loop, cb.ctx, CTX_FREE_CEILING_S) == 0, "ez_ctx_free: %s",
 		      ez_errmsg());
 	srv_stop(&s);
@@ -422,7 +375,7 @@ START_TEST(connect_storm)
 	struct fb b, cb;
 	struct srv s = { .opts = opts };
 	struct pinger p = { 0 };
-	struct gap g;
+	struct loop_gap g;
 	pid_t pids[8];
 	int i, running, status;
 	uint64_t e0;
@@ -436,22 +389,22 @@ START_TEST(connect_storm)
 		      "%s", ez_errmsg());
 	ck_assert(fb_run(&b, &p.connected, 1, 20));
 	ck_assert_int_eq(p.status, 0);
-	gap_start(b.loop, &g);
+	loop_gap_start(&b, &g);
 	/* Quiet first: the figures to compare with. */
 	fb_spin(&b, 0.5);
 	p.measuring = 1;
-	gap_reset(&g);
+	loop_gap_reset(&g);
 	e0 = p.echoes;
 	t0 = now_s();
 	fb_spin(&b, 1.0);
 	quiet_gap = p.max_gap;
 	quiet_rate = (double)(p.echoes - e0) / (now_s() - t0);
 	printf("storm: quiet: %.0f round trips/s, longest echo gap %.1f ms, loop gap %.1f ms\n",
-	       quiet_rate, quiet_gap * 1e3, g.max * 1e3);
+	       quiet_rate, quiet_gap * 1e3, g.max_s * 1e3);
 	fflush(stdout);
 	p.max_gap = 0;
 	p.last = 0;
-	gap_reset(&g);
+	loop_gap_reset(&g);
 	for (i = 0; i < procs && i < 8; i++)
 		pids[i] = storm_start(s.port, total, 8);
 	e0 = p.echoes;
@@ -472,8 +425,8 @@ START_TEST(connect_storm)
 	       "up %d, refused %d; meanwhile %.0f round trips/s, longest echo gap %.1f ms, "
 	       "longest loop gap %.1f ms (the loop's thread ran %.1f ms of it)\n",
 	       procs, total, now_s() - t0, s.requests, s.connected, s.connect_failed,
-	       (double)(p.echoes - e0) / (now_s() - t0), p.max_gap * 1e3, g.max * 1e3,
-	       g.max_cpu * 1e3);
+	       (double)(p.echoes - e0) / (now_s() - t0), p.max_gap * 1e3, g.max_s * 1e3,
+	       g.max_cpu_s * 1e3);
 	fflush(stdout);
 	for (i = 0; i < procs; i++)
 		if (pids[i] > 0) {
@@ -483,8 +436,8 @@ START_TEST(connect_storm)
 	ck_assert_msg(!running, "%d storm processes still running after 150 s", running);
 	ck_assert_int_ge(s.requests, procs * total);
 	ck_assert_msg(p.max_gap < GAP_MAX_S, "echo gap %.1f ms during the storm", p.max_gap * 1e3);
-	ck_assert_msg(g.max < GAP_MAX_S, "loop gap %.1f ms during the storm", g.max * 1e3);
-	ev_timer_stop(b.loop, &g.t);
+	ck_assert_msg(g.max_s < GAP_MAX_S, "loop gap %.1f ms during the storm", g.max_s * 1e3);
+	loop_gap_stop(&b, &g);
 	ez_conn_close(p.conn);
 	fb_spin(&b, 0.5);
 	ck_assert_msg(ctx_free_when_idle(b.loop, cb.ctx, CTX_FREE_CEILING_S) == 0, "ez_ctx_free: %s",
