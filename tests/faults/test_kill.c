@@ -115,6 +115,19 @@ struct stream {
 	double t_disc;
 };
 
+/* The loop, the stream's op table and local MR, and its connect to the
+ * peer that said h (the caller waits for on_connect). */
+static void stream_open(struct fb *b, struct stream *st, void *lmem, const struct hello *h,
+			const struct ez_conn_opts *o, const struct ez_conn_cbs *cbs)
+{
+	fb_init(b);
+	st->cbs = calloc(MAX_OPS, 1);
+	ck_assert_ptr_nonnull(st->cbs);
+	st->key = h->key;
+	ck_assert_int_eq(ez_mr_reg(b->ctx, NULL, lmem, MR_SIZE, 0, &st->mr), 0);
+	ck_assert_int_eq(ez_connect(b->ctx, test_addr(), h->port, o, cbs, st, &st->e.conn), 0);
+}
+
 static void stream_post(struct stream *st);
 
 static void stream_op_done(struct ez_conn *conn, int status, void *arg)
@@ -210,11 +223,7 @@ START_TEST(peer_killed_mid_transfer)
 	memset(&st, 0, sizeof(st));
 	victim = peer_start(&hv);
 	keeper = peer_start(&hk);
-	fb_init(&b);
-	st.cbs = calloc(MAX_OPS, 1);
-	st.key = hv.key;
-	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, lmem, MR_SIZE, 0, &st.mr), 0);
-	ck_assert_int_eq(ez_connect(b.ctx, test_addr(), hv.port, &o, &cbs, &st, &st.e.conn), 0);
+	stream_open(&b, &st, lmem, &hv, &o, &cbs);
 	ck_assert_int_eq(ep_connect(&b, &k, hk.port, &o), 0);
 	ck_assert(fb_run(&b, &st.e.connected, 1, 10));
 	ck_assert_msg(st.e.connect_status == 0, "victim connect: %d", st.e.connect_status);
@@ -324,11 +333,7 @@ START_TEST(peer_killed_mid_resume)
 	memset(&st, 0, sizeof(st));
 	peer_opts = (struct ez_conn_opts){ .paths = 2, .resume_ms = 30000 };
 	peer = peer_start(&h);
-	fb_init(&b);
-	st.cbs = calloc(MAX_OPS, 1);
-	st.key = h.key;
-	ck_assert_int_eq(ez_mr_reg(b.ctx, NULL, lmem, MR_SIZE, 0, &st.mr), 0);
-	ck_assert_int_eq(ez_connect(b.ctx, test_addr(), h.port, &o, &cbs, &st, &st.e.conn), 0);
+	stream_open(&b, &st, lmem, &h, &o, &cbs);
 	ck_assert(fb_run(&b, &st.e.connected, 1, 30));
 	ck_assert_msg(st.e.connect_status == 0, "connect: %d", st.e.connect_status);
 	stream_post(&st);
