@@ -12,3 +12,17 @@ TESTS += doc/check-doc-examples.sh
 dist_noinst_SCRIPTS += doc/check-doc-examples.sh
 # Connection requests handed to other threads' contexts (issue 21).
 dist_man3_MANS += doc/man3/ez_handoff.3 doc/man3/ez_ctx_take_requests.3
+# The ABI policy, the benchmark data behind doc/performance.md and its pictures
+# (tests/check-dist.sh: the tarball holds every tracked file).
+EXTRA_DIST += doc/abi.md doc/performance-bigmsg.json doc/performance-cdf.json \
+	doc/performance-conn-2026-12-05.json doc/performance-insn-stream.json \
+	doc/performance-wallclock-2026-12-05.json doc/plots/conn_setup.svg doc/plots/insn.svg \
+	doc/plots/lat_cdf.svg doc/plots/rate_bw.svg
+# The Debian packaging (a native package: the tarball is its source) and the
+# packages tier's programs (tests/tiers/packages.sh).
+EXTRA_DIST += debian/changelog debian/control debian/copyright debian/rules \
+	debian/source/format debian/easyrdma-tools.install debian/libeasyrdma-dev.install \
+	debian/libeasyrdma1.install debian/libeasyrdma1.symbols \
+	tests/packaging/cmake-hello/CMakeLists.txt tests/faults/README.md
+dist_noinst_SCRIPTS += tests/packaging/build-debs.sh tests/packaging/check-installed.sh \
+	tests/packaging/extract-hello.sh

@@ -10,7 +10,14 @@ check_LIBRARIES += tests/libeztest.a
 endif
 tests_libeztest_a_SOURCES =
 
-check_PROGRAMS += $(UNIT_TESTS) $(INTEGRATION_TESTS)
+# `make check` builds the unit tier only; the device tier's programs are
+# EXTRA_PROGRAMS (their sources are distributed all the same), built on the
+# host by `make integration-programs`. distcheck thus compiles ~20 programs,
+# not ~90 (it took 310 s of CI); tests/check-dist.sh checks the tarball holds
+# every tracked file instead of compiling them a second time.
+check_PROGRAMS += $(UNIT_TESTS)
+EXTRA_PROGRAMS += $(INTEGRATION_TESTS) $(MULTI_VM_TOOLS)
+CLEANFILES += $(INTEGRATION_TESTS) $(MULTI_VM_TOOLS)
 TESTS += $(UNIT_TESTS) tests/integration/device-probe.sh
 # automake writes a test's .log rule only when it sees the test in TESTS; this
 # never-true condition makes it write them for the integration tier too, which
@@ -28,9 +35,10 @@ check-integration: $(INTEGRATION_TESTS)
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(INTEGRATION_TESTS)'
 
 # Builds the tier's programs (on the host: compiling inside a TCG guest is slow),
-# and every other program `make check` builds (the unit tests, linkdown): else
-# the guest's `make check` compiles them, which took minutes of the ASan tier.
-integration-programs: $(check_PROGRAMS)
+# the multi-VM tiers' programs and every program `make check` builds (the unit
+# tests): else the guest's `make check` compiles them, which took minutes of the
+# ASan tier.
+integration-programs: $(check_PROGRAMS) $(INTEGRATION_TESTS) $(MULTI_VM_TOOLS)
 
 # The tier's tests, in order, for tests/run-asan.sh's shards.
 print-integration-tests:
@@ -65,6 +73,6 @@ dist_noinst_SCRIPTS += tests/tiers/install-packages.sh tests/tiers/build.sh \
 	tests/tiers/plain-leak.sh tests/tiers/two-hosts.sh tests/tiers/linkdown.sh \
 	tests/tiers/distcheck.sh tests/tiers/fuzz.sh tests/tiers/tsan.sh tests/tiers/insn-budget.sh \
 	tests/tiers/cluster.sh tests/tiers/scale.sh tests/tiers/quick.sh tests/flakehunt.sh \
-	tests/tiers/kernel612.sh
+	tests/tiers/kernel612.sh tests/tiers/packages.sh tests/check-dist.sh
 EXTRA_DIST += tests/tiers/lib.sh
 

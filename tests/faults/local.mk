@@ -51,21 +51,21 @@ INTEGRATION_TESTS += tests/faults/test_misuse
 endif
 
 # Two VMs (testbed pair): run by tests/faults/linkdown.sh, not by check-integration.
-check_PROGRAMS += tests/faults/linkdown
+MULTI_VM_TOOLS += tests/faults/linkdown
 tests_faults_linkdown_SOURCES = tests/faults/linkdown.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_linkdown_LDADD = lib/libezcore.la
-check_PROGRAMS += tests/faults/deadpeer
+MULTI_VM_TOOLS += tests/faults/deadpeer
 tests_faults_deadpeer_SOURCES = tests/faults/deadpeer.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_deadpeer_LDADD = lib/libezcore.la
 # Two VMs: a vanished peer's close and a connect storm from the other host
 # (tests/faults/liveness-pair.sh).
-check_PROGRAMS += tests/faults/liveness_pair
+MULTI_VM_TOOLS += tests/faults/liveness_pair
 tests_faults_liveness_pair_SOURCES = tests/faults/liveness_pair.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_liveness_pair_LDADD = lib/libezcore.la
 
 # Two VMs on a link that drops packets (netem): large messages in chunks
 # (tests/faults/lossy.sh).
-check_PROGRAMS += tests/faults/lossy
+MULTI_VM_TOOLS += tests/faults/lossy
 tests_faults_lossy_SOURCES = tests/faults/lossy.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_lossy_LDADD = lib/libezcore.la
 
@@ -74,6 +74,6 @@ dist_noinst_SCRIPTS += tests/faults/linkdown.sh tests/faults/deadpeer.sh tests/f
 EXTRA_DIST += tests/lsan.supp
 
 # Many hosts on one switch (cluster.sh: `testbed cluster 4`).
-check_PROGRAMS += tests/faults/cluster_hosts
+MULTI_VM_TOOLS += tests/faults/cluster_hosts
 tests_faults_cluster_hosts_SOURCES = tests/faults/cluster_hosts.c tests/faults/pair.c tests/faults/pair.h
 tests_faults_cluster_hosts_LDADD = lib/libezcore.la
