@@ -41,10 +41,10 @@ INTEGRATION_TESTS += tests/faults/test_scale
 # Every allocation of ez_connect() failing in turn: calloc and free wrapped
 # in the test's link (the library's objects come in statically here).
 INTEGRATION_TESTS += tests/faults/test_alloc
-tests_faults_test_alloc_LDFLAGS = -Wl,--wrap=calloc,--wrap=free
+tests_faults_test_alloc_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=calloc,--wrap=free
 # A multi-path connection's ladder makes no QP query (wrapped at link time).
 INTEGRATION_TESTS += tests/faults/test_ladder
-tests_faults_test_ladder_LDFLAGS = -Wl,--wrap=ibv_query_qp
+tests_faults_test_ladder_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=ibv_query_qp
 # Calls from a thread that does not own the context, two threads in
 # ez_ctx_process, stale buffer handles, ez_ctx_free with buffers held.
 INTEGRATION_TESTS += tests/faults/test_misuse
