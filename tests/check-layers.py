@@ -255,6 +255,9 @@ OWNERS = {
     # Messages held until the peer's exports came, embedded in ez_conn as
     # conn->park: the receive path's.
     'rx_park': 'lib/conn/recv.c',
+    # msg.c's, declared in msg_inline.h for the fast paths composed from it.
+    'chain': 'lib/conn/msg.c',
+    'op_end': 'lib/conn/msg.c',
 }
 BASELINE = os.path.join('tests', 'owner-baseline.txt')
 REPORT_DEFAULT = ['ez_conn']

@@ -6,7 +6,8 @@ lib_libezcore_la_SOURCES += \
 	lib/conn/handoff.c lib/conn/handoff.h \
 	lib/conn/conn.c lib/conn/conn_query.c lib/conn/conn_handle.c lib/conn/conn_handle.h \
 	lib/conn/conn_fsm.c lib/conn/conn_fsm.h \
-	lib/conn/msg.c lib/conn/msg.h lib/conn/recv.c \
+	lib/conn/msg.c lib/conn/msg.h lib/conn/msg_inline.h lib/conn/send_calls.c \
+	lib/conn/rdma_calls.c lib/conn/send_wc.c lib/conn/recv.c \
 	lib/conn/rndv.c lib/conn/rndv.h \
 	lib/conn/sendq.c lib/conn/sendq.h \
 	lib/conn/keepalive.c lib/conn/keepalive.h \

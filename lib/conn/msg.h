@@ -1,4 +1,4 @@
-/* msg.h: the data path: its send side (msg.c: sends, RDMA ops, their completions, credits) and its receive side (recv.c). */
+/* msg.h: the data path: its send side (msg.c: the op lifecycle, posting, credits; send_calls.c and rdma_calls.c: the application's calls; send_wc.c: their completions) and its receive side (recv.c). */
 #ifndef EZ_CONN_MSG_H
 #define EZ_CONN_MSG_H
 

@@ -90,7 +90,7 @@ int staging_take(struct ez_conn *conn, uint64_t bytes, const char *fn)
 	char why[320];
 
 	if (v != BUDGET_OK) {
-		/* Counted as a refusal by the send (msg.c), which may queue it. */
+		/* Counted as a refusal by the send (send_calls.c), which may queue it. */
 		wait_for_room(conn);
 		budget_reason(b, v, mine, bytes, fn, why, sizeof(why));
 		return ezi_fail(-ENOBUFS, "%s", why);
